@@ -1,0 +1,3 @@
+from gitdeploy.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""gitdeploy.cli layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""gitdeploy.cluster layer (see DESIGN.md)."""

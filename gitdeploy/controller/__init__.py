@@ -1,0 +1,1 @@
+"""gitdeploy.controller layer (see DESIGN.md)."""

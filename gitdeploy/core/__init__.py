@@ -1,0 +1,1 @@
+"""gitdeploy.core layer (see DESIGN.md)."""

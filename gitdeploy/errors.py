@@ -1,0 +1,39 @@
+"""The one small error vocabulary of gitdeploy (DESIGN.md, "Errors").
+
+* :class:`PermanentError`: retrying will not help (an invalid manifest, an unknown revision,
+  an unsafe URL). Surface it in status and on the CLI.
+* :class:`TransientError`: try again after ``retry_after`` seconds (git unreachable, API 5xx,
+  a 409 conflict).
+
+Adapters translate library exceptions into these at their edge; everything above them only
+ever sees these two.
+"""
+
+from __future__ import annotations
+
+
+class GitdeployError(Exception):
+    """Base of every error gitdeploy raises on purpose.
+
+    ``hint`` says what the user can do about it; the CLI prints it after the message.
+    """
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class PermanentError(GitdeployError):
+    """Do not retry: the input or request is wrong and must be changed."""
+
+
+class TransientError(GitdeployError):
+    """Retry after ``retry_after`` seconds; nothing is wrong with the request itself."""
+
+    def __init__(self, message: str, *, hint: str = "", retry_after: float = 5.0) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after = retry_after

@@ -1,0 +1,1 @@
+"""gitdeploy.images layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""gitdeploy.localcluster layer (see DESIGN.md)."""

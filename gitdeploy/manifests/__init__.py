@@ -1,0 +1,1 @@
+"""gitdeploy.manifests layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""gitdeploy.source layer (see DESIGN.md)."""
