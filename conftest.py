@@ -1,0 +1,3 @@
+"""Root pytest configuration: shared fixtures live in tests/fixtures/ and are loaded here."""
+
+pytest_plugins: list[str] = []
