@@ -23,7 +23,9 @@ from gitdeploy.errors import GitdeployError
     help="Where gitdeploy keeps its state (the embedded cluster, repo mirrors). "
     "Default: $XDG_STATE_HOME/gitdeploy.",
 )
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Act on the cluster of this kubeconfig.")
+@click.option(
+    "--kubeconfig", envvar="KUBECONFIG", default=None, help="Act on the cluster of this kubeconfig."
+)
 @click.option("--context", "kube_context", default=None, help="The kubeconfig context to use.")
 @click.option("--debug", is_flag=True, help="Print tracebacks for errors.")
 @click.option("--no-color", is_flag=True, envvar="NO_COLOR", help="Never colour the output.")
@@ -57,9 +59,10 @@ _register_commands()
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: turn our errors into one line on stderr and a documented exit code."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or bool(os.environ.get("GITDEPLOY_DEBUG"))
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args or bool(os.environ.get("GITDEPLOY_DEBUG"))
     try:
-        cli.main(args=argv, prog_name="gitdeploy", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="gitdeploy", standalone_mode=False)
     except click.exceptions.Exit as stop:
         sys.exit(stop.exit_code)
     except click.Abort:
@@ -73,3 +76,4 @@ def main(argv: list[str] | None = None) -> None:
             raise
         click.echo(f"error: {problem}", err=True)
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

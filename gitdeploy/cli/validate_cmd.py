@@ -1,0 +1,113 @@
+"""``gitdeploy validate``: check manifests the way the loop will read them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gitdeploy.cli.output import console, print_json, print_table
+from gitdeploy.core.diagnostics import Diagnostic
+from gitdeploy.manifests.documents import ManifestFile
+from gitdeploy.manifests.loader import LoadResult, load_directory, load_files
+
+
+def _display(prefix: str, file: str) -> str:
+    return os.path.normpath(os.path.join(prefix, file)) if prefix else file
+
+
+def _load_path(path: Path) -> tuple[LoadResult, str]:
+    if path.is_file():
+        result = load_files([ManifestFile(path.name, path.read_bytes())])
+        return result, str(path.parent) if str(path.parent) != "." else ""
+    return load_directory(path), str(path) if str(path) != "." else ""
+
+
+def _diagnostic_json(d: Diagnostic, prefix: str) -> dict[str, Any]:
+    return {
+        "file": _display(prefix, d.file),
+        "line": d.line,
+        "column": d.column,
+        "app": d.app,
+        "path": d.path,
+        "message": d.message,
+        "hint": d.hint,
+    }
+
+
+def render(result: LoadResult, prefix: str, output: str) -> None:
+    if output == "json":
+        print_json(
+            {
+                "apps": [
+                    {
+                        "kind": app.kind.value,
+                        "namespace": app.namespace,
+                        "name": app.name,
+                        "file": _display(prefix, app.location.file),
+                        "line": app.location.line,
+                        "template_hash": app.template_hash,
+                        "triggers": app.triggers.names(),
+                        "strategy": app.strategy.type.value,
+                    }
+                    for app in result.apps
+                ],
+                "errors": [_diagnostic_json(d, prefix) for d in result.diagnostics],
+            }
+        )
+        return
+    err = console(err=True)
+    for d in result.diagnostics:
+        err.print(
+            f"[red]{_display(prefix, d.file)}:{d.line}:{d.column}:[/red]{' ' + d.app + ':' if d.app else ''} "
+            f"{d.message}{f' [dim]({d.hint})[/dim]' if d.hint else ''}",
+            markup=True,
+            highlight=False,
+        )
+    if result.apps:
+        print_table(
+            ["app", "kind", "strategy", "triggers", "hash", "file"],
+            [
+                (
+                    str(app.key),
+                    app.kind.value,
+                    app.strategy.type.value,
+                    ",".join(app.triggers.names()) or "(manual)",
+                    app.template_hash,
+                    f"{_display(prefix, app.location.file)}:{app.location.line}",
+                )
+                for app in result.apps
+            ],
+        )
+    summary = f"{len(result.apps)} app(s) valid"
+    if result.invalid_apps:
+        summary += f", {len(result.invalid_apps)} invalid ({', '.join(str(k) for k in result.invalid_apps)})"
+    if result.image_streams:
+        summary += f", {len(result.image_streams)} image stream(s)"
+    if result.ignored:
+        kinds = sorted({i.kind for i in result.ignored})
+        summary += f", {len(result.ignored)} document(s) ignored ({', '.join(kinds)})"
+    if result.diagnostics:
+        summary += f"; {len(result.diagnostics)} problem(s)"
+    click.echo(summary, err=bool(result.diagnostics))
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".", required=False)
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@click.pass_context
+def validate(ctx: click.Context, path: Path, output: str) -> None:
+    """Check the manifests under PATH (a directory or one file) without touching a cluster.
+
+    Prints every problem as `file:line:col: app: message (hint)` and exits 1 when any is found.
+
+    \b
+    Examples:
+      gitdeploy validate examples/
+      gitdeploy validate apps/web.yaml -o json
+    """
+    result, prefix = _load_path(path)
+    render(result, prefix, output)
+    ctx.exit(1 if result.diagnostics else 0)

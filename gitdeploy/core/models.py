@@ -1,0 +1,291 @@
+"""The typed, immutable domain model of desired state: apps, their strategies, hooks and triggers.
+
+The manifests layer normalises both ``apps/v1 Deployment`` and OpenShift ``DeploymentConfig`` into
+:class:`App`; everything after it works on this one model. The pod template is kept as canonical
+JSON (:class:`PodTemplate`), the single free-form part: gitdeploy acts on a few of its fields and
+passes the rest through untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+JsonValue = Any
+"""A value that came from JSON/YAML: dict, list, str, int, float, bool or None."""
+
+
+class AppKind(StrEnum):
+    DEPLOYMENT = "Deployment"
+    DEPLOYMENT_CONFIG = "DeploymentConfig"
+
+
+class StrategyType(StrEnum):
+    ROLLING_UPDATE = "RollingUpdate"  # Deployment
+    ROLLING = "Rolling"  # DeploymentConfig
+    RECREATE = "Recreate"
+    CUSTOM = "Custom"
+
+    @property
+    def is_rolling(self) -> bool:
+        return self in (StrategyType.ROLLING_UPDATE, StrategyType.ROLLING)
+
+
+class FailurePolicy(StrEnum):
+    ABORT = "Abort"
+    RETRY = "Retry"
+    IGNORE = "Ignore"
+
+
+class TriggerType(StrEnum):
+    CONFIG_CHANGE = "ConfigChange"
+    IMAGE_CHANGE = "ImageChange"
+
+
+@dataclass(frozen=True, order=True)
+class AppKey:
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Hook:
+    """A lifecycle hook (``execNewPod``): a pod built from the named container of the template."""
+
+    failure_policy: FailurePolicy
+    container_name: str
+    command: tuple[str, ...] = ()
+    env: tuple[EnvVar, ...] = ()
+    volumes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RollingParams:
+    """Rolling/RollingUpdate parameters. Bounds are ints or percentage strings such as ``"25%"``."""
+
+    max_surge: int | str = "25%"
+    max_unavailable: int | str = "25%"
+    interval_seconds: int = 1
+    update_period_seconds: int = 1
+    timeout_seconds: int = 600
+    pre: Hook | None = None
+    post: Hook | None = None
+
+
+@dataclass(frozen=True)
+class RecreateParams:
+    timeout_seconds: int = 600
+    pre: Hook | None = None
+    mid: Hook | None = None
+    post: Hook | None = None
+
+
+@dataclass(frozen=True)
+class CustomParams:
+    image: str
+    command: tuple[str, ...] = ()
+    environment: tuple[EnvVar, ...] = ()
+
+
+@dataclass(frozen=True)
+class Strategy:
+    type: StrategyType
+    rolling: RollingParams | None = None
+    recreate: RecreateParams | None = None
+    custom: CustomParams | None = None
+    resources_json: str = "{}"
+    """Strategy ``resources`` (requests/limits for hook and deployer pods), canonical JSON."""
+
+    @property
+    def hooks(self) -> dict[str, Hook]:
+        """The hooks this strategy declares, by phase (``pre``, ``mid``, ``post``)."""
+        found: dict[str, Hook] = {}
+        for params in (self.rolling, self.recreate):
+            for phase in ("pre", "mid", "post"):
+                hook = getattr(params, phase, None)
+                if hook is not None:
+                    found[phase] = hook
+        return found
+
+
+@dataclass(frozen=True)
+class ImageChangeTrigger:
+    automatic: bool
+    container_names: tuple[str, ...]
+    stream_namespace: str
+    stream_name: str
+    tag: str
+
+    @property
+    def stream_tag(self) -> str:
+        return f"{self.stream_name}:{self.tag}"
+
+
+@dataclass(frozen=True)
+class Triggers:
+    config_change: bool
+    image_change: tuple[ImageChangeTrigger, ...] = ()
+
+    def names(self) -> list[str]:
+        out = [TriggerType.CONFIG_CHANGE.value] if self.config_change else []
+        out += [f"{TriggerType.IMAGE_CHANGE.value}({t.stream_tag})" for t in self.image_change]
+        return out
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str
+    image: str
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """A pod template as canonical JSON (sorted keys, no insignificant white space).
+
+    Build it with :func:`gitdeploy.core.hashing.canonical_template`; two templates are equal when
+    their canonical JSON is equal, which is exactly when their template hashes are equal.
+    """
+
+    canonical_json: str
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """A fresh, mutable copy (for the cluster adapter to send)."""
+        loaded = json.loads(self.canonical_json)
+        assert isinstance(loaded, dict)
+        return loaded
+
+    @cached_property
+    def containers(self) -> tuple[Container, ...]:
+        spec = self.to_dict().get("spec") or {}
+        return tuple(
+            Container(name=str(c.get("name", "")), image=str(c.get("image", "")))
+            for c in spec.get("containers") or []
+        )
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        meta = self.to_dict().get("metadata") or {}
+        return {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+
+
+@dataclass(frozen=True)
+class LabelSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Selector:
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        """Whether ``labels`` satisfy this selector (Kubernetes label-selector semantics)."""
+        if any(labels.get(k) != v for k, v in self.match_labels):
+            return False
+        for req in self.match_expressions:
+            present = req.key in labels
+            if req.operator == "In" and (not present or labels[req.key] not in req.values):
+                return False
+            if req.operator == "NotIn" and present and labels[req.key] in req.values:
+                return False
+            if req.operator == "Exists" and not present:
+                return False
+            if req.operator == "DoesNotExist" and present:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where an object was defined: file (relative to the repo root) and 1-based line."""
+
+    file: str
+    line: int
+    column: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class App:
+    """One deployable app, normalised from a Deployment or a DeploymentConfig.
+
+    ``replicas`` is None when the manifest omits it: the live count is kept (room for an
+    autoscaler); a new app then starts with 1.
+    """
+
+    kind: AppKind
+    api_version: str
+    key: AppKey
+    location: Location
+    template: PodTemplate
+    template_hash: str
+    selector: Selector
+    strategy: Strategy
+    triggers: Triggers
+    replicas: int | None = None
+    paused: bool = False
+    revision_history_limit: int = 10
+    min_ready_seconds: int = 0
+    progress_deadline_seconds: int = 600
+    auto_rollback: bool = False
+    change_cause: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
+    manifest_json: str = field(default="{}", compare=False)
+    """The whole manifest as canonical JSON, for diffs and rollbacks that restore settings."""
+
+    @property
+    def name(self) -> str:
+        return self.key.name
+
+    @property
+    def namespace(self) -> str:
+        return self.key.namespace
+
+
+@dataclass(frozen=True)
+class ImageStreamTag:
+    name: str
+    from_kind: str  # DockerImage or ImageStreamTag
+    from_name: str
+    scheduled: bool = False
+
+
+@dataclass(frozen=True)
+class ImageStream:
+    key: AppKey
+    location: Location
+    tags: tuple[ImageStreamTag, ...] = ()
+
+    def tag(self, name: str) -> ImageStreamTag | None:
+        return next((t for t in self.tags if t.name == name), None)
+
+
+@dataclass(frozen=True)
+class RepoSettings:
+    """The optional ``gitdeploy.yaml`` at the root of the config repo."""
+
+    paths: tuple[str, ...] = ()
+    """Directories (relative to the root) holding manifests; empty means the whole tree."""
+    allowed_namespaces: tuple[str, ...] = ()
+    """Namespaces apps may be deployed to; empty means any."""
+    default_namespace: str = "default"
+    prune: bool = False
+    auto_rollback: bool | None = None
+    """Overrides the per-kind default of automatic rollback on failure when set."""

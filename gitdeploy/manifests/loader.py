@@ -1,0 +1,340 @@
+"""From the files of a config repo to validated apps: per-file analysis, then the repo-wide pass.
+
+:func:`analyse_file` depends only on the file's bytes, so its result can be cached by git blob sha;
+:func:`assemble` is the cheap repo-wide pass (namespaces, duplicates, image stream references).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+
+from gitdeploy.core.diagnostics import Diagnostic
+from gitdeploy.core.models import App, AppKey, AppKind, ImageStream, Location, RepoSettings
+from gitdeploy.manifests.apps import Analysis, analyse_app, analyse_image_stream, place_in_namespace
+from gitdeploy.manifests.documents import MAX_FILE_BYTES, Document, ManifestFile, parse_documents
+from gitdeploy.manifests.schemas import dotted, iter_violations, suggest
+
+SETTINGS_FILE = "gitdeploy.yaml"
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+MAX_MANIFEST_FILES = 50_000
+KNOWN_KINDS = ("Deployment", "DeploymentConfig", "ImageStream")
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A document of a kind gitdeploy does not manage (a Service, a ConfigMap, ...)."""
+
+    kind: str
+    name: str
+    location: Location
+
+
+@dataclass(frozen=True)
+class FileAnalysis:
+    path: str
+    analyses: tuple[Analysis, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """Everything desired state says, and everything wrong with it."""
+
+    settings: RepoSettings
+    apps: tuple[App, ...]
+    image_streams: tuple[ImageStream, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    invalid_apps: tuple[AppKey, ...]
+    ignored: tuple[Ignored, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.diagnostics
+
+
+def _doc_problem(doc: Document, message: str, hint: str) -> Diagnostic:
+    return Diagnostic(doc.file, doc.line, doc.column, "", message, hint)
+
+
+def _analyse_document(doc: Document) -> Analysis | Diagnostic:
+    data = doc.data
+    location = Location(doc.file, doc.line, doc.column)
+    if not isinstance(data, dict):
+        return _doc_problem(doc, "document is not a mapping", "a manifest starts with apiVersion: and kind:")
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        return _doc_problem(
+            doc,
+            "not a Kubernetes object: apiVersion and kind are required",
+            "add apiVersion and kind, or move the file out of the manifest paths (gitdeploy.yaml: paths)",
+        )
+    if kind in (AppKind.DEPLOYMENT.value, AppKind.DEPLOYMENT_CONFIG.value):
+        return analyse_app(doc, AppKind(kind))
+    if kind == "ImageStream":
+        return analyse_image_stream(doc)
+    if kind == "RepoSettings":
+        return _doc_problem(
+            doc, "RepoSettings is read only from gitdeploy.yaml at the repo root", "move it there"
+        )
+    near = suggest(kind, list(KNOWN_KINDS))
+    if near:
+        return Diagnostic(
+            doc.file,
+            *doc.position(("kind",)),
+            "",
+            f"unknown kind '{kind}'",
+            f"{near} Kinds other than {', '.join(KNOWN_KINDS)} are ignored",
+        )
+    name = str((data.get("metadata") or {}).get("name", "")) if isinstance(data.get("metadata"), dict) else ""
+    return Analysis(kind, name, "", location, ignored=True)
+
+
+def analyse_file(source: ManifestFile) -> FileAnalysis:
+    """Parse and check every document of one file. Pure: cache it by the file's blob sha."""
+    documents, problems = parse_documents(source)
+    analyses: list[Analysis] = []
+    diagnostics = list(problems)
+    for doc in documents:
+        outcome = _analyse_document(doc)
+        if isinstance(outcome, Diagnostic):
+            diagnostics.append(outcome)
+        else:
+            analyses.append(outcome)
+    return FileAnalysis(source.path, tuple(analyses), tuple(diagnostics))
+
+
+def parse_settings(source: ManifestFile | None) -> tuple[RepoSettings, list[Diagnostic]]:
+    """Read ``gitdeploy.yaml``; defaults when there is none. Problems leave the defaults in force."""
+    if source is None:
+        return RepoSettings(), []
+    documents, problems = parse_documents(source)
+    if problems:
+        return RepoSettings(), problems
+    if len(documents) != 1 or not isinstance(documents[0].data, dict):
+        where = documents[1] if len(documents) > 1 else None
+        line = where.line if where else 1
+        return RepoSettings(), [
+            Diagnostic(
+                source.path,
+                line,
+                1,
+                "",
+                "gitdeploy.yaml must hold exactly one mapping",
+                "merge the documents",
+            )
+        ]
+    doc = documents[0]
+    found = [
+        Diagnostic(doc.file, *doc.position(path), "", message, hint, dotted(path))
+        for path, message, hint in iter_violations("RepoSettings", doc.data)
+    ]
+    if found:
+        return RepoSettings(), found
+    data = doc.data
+    settings = RepoSettings(
+        paths=tuple(str(PurePosixPath(p.strip("/"))) for p in data.get("paths", [])),
+        allowed_namespaces=tuple(data.get("allowedNamespaces", [])),
+        default_namespace=str(data.get("defaultNamespace", "default")),
+        prune=bool(data.get("prune", False)),
+        auto_rollback=data.get("autoRollback"),
+    )
+    return settings, []
+
+
+def is_manifest_path(path: str, settings: RepoSettings) -> bool:
+    """Whether a repo-relative path is a manifest gitdeploy reads under these settings."""
+    parts = PurePosixPath(path).parts
+    if not path.endswith(MANIFEST_SUFFIXES) or path == SETTINGS_FILE:
+        return False
+    if any(part.startswith(".") for part in parts):
+        return False
+    if not settings.paths:
+        return True
+    return any(p in (".", "") or path == p or path.startswith(p + "/") for p in settings.paths)
+
+
+def _app_label(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+def assemble(files: Iterable[FileAnalysis], settings: RepoSettings) -> LoadResult:
+    """The repo-wide pass: namespaces, duplicates, allowed namespaces, image stream references."""
+    diagnostics: list[Diagnostic] = []
+    drafts: dict[AppKey, list[tuple[Analysis, App]]] = {}
+    invalid: set[AppKey] = set()
+    streams: dict[AppKey, ImageStream] = {}
+    ignored: list[Ignored] = []
+    for file in files:
+        diagnostics.extend(file.diagnostics)
+        for analysis in file.analyses:
+            namespace = analysis.namespace or settings.default_namespace
+            key = AppKey(namespace, analysis.name)
+            if analysis.ignored:
+                ignored.append(Ignored(analysis.kind, analysis.name, analysis.location))
+            elif analysis.diagnostics:
+                label = _app_label(namespace, analysis.name)
+                diagnostics.extend(replace(d, app=label) for d in analysis.diagnostics)
+                if analysis.name and analysis.kind != "ImageStream":
+                    invalid.add(key)
+            elif analysis.image_stream is not None:
+                stream = analysis.image_stream
+                if key in streams:
+                    first = streams[key].location
+                    diagnostics.append(
+                        Diagnostic(
+                            stream.location.file,
+                            stream.location.line,
+                            stream.location.column,
+                            str(key),
+                            f"image stream {key} is also defined at {first}",
+                            "keep one definition",
+                        )
+                    )
+                streams.setdefault(key, replace(stream, key=key))
+            elif analysis.draft is not None:
+                drafts.setdefault(key, []).append(
+                    (analysis, place_in_namespace(analysis.draft.app, namespace))
+                )
+
+    apps: list[App] = []
+    for key, defined in drafts.items():
+        if len(defined) > 1 or key in invalid:
+            places = [str(app.location) for _, app in defined]
+            for _, app in defined[1:] if len(defined) > 1 else []:
+                diagnostics.append(
+                    Diagnostic(
+                        app.location.file,
+                        app.location.line,
+                        app.location.column,
+                        str(key),
+                        f"{key} is defined more than once: {', '.join(places)}",
+                        "keep one definition; until then neither deploys",
+                    )
+                )
+            invalid.add(key)
+            continue
+        analysis, app = defined[0]
+        assert analysis.draft is not None
+        problems = _check_repo_rules(analysis, app, settings, streams)
+        if problems:
+            diagnostics.extend(problems)
+            invalid.add(key)
+            continue
+        auto = analysis.draft.auto_rollback_annotation
+        if auto is None and settings.auto_rollback is not None:
+            auto = settings.auto_rollback
+        apps.append(app if auto is None else replace(app, auto_rollback=auto))
+
+    return LoadResult(
+        settings=settings,
+        apps=tuple(sorted(apps, key=lambda a: a.key)),
+        image_streams=tuple(sorted(streams.values(), key=lambda s: s.key)),
+        diagnostics=tuple(sorted(diagnostics, key=lambda d: (d.file, d.line, d.column, d.message))),
+        invalid_apps=tuple(sorted(invalid)),
+        ignored=tuple(ignored),
+    )
+
+
+def _check_repo_rules(
+    analysis: Analysis, app: App, settings: RepoSettings, streams: dict[AppKey, ImageStream]
+) -> list[Diagnostic]:
+    assert analysis.draft is not None
+    found: list[Diagnostic] = []
+    file = app.location.file
+    if settings.allowed_namespaces and app.key.namespace not in settings.allowed_namespaces:
+        line, column = analysis.draft.namespace_position
+        found.append(
+            Diagnostic(
+                file,
+                line,
+                column,
+                str(app.key),
+                f"namespace '{app.key.namespace}' is not allowed in this repo",
+                f"use one of {', '.join(settings.allowed_namespaces)} (gitdeploy.yaml: allowedNamespaces)",
+                "metadata.namespace",
+            )
+        )
+    for trigger, (line, column) in zip(
+        app.triggers.image_change, analysis.draft.trigger_positions, strict=True
+    ):
+        stream = streams.get(AppKey(trigger.stream_namespace, trigger.stream_name))
+        if stream is None or stream.tag(trigger.tag) is None:
+            what = "image stream" if stream is None else "tag"
+            found.append(
+                Diagnostic(
+                    file,
+                    line,
+                    column,
+                    str(app.key),
+                    f"ImageChange trigger follows {trigger.stream_namespace}/{trigger.stream_tag}, "
+                    f"but the repo defines no such {what}",
+                    "add an ImageStream manifest with that tag, or fix the trigger's from.name",
+                )
+            )
+    return found
+
+
+def load_files(files: Iterable[ManifestFile], settings_file: ManifestFile | None = None) -> LoadResult:
+    """Analyse and assemble a set of files (from a directory or a git commit)."""
+    settings, settings_problems = parse_settings(settings_file)
+    analyses = [analyse_file(f) for f in files if is_manifest_path(f.path, settings)]
+    result = assemble(analyses, settings)
+    if settings_problems:
+        result = replace(result, diagnostics=tuple(settings_problems) + result.diagnostics)
+    return result
+
+
+def read_directory(root: Path) -> tuple[list[ManifestFile], ManifestFile | None, list[Diagnostic]]:
+    """The manifest files under ``root`` (dot-directories skipped), the settings file, and problems.
+
+    Symlinks that leave ``root`` and files over the size limit are reported, never read.
+    """
+    root = root.resolve()
+    files: list[ManifestFile] = []
+    problems: list[Diagnostic] = []
+    settings_file: ManifestFile | None = None
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith(".") or not name.endswith(MANIFEST_SUFFIXES):
+                continue
+            path = Path(directory) / name
+            rel = path.relative_to(root).as_posix()
+            real = path.resolve()
+            if not real.is_relative_to(root):
+                problems.append(
+                    Diagnostic(
+                        rel, 1, 1, "", "symlink points outside the repository", "replace it with a real file"
+                    )
+                )
+                continue
+            if real.stat().st_size > MAX_FILE_BYTES:
+                problems.append(
+                    Diagnostic(rel, 1, 1, "", f"file is over the {MAX_FILE_BYTES} byte limit", "split it")
+                )
+                continue
+            if len(files) >= MAX_MANIFEST_FILES:
+                problems.append(
+                    Diagnostic(
+                        rel, 1, 1, "", f"more than {MAX_MANIFEST_FILES} manifest files", "split the repo"
+                    )
+                )
+                return files, settings_file, problems
+            item = ManifestFile(rel, real.read_bytes())
+            if rel == SETTINGS_FILE:
+                settings_file = item
+            else:
+                files.append(item)
+    return files, settings_file, problems
+
+
+def load_directory(root: Path) -> LoadResult:
+    files, settings_file, problems = read_directory(root)
+    result = load_files(files, settings_file)
+    if problems:
+        merged = sorted((*problems, *result.diagnostics), key=lambda d: (d.file, d.line, d.column, d.message))
+        result = replace(result, diagnostics=tuple(merged))
+    return result
