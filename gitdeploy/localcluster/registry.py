@@ -1,0 +1,561 @@
+"""Object semantics of the embedded cluster: the verbs, on top of :mod:`store` and :mod:`simulation`.
+
+This is where Kubernetes' rules live: ``uid``, ``creationTimestamp``, the cluster-wide
+``resourceVersion`` and optimistic concurrency (a stale one → 409), ``generation`` bumped on spec
+changes only, status and scale subresources, validation (422), owner references and garbage
+collection, and the hooks that run the simulated ReplicaSet controller and kubelet inside the
+same transaction as the write that triggered them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from gitdeploy.clock import Clock
+from gitdeploy.localcluster import simulation
+from gitdeploy.localcluster.apierrors import ApiError
+from gitdeploy.localcluster.config import SimulationConfig
+from gitdeploy.localcluster.patch import PatchError, apply_patch
+from gitdeploy.localcluster.resources import (
+    CORE_EVENTS,
+    NAMESPACES,
+    PODS,
+    REPLICASETS,
+    RESOURCES,
+    ResourceType,
+)
+from gitdeploy.localcluster.selectors import (
+    SelectorError,
+    label_selector_from_object,
+    label_selector_to_string,
+    matches_labels,
+)
+from gitdeploy.localcluster.store import Store, Timer, Txn
+from gitdeploy.localcluster.timefmt import format_time
+
+__all__ = ["DEFAULT_NAMESPACES", "Registry"]
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_PROPAGATION = ("Orphan", "Background", "Foreground")
+
+
+def _validate_labels(labels: Any, causes: list[tuple[str, str]]) -> None:
+    if labels is None:
+        return
+    if not isinstance(labels, dict):
+        causes.append(("metadata.labels", "must be a map of strings"))
+        return
+    for key, value in labels.items():
+        prefix, _, name = str(key).rpartition("/")
+        if not _LABEL_NAME.match(name) or len(name) > 63 or (prefix and not _SUBDOMAIN.match(prefix)):
+            causes.append((f"metadata.labels[{key}]", "invalid label key"))
+        if not isinstance(value, str) or not _LABEL_VALUE.match(value) or len(value) > 63:
+            causes.append((f"metadata.labels[{key}]", f"invalid label value {value!r}"))
+
+
+def _validate_containers(containers: Any, field: str, causes: list[tuple[str, str]]) -> None:
+    if not isinstance(containers, list) or not containers:
+        causes.append((field, "Required value: at least one container"))
+        return
+    for index, container in enumerate(containers):
+        if not isinstance(container, dict) or not container.get("name"):
+            causes.append((f"{field}[{index}].name", "Required value"))
+        elif not container.get("image"):
+            causes.append((f"{field}[{index}].image", "Required value"))
+
+
+def validate(resource: ResourceType, obj: dict[str, Any]) -> None:
+    """Raise a 422 ``Invalid`` error when ``obj`` breaks the rules the API server enforces for it."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    causes: list[tuple[str, str]] = []
+    pattern = _LABEL if resource is NAMESPACES else _SUBDOMAIN
+    limit = 63 if resource is NAMESPACES else 253
+    if not pattern.match(name) or len(name) > limit:
+        causes.append(("metadata.name", f"Invalid value: {name!r}: must be a lowercase RFC 1123 name"))
+    _validate_labels(meta.get("labels"), causes)
+    annotations = meta.get("annotations")
+    if annotations is not None and (
+        not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values())
+    ):
+        causes.append(("metadata.annotations", "must be a map of strings"))
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    if resource is PODS:
+        _validate_containers(spec.get("containers"), "spec.containers", causes)
+    elif resource is REPLICASETS:
+        replicas = spec.get("replicas", 1)
+        if replicas is not None and (
+            not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0
+        ):
+            causes.append(
+                ("spec.replicas", f"Invalid value: {replicas!r}: must be greater than or equal to 0")
+            )
+        selector = spec.get("selector")
+        template = spec.get("template") or {}
+        template_labels = (template.get("metadata") or {}).get("labels") or {}
+        try:
+            requirements = label_selector_from_object(selector)
+        except SelectorError as problem:
+            causes.append(("spec.selector", str(problem)))
+            requirements = []
+        if not requirements:
+            causes.append(("spec.selector", "Required value"))
+        elif not matches_labels(requirements, template_labels):
+            causes.append(
+                (
+                    "spec.template.metadata.labels",
+                    "Invalid value: `selector` does not match template `labels`",
+                )
+            )
+        _validate_containers(
+            (template.get("spec") or {}).get("containers"), "spec.template.spec.containers", causes
+        )
+        min_ready = spec.get("minReadySeconds", 0)
+        if not isinstance(min_ready, int) or min_ready < 0:
+            causes.append(("spec.minReadySeconds", "must be greater than or equal to 0"))
+    if causes:
+        raise ApiError.invalid(resource.kind, resource.group, name, causes)
+
+
+class Registry:
+    """The verbs of the API on one :class:`Store`, with time from ``clock``."""
+
+    def __init__(self, store: Store, clock: Clock, config: SimulationConfig) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config
+
+    # -- bootstrap and time ----------------------------------------------------------------------
+
+    def bootstrap(self) -> None:
+        """Create the namespaces every cluster has."""
+        now = self.clock.now()
+        with self.store.write() as txn:
+            for name in DEFAULT_NAMESPACES:
+                if txn.get(NAMESPACES.key, "", name) is None:
+                    self._insert(txn, NAMESPACES, {"metadata": {"name": name}}, now)
+
+    def materialise(self, now: float | None = None) -> int:
+        """Apply every simulation transition due by ``now``; returns how many timers fired."""
+        at = self.clock.now() if now is None else now
+        with self.store.read() as txn:
+            due = txn.next_due()
+        if due is None or due > at:
+            return 0
+        with self.store.write() as txn:
+            timers = txn.pop_due(at)
+            for timer in timers:
+                self._fire(txn, timer, at)
+        return len(timers)
+
+    def _fire(self, txn: Txn, timer: Timer, now: float) -> None:
+        if timer.action == simulation.RS_SYNC:
+            replicaset = txn.get(timer.resource, timer.namespace, timer.name)
+            if replicaset is not None and replicaset["metadata"]["uid"] == timer.uid:
+                self._reconcile_replicaset(txn, replicaset, now)
+            return
+        pod = txn.get(timer.resource, timer.namespace, timer.name)
+        if pod is None or pod["metadata"]["uid"] != timer.uid:
+            return
+        pod["status"] = simulation.pod_transition(pod, timer.action, timer.due, self.config)
+        txn.put(PODS.key, pod, "MODIFIED")
+        self._after_write(txn, PODS, pod, now)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get(self, resource: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        with self.store.read() as txn:
+            obj = txn.get(resource.key, namespace, name)
+        if obj is None:
+            raise ApiError.not_found(resource.qualified, name)
+        return obj
+
+    def get_scale(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._scale_of(self.get(REPLICASETS, namespace, name))
+
+    def pod_log(self, namespace: str, name: str) -> str:
+        return simulation.pod_log(self.get(PODS, namespace, name), self.config)
+
+    @staticmethod
+    def _scale_of(replicaset: dict[str, Any]) -> dict[str, Any]:
+        meta = replicaset["metadata"]
+        spec = replicaset.get("spec") or {}
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta.get("namespace", ""),
+                "uid": meta["uid"],
+                "resourceVersion": meta["resourceVersion"],
+                "creationTimestamp": meta.get("creationTimestamp"),
+            },
+            "spec": {"replicas": spec.get("replicas", 1)},
+            "status": {
+                "replicas": (replicaset.get("status") or {}).get("replicas", 0),
+                "selector": label_selector_to_string(label_selector_from_object(spec.get("selector"))),
+            },
+        }
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def create(self, resource: ResourceType, namespace: str, body: Any) -> dict[str, Any]:
+        obj = self._body_object(resource, body)
+        meta = obj["metadata"]
+        if resource.namespaced:
+            if meta.get("namespace") not in (None, "", namespace):
+                raise ApiError.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = f"{meta['generateName']}{simulation.random_suffix()}"
+        now = self.clock.now()
+        with self.store.write() as txn:
+            return self._insert(txn, resource, obj, now)
+
+    def replace(
+        self, resource: ResourceType, namespace: str, name: str, body: Any, subresource: str = ""
+    ) -> dict[str, Any]:
+        now = self.clock.now()
+        with self.store.write() as txn:
+            current = self._current(txn, resource, namespace, name)
+            if subresource == "scale":
+                return self._apply_scale(txn, current, self._plain(body), now)
+            return self._update(txn, resource, current, self._body_object(resource, body), subresource, now)
+
+    def patch(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        content_type: str,
+        body: Any,
+        subresource: str = "",
+    ) -> dict[str, Any]:
+        now = self.clock.now()
+        with self.store.write() as txn:
+            current = self._current(txn, resource, namespace, name)
+            base = self._scale_of(current) if subresource == "scale" else copy.deepcopy(current)
+            try:
+                patched = apply_patch(content_type, base, body)
+            except PatchError as problem:
+                raise ApiError(422, "Invalid", f"the patch cannot be applied: {problem}") from problem
+            if not isinstance(patched, dict):
+                raise ApiError(422, "Invalid", "the patch does not produce an object")
+            if subresource == "scale":
+                return self._apply_scale(txn, current, patched, now)
+            return self._update(txn, resource, current, patched, subresource, now)
+
+    def delete(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        options: dict[str, Any] | None = None,
+        propagation: str | None = None,
+    ) -> dict[str, Any]:
+        options = options or {}
+        policy = propagation or options.get("propagationPolicy") or "Background"
+        if options.get("orphanDependents") is True and not propagation:
+            policy = "Orphan"
+        if policy not in _PROPAGATION:
+            raise ApiError.bad_request(f"unknown propagationPolicy {policy!r}")
+        now = self.clock.now()
+        with self.store.write() as txn:
+            current = self._current(txn, resource, namespace, name)
+            preconditions = options.get("preconditions") or {}
+            if preconditions.get("uid") and preconditions["uid"] != current["metadata"]["uid"]:
+                raise ApiError.conflict(
+                    resource.qualified, name, "Precondition failed: UID in precondition does not match"
+                )
+            wanted_rv = preconditions.get("resourceVersion")
+            if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
+                raise ApiError.conflict(resource.qualified, name)
+            return self._remove(txn, resource, current, policy, now, reconcile=True)
+
+    def delete_collection(
+        self, resource: ResourceType, namespace: str | None, selected: Callable[[dict[str, Any]], bool]
+    ) -> list[dict[str, Any]]:
+        """Delete every object of ``resource`` (in ``namespace``, if given) for which ``selected`` is true."""
+        now = self.clock.now()
+        deleted = []
+        with self.store.write() as txn:
+            for _ns, _name, _labels, body in txn.list_raw(resource.key, namespace):
+                obj = json.loads(body)
+                if selected(obj):
+                    current = txn.get(resource.key, _ns, _name)
+                    if current is not None:
+                        deleted.append(
+                            self._remove(txn, resource, current, "Background", now, reconcile=True)
+                        )
+        return deleted
+
+    # -- internals -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _plain(body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise ApiError.bad_request("the request body must be a JSON object")
+        return body
+
+    def _body_object(self, resource: ResourceType, body: Any) -> dict[str, Any]:
+        obj = copy.deepcopy(self._plain(body))
+        if obj.get("kind") not in (None, "", resource.kind):
+            raise ApiError.bad_request(f"expected kind {resource.kind}, got {obj.get('kind')}")
+        obj["kind"] = resource.kind
+        obj["apiVersion"] = resource.api_version
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise ApiError.bad_request("metadata must be an object")
+        meta.pop("managedFields", None)
+        return obj
+
+    @staticmethod
+    def _current(txn: Txn, resource: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        current = txn.get(resource.key, namespace, name)
+        if current is None:
+            raise ApiError.not_found(resource.qualified, name)
+        return current
+
+    def _insert(
+        self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float, *, reconcile: bool = True
+    ) -> dict[str, Any]:
+        meta = obj["metadata"]
+        obj["kind"] = resource.kind
+        obj["apiVersion"] = resource.api_version
+        name = str(meta.get("name") or "")
+        if not name:
+            raise ApiError.invalid(
+                resource.kind,
+                resource.group,
+                "",
+                [("metadata.name", "Required value: name or generateName is required")],
+            )
+        if meta.get("resourceVersion"):
+            raise ApiError.bad_request("resourceVersion should not be set on objects to be created")
+        validate(resource, obj)
+        namespace = str(meta.get("namespace") or "")
+        if resource.namespaced and txn.get(NAMESPACES.key, "", namespace) is None:
+            raise ApiError.not_found("namespaces", namespace)
+        if txn.get(resource.key, namespace, name) is not None:
+            raise ApiError.already_exists(resource.qualified, name)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = format_time(now)
+        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            meta.pop(transient, None)
+        if resource is REPLICASETS:
+            meta["generation"] = 1
+            obj["status"] = {"replicas": 0}
+        elif resource is NAMESPACES:
+            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+            obj["status"] = {"phase": "Active"}
+        elif resource is PODS:
+            obj.setdefault("spec", {}).setdefault("restartPolicy", "Always")
+            obj["spec"].setdefault("nodeName", simulation.NODE_NAME)
+            obj["status"] = simulation.initial_pod_status(obj, now)
+            for due, action in simulation.pod_timers(obj, self.config, now):
+                txn.add_timer(Timer(due, PODS.key, namespace, name, meta["uid"], action))
+        txn.put(resource.key, obj, "ADDED")
+        if reconcile:
+            self._after_write(txn, resource, obj, now)
+        return obj
+
+    def _update(
+        self,
+        txn: Txn,
+        resource: ResourceType,
+        current: dict[str, Any],
+        new: dict[str, Any],
+        subresource: str,
+        now: float,
+    ) -> dict[str, Any]:
+        old_meta = current["metadata"]
+        name = old_meta["name"]
+        new_meta = new.setdefault("metadata", {})
+        if not isinstance(new_meta, dict):
+            raise ApiError.bad_request("metadata must be an object")
+        if new_meta.get("name") not in (None, name):
+            raise ApiError.bad_request(
+                f"the name of the object ({new_meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        wanted_rv = new_meta.get("resourceVersion")
+        if wanted_rv and str(wanted_rv) != old_meta["resourceVersion"]:
+            raise ApiError.conflict(resource.qualified, name)
+        if subresource == "status":
+            merged = copy.deepcopy(current)
+            merged["status"] = new.get("status")
+            new = merged
+        else:
+            new["kind"] = resource.kind
+            new["apiVersion"] = resource.api_version
+            if resource.has_status:
+                if "status" in current:
+                    new["status"] = copy.deepcopy(current["status"])
+                else:
+                    new.pop("status", None)
+            new_meta = new["metadata"]
+            for immutable in (
+                "uid",
+                "creationTimestamp",
+                "namespace",
+                "name",
+                "generation",
+                "deletionTimestamp",
+            ):
+                if immutable in old_meta:
+                    new_meta[immutable] = old_meta[immutable]
+                else:
+                    new_meta.pop(immutable, None)
+            new_meta.pop("managedFields", None)
+            if "generation" in old_meta and new.get("spec") != current.get("spec"):
+                new_meta["generation"] = int(old_meta["generation"]) + 1
+            validate(resource, new)
+        new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        if new == current:
+            return current
+        txn.put(resource.key, new, "MODIFIED")
+        self._after_write(txn, resource, new, now)
+        # Reconciliation may have changed the object again (status): answer with the stored state.
+        return txn.get(resource.key, old_meta.get("namespace", ""), name) or new
+
+    def _apply_scale(
+        self, txn: Txn, current: dict[str, Any], scale: dict[str, Any], now: float
+    ) -> dict[str, Any]:
+        meta = scale.get("metadata") or {}
+        if (
+            meta.get("resourceVersion")
+            and str(meta["resourceVersion"]) != current["metadata"]["resourceVersion"]
+        ):
+            raise ApiError.conflict(REPLICASETS.qualified, current["metadata"]["name"])
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise ApiError.invalid(
+                "Scale",
+                "autoscaling",
+                current["metadata"]["name"],
+                [("spec.replicas", "must be greater than or equal to 0")],
+            )
+        new = copy.deepcopy(current)
+        new.setdefault("spec", {})["replicas"] = replicas
+        new["metadata"].pop("resourceVersion", None)
+        updated = self._update(txn, REPLICASETS, current, new, "", now)
+        return self._scale_of(updated)
+
+    def _remove(
+        self,
+        txn: Txn,
+        resource: ResourceType,
+        obj: dict[str, Any],
+        policy: str,
+        now: float,
+        *,
+        reconcile: bool,
+    ) -> dict[str, Any]:
+        meta = obj["metadata"]
+        if resource is NAMESPACES:
+            for other in RESOURCES:
+                if other.namespaced:
+                    for _ns, name, _labels, _body in txn.list_raw(other.key, meta["name"]):
+                        inner = txn.get(other.key, meta["name"], name)
+                        if inner is not None:
+                            self._remove(txn, other, inner, "Background", now, reconcile=False)
+        removed = txn.delete(resource.key, obj)
+        self._collect_dependents(txn, meta["uid"], policy, now)
+        if reconcile and resource is PODS:
+            self._after_write(txn, resource, obj, now)
+        return removed
+
+    def _collect_dependents(self, txn: Txn, owner_uid: str, policy: str, now: float) -> None:
+        """Garbage collection: dependents whose last owner is gone are deleted (or orphaned)."""
+        for key, dependent in txn.dependents(owner_uid):
+            resource = next(r for r in RESOURCES if r.key == key)
+            refs = dependent["metadata"].get("ownerReferences") or []
+            remaining = [r for r in refs if r.get("uid") != owner_uid]
+            if policy == "Orphan" or any(txn.uid_exists(str(r.get("uid"))) for r in remaining):
+                dependent["metadata"]["ownerReferences"] = remaining
+                if not remaining:
+                    dependent["metadata"].pop("ownerReferences")
+                txn.put(key, dependent, "MODIFIED")
+            else:
+                self._remove(txn, resource, dependent, "Background", now, reconcile=False)
+
+    def _after_write(self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
+        """Run the ReplicaSet controller for the ReplicaSet this write concerns."""
+        if resource is REPLICASETS:
+            current = txn.get(REPLICASETS.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            if current is not None:
+                self._reconcile_replicaset(txn, current, now)
+        elif resource is PODS:
+            for ref in obj["metadata"].get("ownerReferences") or []:
+                if ref.get("controller") and ref.get("kind") == "ReplicaSet":
+                    found = txn.get_by_uid(str(ref.get("uid")))
+                    if found is not None and found[0] == REPLICASETS.key:
+                        self._reconcile_replicaset(txn, found[1], now)
+
+    def _reconcile_replicaset(self, txn: Txn, replicaset: dict[str, Any], now: float) -> None:
+        meta = replicaset["metadata"]
+        namespace = meta.get("namespace", "")
+        pods = txn.controlled(meta["uid"], PODS.key)
+        plan = simulation.plan_replicaset(replicaset, pods, now)
+        for _ in range(plan.create):
+            pod = simulation.new_pod_for(replicaset, f"{meta['name']}-{simulation.random_suffix()}")
+            while txn.get(PODS.key, namespace, pod["metadata"]["name"]) is not None:
+                pod["metadata"]["name"] = f"{meta['name']}-{simulation.random_suffix()}"
+            self._insert(txn, PODS, pod, now, reconcile=False)
+            self._record_event(
+                txn, replicaset, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", now
+            )
+        for pod in plan.delete:
+            self._remove(txn, PODS, pod, "Background", now, reconcile=False)
+            self._record_event(
+                txn, replicaset, "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}", now
+            )
+        if plan.status != replicaset.get("status"):
+            replicaset["status"] = plan.status
+            txn.put(REPLICASETS.key, replicaset, "MODIFIED")
+        if plan.recheck_at is not None:
+            txn.add_timer(
+                Timer(
+                    plan.recheck_at, REPLICASETS.key, namespace, meta["name"], meta["uid"], simulation.RS_SYNC
+                )
+            )
+
+    def _record_event(self, txn: Txn, about: dict[str, Any], reason: str, message: str, now: float) -> None:
+        meta = about["metadata"]
+        namespace = meta.get("namespace", "") or "default"
+        event = {
+            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": {
+                "kind": about.get("kind", ""),
+                "namespace": namespace,
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "apiVersion": about.get("apiVersion", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "source": {"component": "replicaset-controller"},
+            "firstTimestamp": format_time(now),
+            "lastTimestamp": format_time(now),
+            "count": 1,
+            "type": "Normal",
+            "reportingComponent": "replicaset-controller",
+            "reportingInstance": "",
+        }
+        self._insert(txn, CORE_EVENTS, event, now, reconcile=False)

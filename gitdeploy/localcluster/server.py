@@ -1,0 +1,448 @@
+"""The HTTP front of the embedded cluster: routing, authentication, JSON in and out.
+
+:class:`LocalCluster` is the object to use in process::
+
+    cluster = LocalCluster(state_dir, clock=FakeClock()).start()
+    ...  # cluster.url, cluster.token, cluster.kubeconfig_path, cluster.stats
+    cluster.stop()
+
+It binds to 127.0.0.1 only, and every request must carry ``Authorization: Bearer <token>``.
+Before serving any request it materialises the simulation transitions that are due by the clock,
+so reads always see pods and ReplicaSets as of ``clock.now()``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import socket
+import sys
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from gitdeploy.clock import Clock, SystemClock
+from gitdeploy.localcluster import discovery
+from gitdeploy.localcluster.apierrors import ApiError, status_object
+from gitdeploy.localcluster.config import SimulationConfig
+from gitdeploy.localcluster.kubeconfig import load_or_create_token, write_kubeconfig
+from gitdeploy.localcluster.registry import Registry
+from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
+from gitdeploy.localcluster.stats import RequestStats
+from gitdeploy.localcluster.store import Store, dumps
+from gitdeploy.localcluster.tables import to_table, wants_table
+from gitdeploy.localcluster.watch import ListResult, Query, list_objects, watch_events
+
+__all__ = ["LocalCluster", "Route", "parse_route"]
+
+LOOPBACK = "127.0.0.1"
+_DEFAULT_WATCH_SECONDS = 1800
+
+
+@dataclass(frozen=True)
+class Route:
+    """A parsed API path."""
+
+    resource: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str
+
+    @property
+    def resource_label(self) -> str:
+        """``replicasets`` or ``replicasets/scale``, as counted in the request stats."""
+        return f"{self.resource.plural}/{self.subresource}" if self.subresource else self.resource.plural
+
+
+def parse_route(path: str) -> Route | None:
+    """Parse ``/api/v1/...`` or ``/apis/<group>/<version>/...`` into a :class:`Route`; None if not one."""
+    parts = [part for part in path.split("/") if part]
+    if len(parts) >= 3 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 4 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        inner = find_resource(group, version, rest[2])
+        if inner is not None and inner.namespaced:
+            namespace, rest = rest[1], rest[2:]
+    resource = find_resource(group, version, rest[0])
+    if resource is None or len(rest) > 3:
+        return None
+    name = rest[1] if len(rest) > 1 else None
+    subresource = rest[2] if len(rest) > 2 else ""
+    if subresource and subresource not in resource.subresources:
+        return None
+    if resource.namespaced and name is not None and namespace is None:
+        return None
+    return Route(resource, namespace, name, subresource)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    cluster: LocalCluster
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the daemon's log is for problems, not for every request."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.cluster._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):
+            super().finish()
+        self.server.cluster._track(self.connection, add=False)
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_json(self, code: int, value: Any) -> None:
+        self._send(code, dumps(value).encode())
+
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError as problem:
+            raise ApiError.bad_request(f"the request body is not JSON: {problem}") from problem
+
+    def _dispatch(self, method: str) -> None:
+        cluster = self.server.cluster
+        url = urlsplit(self.path)
+        query = {key: values[-1] for key, values in parse_qs(url.query, keep_blank_values=True).items()}
+        try:
+            if not cluster._authorised(self.headers.get("Authorization", "")):
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            self._route(cluster, method, url.path, query)
+        except ApiError as problem:
+            self._send_json(problem.code, problem.to_status())
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as problem:  # an internal error must still answer as the API does
+            cluster._log(f"internal error on {method} {self.path}: {problem!r}")
+            self._send_json(500, status_object(500, "InternalError", f"internal error: {problem}"))
+
+    def _route(self, cluster: LocalCluster, method: str, path: str, query: dict[str, str]) -> None:
+        if path.startswith("/gitdeploy/v1/"):
+            self._gitdeploy(cluster, method, path)
+            return
+        document = self._discovery(path) if method == "GET" else None
+        if document is not None:
+            cluster.stats.record("get", "discovery")
+            self._send_json(200, document)
+            return
+        route = parse_route(path)
+        if route is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        verb = self._verb(method, route, query)
+        cluster.stats.record(verb, route.resource_label)
+        cluster.registry.materialise()
+        registry = cluster.registry
+        namespace = route.namespace or ""
+        if verb == "watch":
+            self._watch(cluster, route, query)
+        elif verb == "list":
+            result = list_objects(
+                cluster.store,
+                route.resource,
+                route.namespace,
+                Query.parse(query.get("labelSelector"), query.get("fieldSelector")),
+                limit=int(query["limit"])
+                if query.get("limit", "").isdigit() and int(query["limit"]) > 0
+                else None,
+                continue_token=query.get("continue") or None,
+            )
+            self._send_list(cluster, route.resource, result)
+        elif verb == "get" and route.subresource == "log":
+            self._send(200, registry.pod_log(namespace, str(route.name)).encode(), "text/plain")
+        elif verb == "get" and route.subresource == "scale":
+            self._send_json(200, registry.get_scale(namespace, str(route.name)))
+        elif verb == "get":
+            obj = registry.get(route.resource, namespace, str(route.name))
+            if wants_table(self.headers.get("Accept", "")):
+                self._send_json(200, to_table(route.resource, [obj], cluster.clock.now(), {}))
+            else:
+                self._send_json(200, obj)
+        elif verb == "create":
+            self._send_json(201, registry.create(route.resource, namespace, self._read_body()))
+        elif verb == "update":
+            body = self._read_body()
+            self._send_json(
+                200, registry.replace(route.resource, namespace, str(route.name), body, route.subresource)
+            )
+        elif verb == "patch":
+            content_type = self.headers.get("Content-Type", "")
+            body = self._read_body()
+            self._send_json(
+                200,
+                registry.patch(
+                    route.resource, namespace, str(route.name), content_type, body, route.subresource
+                ),
+            )
+        elif verb == "delete":
+            options = self._read_body()
+            deleted = registry.delete(
+                route.resource,
+                namespace,
+                str(route.name),
+                options if isinstance(options, dict) else None,
+                query.get("propagationPolicy"),
+            )
+            self._send_json(200, deleted)
+        elif verb == "deletecollection":
+            selection = Query.parse(query.get("labelSelector"), query.get("fieldSelector"))
+            removed = registry.delete_collection(
+                route.resource,
+                route.namespace,
+                lambda obj: selection.matches_row(dumps(obj["metadata"].get("labels") or {}), dumps(obj)),
+            )
+            self._send_json(
+                200,
+                {
+                    "kind": f"{route.resource.kind}List",
+                    "apiVersion": route.resource.api_version,
+                    "metadata": {},
+                    "items": removed,
+                },
+            )
+
+    @staticmethod
+    def _verb(method: str, route: Route, query: dict[str, str]) -> str:
+        if method == "GET":
+            if route.name is None:
+                return "watch" if query.get("watch") in ("1", "true", "True") else "list"
+            return "get"
+        if route.subresource == "log":
+            raise ApiError(405, "MethodNotAllowed", "the log subresource is read-only")
+        if method == "POST" and route.name is None:
+            return "create"
+        if method == "PUT" and route.name is not None:
+            return "update"
+        if method == "PATCH" and route.name is not None:
+            return "patch"
+        if method == "DELETE":
+            return "delete" if route.name is not None else "deletecollection"
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on this path")
+
+    def _discovery(self, path: str) -> dict[str, Any] | None:
+        clean = "/" + path.strip("/")
+        if clean == "/version":
+            return discovery.version_info()
+        if clean == "/api":
+            host, port = self.server.server_address[:2]
+            return discovery.api_versions(f"{host!s}:{port}")
+        if clean == "/apis":
+            return discovery.api_group_list()
+        if clean == "/api/v1":
+            return discovery.api_resource_list("v1")
+        parts = clean.strip("/").split("/")
+        if parts[0] == "apis" and len(parts) == 2:
+            return discovery.api_group(parts[1])
+        if parts[0] == "apis" and len(parts) == 3:
+            return discovery.api_resource_list(f"{parts[1]}/{parts[2]}")
+        return None
+
+    def _send_list(self, cluster: LocalCluster, resource: ResourceType, result: ListResult) -> None:
+        if wants_table(self.headers.get("Accept", "")):
+            items = [json.loads(body) for body in result.bodies]
+            self._send_json(200, to_table(resource, items, cluster.clock.now(), result.list_meta()))
+        else:
+            self._send(200, result.to_json(resource).encode())
+
+    def _watch(self, cluster: LocalCluster, route: Route, query: dict[str, str]) -> None:
+        timeout = float(query.get("timeoutSeconds") or _DEFAULT_WATCH_SECONDS)
+        deadline = threading.Event()
+        timer = threading.Timer(timeout, deadline.set)
+        timer.daemon = True
+        timer.start()
+        events = watch_events(
+            cluster.store,
+            route.resource,
+            route.namespace,
+            Query.parse(query.get("labelSelector"), query.get("fieldSelector")),
+            query.get("resourceVersion"),
+            materialise=cluster.registry.materialise,
+            keep_going=lambda: not deadline.is_set() and not cluster._stopping.is_set(),
+        )
+        try:
+            first = next(events, None)  # errors (a bad selector...) still answer with a Status
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            pending = [first] if first is not None else []
+            for line in [*pending, *events]:
+                self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        finally:
+            timer.cancel()
+
+    def _gitdeploy(self, cluster: LocalCluster, method: str, path: str) -> None:
+        clean = path.rstrip("/")
+        if clean == "/gitdeploy/v1/stats" and method == "GET":
+            self._send_json(200, cluster.stats.to_json())
+        elif (clean == "/gitdeploy/v1/stats" and method == "DELETE") or (
+            clean == "/gitdeploy/v1/stats/reset" and method == "POST"
+        ):
+            cluster.stats.reset()
+            self._send_json(200, cluster.stats.to_json())
+        elif clean == "/gitdeploy/v1/info" and method == "GET":
+            self._send_json(200, cluster.info())
+        else:
+            raise ApiError(404, "NotFound", f"no such gitdeploy endpoint: {method} {path}")
+
+
+class LocalCluster:
+    """An embedded cluster serving the state in ``state_dir`` over HTTP on 127.0.0.1.
+
+    ``clock`` drives the simulation (share a ``FakeClock`` with the code under test);
+    ``config`` sets the simulation knobs; ``port`` 0 picks a free port (a previous port is
+    tried first by the daemon so addresses survive restarts when possible).
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        clock: Clock | None = None,
+        config: SimulationConfig | None = None,
+        port: int = 0,
+        watch_history: int = 20_000,
+        write_kubeconfig_file: bool = True,
+    ) -> None:
+        self.state_dir = Path(state_dir)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.clock: Clock = clock or SystemClock()
+        self.config = config or SimulationConfig()
+        self.stats = RequestStats()
+        self.store = Store(self.state_dir / "cluster.db", watch_history=watch_history)
+        self.registry = Registry(self.store, self.clock, self.config)
+        self.token = load_or_create_token(self.state_dir)
+        self.kubeconfig_path = self.state_dir / "kubeconfig"
+        self._port = port
+        self._write_kubeconfig = write_kubeconfig_file
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> LocalCluster:
+        """Bind, create the default namespaces, write the kubeconfig and serve in a thread."""
+        self.registry.bootstrap()
+        try:
+            server = _Server((LOOPBACK, self._port), _Handler)
+        except OSError:
+            if not self._port:
+                raise
+            server = _Server((LOOPBACK, 0), _Handler)
+        server.cluster = self
+        self._server = server
+        if self._write_kubeconfig:
+            write_kubeconfig(self.kubeconfig_path, self.url, self.token)
+        self._thread = threading.Thread(target=server.serve_forever, name="localcluster-http", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, close open connections (ending watches) and the database."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            with self._connections_lock:
+                connections = list(self._connections)
+            for connection in connections:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.store.close()
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- facts ---------------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the cluster is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def info(self) -> dict[str, Any]:
+        """What ``GET /gitdeploy/v1/info`` answers: address, state dir and simulation knobs."""
+        return {
+            "url": self.url,
+            "stateDir": str(self.state_dir),
+            "kubeconfig": str(self.kubeconfig_path),
+            "config": json.loads(self.config.to_json()),
+        }
+
+    def counts(self) -> dict[str, int]:
+        """Number of stored objects per resource (for ``gitdeploy cluster status``)."""
+        with self.store.read() as txn:
+            return {r.qualified: txn.count(r.key) for r in RESOURCES}
+
+    # -- internals for the handler -------------------------------------------------------------
+
+    def _authorised(self, header: str) -> bool:
+        scheme, _, token = header.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.token.encode())
+
+    def _track(self, connection: socket.socket, *, add: bool) -> None:
+        with self._connections_lock:
+            if add:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+
+    def _log(self, message: str) -> None:
+        print(f"localcluster: {message}", file=sys.stderr, flush=True)

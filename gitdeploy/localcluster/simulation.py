@@ -1,0 +1,357 @@
+"""The simulated kubelet and ReplicaSet controller, as pure functions of objects and time.
+
+The registry calls these inside its transactions:
+
+* :func:`initial_pod_status` and :func:`pod_timers` when a pod is created: the pod is Pending and
+  transitions are scheduled at clock times (``pod-start``, and ``pod-stop`` for run-to-completion
+  pods);
+* :func:`pod_transition` when such a timer is due, giving the pod's next status;
+* :func:`plan_replicaset` whenever a ReplicaSet or one of its pods changes: how many pods to
+  create, which to delete, the new status, and when availability (``minReadySeconds``) must be
+  looked at again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from gitdeploy.localcluster.config import ImageBehaviour, SimulationConfig
+from gitdeploy.localcluster.selectors import label_selector_from_object, matches_labels
+from gitdeploy.localcluster.timefmt import format_time, parse_time
+
+__all__ = [
+    "NODE_NAME",
+    "ReplicaSetPlan",
+    "initial_pod_status",
+    "is_job",
+    "is_pod_ready",
+    "new_pod_for",
+    "plan_replicaset",
+    "pod_log",
+    "pod_ready_since",
+    "pod_timers",
+    "pod_transition",
+    "random_suffix",
+]
+
+NODE_NAME = "gitdeploy-local"
+START = "pod-start"
+STOP = "pod-stop"
+RS_SYNC = "rs-sync"
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_TERMINAL = ("Succeeded", "Failed")
+
+
+def random_suffix(length: int = 5) -> str:
+    """A name suffix drawn from the alphabet Kubernetes uses for generated names."""
+    return "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(length))
+
+
+def is_job(pod: dict[str, Any]) -> bool:
+    """Run-to-completion pods (hooks, deployers) have ``restartPolicy`` Never or OnFailure."""
+    return (pod.get("spec") or {}).get("restartPolicy", "Always") in ("Never", "OnFailure")
+
+
+def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((pod.get("spec") or {}).get("containers") or [])
+
+
+def _pod_behaviour(pod: dict[str, Any], config: SimulationConfig) -> str:
+    """The worst behaviour among the pod's images."""
+    order = [ImageBehaviour.PULL_FAILURE, ImageBehaviour.CRASH, ImageBehaviour.UNREADY]
+    found = {config.behaviour(str(c.get("image", ""))) for c in _containers(pod)}
+    return next((b for b in order if b in found), ImageBehaviour.OK)
+
+
+def _pod_ip(uid: str) -> str:
+    digest = hashlib.sha256(uid.encode()).digest()
+    return f"10.244.{digest[0]}.{max(digest[1], 2)}"
+
+
+def _condition(kind: str, status: bool, at: float, reason: str = "") -> dict[str, Any]:
+    condition: dict[str, Any] = {
+        "type": kind,
+        "status": "True" if status else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": format_time(at),
+    }
+    if reason:
+        condition["reason"] = reason
+    return condition
+
+
+def _container_status(
+    container: dict[str, Any], state: dict[str, Any], ready: bool, **extra: Any
+) -> dict[str, Any]:
+    image = str(container.get("image", ""))
+    status: dict[str, Any] = {
+        "name": container.get("name", ""),
+        "image": image,
+        "imageID": "",
+        "ready": ready,
+        "restartCount": 0,
+        "started": "running" in state,
+        "state": state,
+    }
+    status.update(extra)
+    return status
+
+
+def initial_pod_status(pod: dict[str, Any], now: float) -> dict[str, Any]:
+    """A freshly scheduled pod: Pending, containers being created."""
+    return {
+        "phase": "Pending",
+        "conditions": [_condition("PodScheduled", True, now)],
+        "containerStatuses": [
+            _container_status(c, {"waiting": {"reason": "ContainerCreating"}}, False)
+            for c in _containers(pod)
+        ],
+        "hostIP": "127.0.0.1",
+        "podIP": _pod_ip(str(pod["metadata"]["uid"])),
+        "qosClass": "BestEffort",
+        "startTime": format_time(now),
+    }
+
+
+def pod_timers(pod: dict[str, Any], config: SimulationConfig, created: float) -> list[tuple[float, str]]:
+    """The ``(due, action)`` transitions of a new pod."""
+    if is_job(pod):
+        return [
+            (created + min(config.pod_start_seconds, config.job_seconds), START),
+            (created + config.job_seconds, STOP),
+        ]
+    return [(created + config.pod_start_seconds, START)]
+
+
+def pod_transition(pod: dict[str, Any], action: str, at: float, config: SimulationConfig) -> dict[str, Any]:
+    """The pod's status after ``action`` (``pod-start`` or ``pod-stop``) happened at time ``at``."""
+    status = dict(pod.get("status") or {})
+    containers = _containers(pod)
+    behaviour = _pod_behaviour(pod, config)
+    scheduled = _condition("PodScheduled", True, parse_time(status.get("startTime")) or at)
+    if action == STOP:
+        failed = behaviour in (ImageBehaviour.PULL_FAILURE, ImageBehaviour.CRASH)
+        started = status.get("startTime")
+        terminated = {
+            "exitCode": 1 if failed else 0,
+            "reason": "Error" if failed else "Completed",
+            "startedAt": started,
+            "finishedAt": format_time(at),
+        }
+        status["phase"] = "Failed" if failed else "Succeeded"
+        status["conditions"] = [
+            _condition("Initialized", True, at),
+            _condition("Ready", False, at, "PodCompleted"),
+            _condition("ContainersReady", False, at, "PodCompleted"),
+            scheduled,
+        ]
+        status["containerStatuses"] = [
+            _container_status(c, {"terminated": terminated}, False) for c in containers
+        ]
+        return status
+    if behaviour == ImageBehaviour.PULL_FAILURE and not is_job(pod):
+        waiting = {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}
+        status["phase"] = "Pending"
+        status["conditions"] = [
+            _condition("Initialized", True, at),
+            _condition("Ready", False, at, "ContainersNotReady"),
+            _condition("ContainersReady", False, at, "ContainersNotReady"),
+            scheduled,
+        ]
+        status["containerStatuses"] = [
+            _container_status(
+                c,
+                {"waiting": {**waiting["waiting"], "message": f'Back-off pulling image "{c.get("image")}"'}},
+                False,
+            )
+            for c in containers
+        ]
+        return status
+    if behaviour == ImageBehaviour.CRASH and not is_job(pod):
+        status["phase"] = "Running"
+        status["conditions"] = [
+            _condition("Initialized", True, at),
+            _condition("Ready", False, at, "ContainersNotReady"),
+            _condition("ContainersReady", False, at, "ContainersNotReady"),
+            scheduled,
+        ]
+        last = {
+            "terminated": {
+                "exitCode": 1,
+                "reason": "Error",
+                "startedAt": format_time(at),
+                "finishedAt": format_time(at),
+            }
+        }
+        status["containerStatuses"] = [
+            _container_status(
+                c,
+                {
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": "back-off restarting failed container",
+                    }
+                },
+                False,
+                restartCount=1,
+                lastState=last,
+            )
+            for c in containers
+        ]
+        return status
+    ready = behaviour != ImageBehaviour.UNREADY
+    status["phase"] = "Running"
+    status["conditions"] = [
+        _condition("Initialized", True, at),
+        _condition("Ready", ready, at, "" if ready else "ContainersNotReady"),
+        _condition("ContainersReady", ready, at, "" if ready else "ContainersNotReady"),
+        scheduled,
+    ]
+    status["containerStatuses"] = [
+        _container_status(c, {"running": {"startedAt": format_time(at)}}, ready) for c in containers
+    ]
+    return status
+
+
+def is_pod_ready(pod: dict[str, Any]) -> bool:
+    """The pod's ``Ready`` condition is True."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def pod_ready_since(pod: dict[str, Any]) -> float | None:
+    """When the pod last became ready, or None when it is not ready."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            return parse_time(condition.get("lastTransitionTime"))
+    return None
+
+
+def pod_log(pod: dict[str, Any], config: SimulationConfig) -> str:
+    """The simulated log of a pod, consistent with its status."""
+    lines = []
+    status = pod.get("status") or {}
+    for container in _containers(pod):
+        image = container.get("image", "")
+        lines.append(f"[{container.get('name')}] pulling image {image}")
+        behaviour = config.behaviour(str(image))
+        if status.get("phase") == "Pending" and behaviour == ImageBehaviour.PULL_FAILURE:
+            lines.append(f"[{container.get('name')}] error: image {image} not found")
+            continue
+        if status.get("phase") == "Pending":
+            continue
+        command = " ".join(
+            str(part) for part in (container.get("command") or []) + (container.get("args") or [])
+        )
+        lines.append(f"[{container.get('name')}] started{': ' + command if command else ''}")
+        if status.get("phase") == "Succeeded":
+            lines.append(f"[{container.get('name')}] completed successfully")
+        elif status.get("phase") == "Failed" or behaviour == ImageBehaviour.CRASH:
+            lines.append(f"[{container.get('name')}] error: process exited with code 1")
+    return "".join(line + "\n" for line in lines)
+
+
+def new_pod_for(replicaset: dict[str, Any], name: str) -> dict[str, Any]:
+    """A pod created by the ReplicaSet controller from the ReplicaSet's template."""
+    meta = replicaset["metadata"]
+    template = (replicaset.get("spec") or {}).get("template") or {}
+    template_meta = template.get("metadata") or {}
+    pod_meta: dict[str, Any] = {
+        "name": name,
+        "generateName": f"{meta['name']}-",
+        "namespace": meta.get("namespace", ""),
+        "labels": dict(template_meta.get("labels") or {}),
+        "ownerReferences": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    if template_meta.get("annotations"):
+        pod_meta["annotations"] = dict(template_meta["annotations"])
+    spec = dict(template.get("spec") or {})
+    spec.setdefault("restartPolicy", "Always")
+    spec["nodeName"] = NODE_NAME
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
+
+
+@dataclass(frozen=True)
+class ReplicaSetPlan:
+    """What the ReplicaSet controller does now: create pods, delete ``delete``, write ``status``."""
+
+    create: int
+    delete: list[dict[str, Any]]
+    status: dict[str, Any]
+    recheck_at: float | None
+
+
+_PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+def _deletion_rank(pod: dict[str, Any]) -> tuple[int, int, float, float, str]:
+    """Sort key: pods sorted first are deleted first (not ready, then newest), as Kubernetes does."""
+    meta = pod["metadata"]
+    ready_since = pod_ready_since(pod)
+    created = parse_time(meta.get("creationTimestamp")) or 0.0
+    return (
+        1 if ready_since is not None else 0,
+        _PHASE_RANK.get(str((pod.get("status") or {}).get("phase")), 0),
+        -(ready_since or 0.0),
+        -created,
+        "".join(chr(0x10FFFF - ord(c)) for c in str(meta.get("name", ""))),
+    )
+
+
+def plan_replicaset(replicaset: dict[str, Any], pods: list[dict[str, Any]], now: float) -> ReplicaSetPlan:
+    """Compare the pods the ReplicaSet controls with ``spec.replicas`` and compute its status at ``now``."""
+    spec = replicaset.get("spec") or {}
+    desired = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
+    min_ready = float(spec.get("minReadySeconds") or 0)
+    active = [p for p in pods if (p.get("status") or {}).get("phase") not in _TERMINAL]
+    create = max(0, desired - len(active))
+    delete: list[dict[str, Any]] = []
+    if len(active) > desired:
+        delete = sorted(active, key=_deletion_rank)[: len(active) - desired]
+    deleted = {id(p) for p in delete}
+    remaining = [p for p in active if id(p) not in deleted]
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    template_requirements = label_selector_from_object({"matchLabels": template_labels})
+    ready = 0
+    available = 0
+    recheck: float | None = None
+    for pod in remaining:
+        since = pod_ready_since(pod)
+        if since is None:
+            continue
+        ready += 1
+        if since + min_ready <= now:
+            available += 1
+        else:
+            recheck = min(recheck or since + min_ready, since + min_ready)
+    fully_labeled = create + sum(
+        1 for p in remaining if matches_labels(template_requirements, p["metadata"].get("labels"))
+    )
+    status: dict[str, Any] = {"replicas": len(remaining) + create}
+    # Kubernetes omits zero counters (omitempty); clients must cope with absent fields.
+    for field, value in (
+        ("fullyLabeledReplicas", fully_labeled),
+        ("readyReplicas", ready),
+        ("availableReplicas", available),
+        ("observedGeneration", int(replicaset["metadata"].get("generation") or 0)),
+    ):
+        if value:
+            status[field] = value
+    old_conditions = (replicaset.get("status") or {}).get("conditions")
+    if old_conditions:
+        status["conditions"] = old_conditions
+    return ReplicaSetPlan(create=create, delete=delete, status=status, recheck_at=recheck)

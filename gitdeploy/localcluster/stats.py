@@ -1,0 +1,57 @@
+"""Counting API requests by verb and resource, so tests can assert how many calls a pass made."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+__all__ = ["RequestStats"]
+
+
+class RequestStats:
+    """A thread-safe counter of ``(verb, resource)`` pairs, e.g. ``("patch", "replicasets/scale")``.
+
+    Verbs are Kubernetes' request verbs: get, list, watch, create, update, patch, delete,
+    deletecollection; discovery documents count as ``("get", "discovery")``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[tuple[str, str]] = Counter()
+
+    def record(self, verb: str, resource: str) -> None:
+        with self._lock:
+            self._counts[(verb, resource)] += 1
+
+    def snapshot(self) -> dict[tuple[str, str], int]:
+        """A copy of the counts."""
+        with self._lock:
+            return dict(self._counts)
+
+    def count(self, verb: str | None = None, resource: str | None = None) -> int:
+        """Requests matching ``verb`` and ``resource`` (None matches any); no arguments: the total."""
+        with self._lock:
+            return sum(
+                n
+                for (v, r), n in self._counts.items()
+                if (verb is None or v == verb) and (resource is None or r == resource)
+            )
+
+    def total(self) -> int:
+        return self.count()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+    def to_json(self) -> dict[str, Any]:
+        """The body of ``GET /gitdeploy/v1/stats``."""
+        counts = self.snapshot()
+        return {
+            "total": sum(counts.values()),
+            "requests": [
+                {"verb": verb, "resource": resource, "count": n}
+                for (verb, resource), n in sorted(counts.items())
+            ],
+        }

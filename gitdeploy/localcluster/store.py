@@ -1,0 +1,339 @@
+"""SQLite persistence of the embedded cluster: objects, the change log for watches, timers.
+
+Layout (one database file, WAL mode, safe for several processes at once):
+
+* ``objects``: one row per object, keyed by (resource key, namespace, name), with its ``uid``,
+  ``resourceVersion``, labels (JSON, for selectors without parsing the body) and the body as
+  compact JSON that already carries its ``resourceVersion``, so a list is a string join.
+* ``owners``: owner uid → dependent uid (from ``ownerReferences``), for garbage collection and
+  for "the pods of this ReplicaSet".
+* ``changes``: the watch log (``rv``, type, body), trimmed to the last ``watch_history`` entries;
+  a watch from before the trimmed point gets ``410 Gone``.
+* ``timers``: due simulation transitions (a pod becomes ready at t...). Reads materialise the
+  timers that are due by the clock, so the state is a function of the clock.
+* ``meta``: the cluster-wide ``resourceVersion`` counter and the compaction point.
+
+Every read-modify-write runs in ``BEGIN IMMEDIATE`` (:meth:`Store.write`): the write lock is
+taken before reading, so two processes never interleave a read and a write and lose an update.
+Within a process writers are additionally serialised by a lock, to avoid SQLite's busy back-off.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Change", "Store", "Timer", "Txn", "dumps"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta(key, value) VALUES ('rv', 0), ('compacted', 0);
+CREATE TABLE IF NOT EXISTS objects(
+    resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    uid TEXT NOT NULL, rv INTEGER NOT NULL, labels TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (resource, namespace, name)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS objects_uid ON objects(uid);
+CREATE TABLE IF NOT EXISTS owners(
+    owner_uid TEXT NOT NULL, dep_uid TEXT NOT NULL, controller INTEGER NOT NULL,
+    PRIMARY KEY (owner_uid, dep_uid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS owners_dep ON owners(dep_uid);
+CREATE TABLE IF NOT EXISTS changes(
+    rv INTEGER PRIMARY KEY, resource TEXT NOT NULL, namespace TEXT NOT NULL,
+    type TEXT NOT NULL, body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS timers(
+    uid TEXT NOT NULL, action TEXT NOT NULL, due REAL NOT NULL,
+    resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    PRIMARY KEY (uid, action)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS timers_due ON timers(due);
+"""
+
+_COMPACT_EVERY = 256
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, as stored and served."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Timer:
+    """A simulation transition due at ``due`` for one object."""
+
+    due: float
+    resource: str
+    namespace: str
+    name: str
+    uid: str
+    action: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entry of the watch log."""
+
+    rv: int
+    resource: str
+    namespace: str
+    type: str
+    body: str
+
+
+class Txn:
+    """The operations of one transaction. Obtain it from :meth:`Store.read` or :meth:`Store.write`."""
+
+    def __init__(self, conn: sqlite3.Connection, watch_history: int, writable: bool) -> None:
+        self._conn = conn
+        self._watch_history = watch_history
+        self.writable = writable
+
+    # -- resource versions ---------------------------------------------------------------------
+
+    def current_rv(self) -> int:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
+        return int(row[0])
+
+    def compacted_rv(self) -> int:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'compacted'").fetchone()
+        return int(row[0])
+
+    def _next_rv(self) -> int:
+        row = self._conn.execute(
+            "UPDATE meta SET value = value + 1 WHERE key = 'rv' RETURNING value"
+        ).fetchone()
+        rv = int(row[0])
+        if rv % _COMPACT_EVERY == 0 and rv > self._watch_history:
+            floor = rv - self._watch_history
+            self._conn.execute("DELETE FROM changes WHERE rv <= ?", (floor,))
+            self._conn.execute("UPDATE meta SET value = MAX(value, ?) WHERE key = 'compacted'", (floor,))
+        return rv
+
+    # -- objects -------------------------------------------------------------------------------
+
+    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        row = self._conn.execute(
+            "SELECT body FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, name),
+        ).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def get_by_uid(self, uid: str) -> tuple[str, dict[str, Any]] | None:
+        row = self._conn.execute("SELECT resource, body FROM objects WHERE uid = ?", (uid,)).fetchone()
+        return None if row is None else (str(row[0]), dict(json.loads(row[1])))
+
+    def list_raw(
+        self,
+        resource: str,
+        namespace: str | None,
+        *,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[tuple[str, str, str, str]]:
+        """Rows ``(namespace, name, labels JSON, body JSON)`` in (namespace, name) order."""
+        sql = "SELECT namespace, name, labels, body FROM objects WHERE resource = ?"
+        args: list[Any] = [resource]
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        if after is not None:
+            sql += " AND (namespace, name) > (?, ?)"
+            args.extend(after)
+        sql += " ORDER BY namespace, name"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [(str(a), str(b), str(c), str(d)) for a, b, c, d in self._conn.execute(sql, args)]
+
+    def count(self, resource: str, namespace: str | None = None) -> int:
+        if namespace is None:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM objects WHERE resource = ?", (resource,)
+            ).fetchone()
+        else:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM objects WHERE resource = ? AND namespace = ?", (resource, namespace)
+            ).fetchone()
+        return int(row[0])
+
+    def put(self, resource: str, obj: dict[str, Any], event_type: str) -> dict[str, Any]:
+        """Store ``obj`` (created or modified) with a new ``resourceVersion``; log the change."""
+        assert self.writable, "put needs a write transaction"
+        meta = obj["metadata"]
+        rv = self._next_rv()
+        meta["resourceVersion"] = str(rv)
+        namespace = meta.get("namespace", "")
+        body = dumps(obj)
+        self._conn.execute(
+            "INSERT OR REPLACE INTO objects(resource, namespace, name, uid, rv, labels, body)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (resource, namespace, meta["name"], meta["uid"], rv, dumps(meta.get("labels") or {}), body),
+        )
+        self._conn.execute("DELETE FROM owners WHERE dep_uid = ?", (meta["uid"],))
+        for ref in meta.get("ownerReferences") or []:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO owners(owner_uid, dep_uid, controller) VALUES (?, ?, ?)",
+                (ref.get("uid", ""), meta["uid"], 1 if ref.get("controller") else 0),
+            )
+        self._conn.execute(
+            "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
+            (rv, resource, namespace, event_type, body),
+        )
+        return obj
+
+    def delete(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Remove ``obj``; the ``DELETED`` event carries it with a new ``resourceVersion``."""
+        assert self.writable, "delete needs a write transaction"
+        meta = obj["metadata"]
+        rv = self._next_rv()
+        meta["resourceVersion"] = str(rv)
+        namespace = meta.get("namespace", "")
+        self._conn.execute(
+            "DELETE FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, meta["name"]),
+        )
+        self._conn.execute("DELETE FROM owners WHERE dep_uid = ?", (meta["uid"],))
+        self._conn.execute("DELETE FROM timers WHERE uid = ?", (meta["uid"],))
+        self._conn.execute(
+            "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
+            (rv, resource, namespace, "DELETED", dumps(obj)),
+        )
+        return obj
+
+    # -- owner references ----------------------------------------------------------------------
+
+    def dependents(self, owner_uid: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(resource, object)`` of every object with an owner reference to ``owner_uid``."""
+        rows = self._conn.execute(
+            "SELECT o.resource, o.body FROM owners w JOIN objects o ON o.uid = w.dep_uid"
+            " WHERE w.owner_uid = ?",
+            (owner_uid,),
+        ).fetchall()
+        return [(str(resource), dict(json.loads(body))) for resource, body in rows]
+
+    def controlled(self, owner_uid: str, resource: str) -> list[dict[str, Any]]:
+        """Objects of ``resource`` whose controller reference is ``owner_uid``."""
+        rows = self._conn.execute(
+            "SELECT o.body FROM owners w JOIN objects o ON o.uid = w.dep_uid"
+            " WHERE w.owner_uid = ? AND w.controller = 1 AND o.resource = ?",
+            (owner_uid, resource),
+        ).fetchall()
+        return [dict(json.loads(body)) for (body,) in rows]
+
+    def uid_exists(self, uid: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM objects WHERE uid = ?", (uid,)).fetchone() is not None
+
+    # -- timers --------------------------------------------------------------------------------
+
+    def add_timer(self, timer: Timer) -> None:
+        self._conn.execute(
+            "INSERT OR REPLACE INTO timers(uid, action, due, resource, namespace, name)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (timer.uid, timer.action, timer.due, timer.resource, timer.namespace, timer.name),
+        )
+
+    def next_due(self) -> float | None:
+        row = self._conn.execute("SELECT MIN(due) FROM timers").fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def pop_due(self, now: float) -> list[Timer]:
+        """Remove and return the timers due at ``now``, earliest first."""
+        rows = self._conn.execute(
+            "DELETE FROM timers WHERE due <= ? RETURNING due, resource, namespace, name, uid, action", (now,)
+        ).fetchall()
+        timers = [Timer(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5])) for r in rows]
+        return sorted(timers, key=lambda t: (t.due, t.action, t.namespace, t.name))
+
+    # -- watch log -----------------------------------------------------------------------------
+
+    def changes_since(self, rv: int, resource: str, namespace: str | None, limit: int = 1000) -> list[Change]:
+        sql = "SELECT rv, resource, namespace, type, body FROM changes WHERE rv > ? AND resource = ?"
+        args: list[Any] = [rv, resource]
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        sql += " ORDER BY rv LIMIT ?"
+        args.append(limit)
+        return [
+            Change(int(a), str(b), str(c), str(d), str(e)) for a, b, c, d, e in self._conn.execute(sql, args)
+        ]
+
+
+class Store:
+    """The database of one embedded cluster (``<state_dir>/cluster.db``)."""
+
+    def __init__(self, path: Path, *, watch_history: int = 20_000) -> None:
+        self.path = path
+        self.watch_history = watch_history
+        self._pool: list[sqlite3.Connection] = []
+        self._pool_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._closed = False
+        #: Notified after every committed write of this process (watches wait on it).
+        self.changed = threading.Condition()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connection() as conn:
+            conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        with self._pool_lock:
+            if self._closed:
+                raise RuntimeError("the store is closed")
+            conn = self._pool.pop() if self._pool else None
+        if conn is None:
+            conn = self._open()
+        try:
+            yield conn
+        finally:
+            with self._pool_lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._pool.append(conn)
+
+    @contextmanager
+    def read(self) -> Iterator[Txn]:
+        """A consistent snapshot for reads."""
+        with self._connection() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield Txn(conn, self.watch_history, writable=False)
+            finally:
+                conn.execute("COMMIT")
+
+    @contextmanager
+    def write(self) -> Iterator[Txn]:
+        """A read-modify-write transaction holding the database write lock from its start."""
+        with self._write_lock, self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield Txn(conn, self.watch_history, writable=True)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        with self.changed:
+            self.changed.notify_all()
+
+    def close(self) -> None:
+        with self._pool_lock:
+            self._closed = True
+            pool, self._pool = self._pool, []
+        for conn in pool:
+            conn.close()
