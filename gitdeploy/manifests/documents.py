@@ -225,7 +225,38 @@ def parse_documents(source: ManifestFile) -> tuple[list[Document], list[Diagnost
             ]
         except RecursionError:
             return [], [_problem(path, 1, 1, "JSON nested too deeply", "flatten the document")]
+        documents, problems = _compose(path, text)
+        if problems and problems[0].message.startswith("invalid YAML"):
+            # Valid JSON that the YAML parser rejects (surrogate-pair escapes, say): keep the JSON
+            # values, checked the same way, with positions at the document only.
+            return _json_document(path, text)
+        return documents, problems
     return _compose(path, text)
+
+
+def _json_document(path: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise ValueError(f"duplicate key '{key}'")
+            out[key] = value
+        return out
+
+    def bounded(digits: str) -> int:
+        value = int(digits) if len(digits) <= 40 else MAX_INT + 1
+        if abs(value) > MAX_INT:
+            raise ValueError("number too large")
+        return value
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"'{name}' is not a finite number")
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs, parse_int=bounded, parse_constant=no_constants)
+    except ValueError as bad:
+        return [], [_problem(path, 1, 1, str(bad), "fix the value")]
+    return [Document(path, 0, 1, 1, data)], []
 
 
 def _compose(path: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
@@ -238,6 +269,8 @@ def _compose(path: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
             builder = _Builder(budget)
             data = builder.build(root, (), frozenset())
             budget = builder.budget
+            if data is None:  # an empty document, as between two '---' lines
+                continue
             line, column = _at(root)
             documents.append(Document(path, index, line, column, data, builder.positions))
     except _Invalid as bad:

@@ -90,7 +90,8 @@ def describe_violation(error: ValidationError) -> tuple[tuple[str | int, ...], s
         return (*path, name), f"unknown field '{dotted((*path, name))}'", hint
     if error.validator in ("enum", "const"):
         allowed = [str(v) for v in expected] if error.validator == "enum" else [str(expected)]
-        hint = suggest(str(value), allowed) if isinstance(value, str) else ""
+        near = suggest(str(value), allowed) if isinstance(value, str) else ""
+        hint = near or f"use {' or '.join(allowed)}"
         return path, f"{field} is {json.dumps(value)}; expected {' or '.join(allowed)}", hint
     if error.validator == "type":
         if expected == "integer" and isinstance(value, str) and value.strip().isdigit():
@@ -101,7 +102,7 @@ def describe_violation(error: ValidationError) -> tuple[tuple[str | int, ...], s
             description,
         )
     if error.validator == "oneOf":
-        return path, f"{field} is {json.dumps(value)}; expected {description or 'another form'}", ""
+        return path, f"{field} is {json.dumps(value)}, which is not valid", description
     if error.validator in ("minimum", "maximum", "minLength", "maxLength", "minItems", "minProperties"):
         limits = {
             "minimum": f"at least {error.validator_value}",
@@ -136,4 +137,5 @@ def iter_violations(kind: str, data: Any) -> Iterator[tuple[tuple[str | int, ...
     """Every violation of the kind's schema, most specific first, as (path, message, hint)."""
     errors = sorted(validator_for(kind).iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
     for error in errors:
-        yield describe_violation(error)
+        path, message, hint = describe_violation(error)
+        yield path, message, hint or f"the fields and their forms are in schemas/{SCHEMA_FILES[kind]}"
