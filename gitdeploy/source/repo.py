@@ -1,0 +1,524 @@
+"""The config repository: a bare mirror in the state directory, polled, read without checkout.
+
+:class:`ConfigRepo` is the one object the controller and the CLI use. It keeps a bare mirror
+under ``<state_dir>/source/`` that is created once and then only fetched into, and reads every
+commit straight from that mirror's object database.
+
+Refs in the mirror (all under ``refs/gitdeploy/``, nothing else is kept):
+
+* ``track/<full ref>``: the commit the tracked ref pointed to at the last successful poll;
+* ``fetched/<full ref>``: what the last fetch brought, before verification;
+* ``keep/<sha>``: commits that must stay readable though no remote ref reaches them any more
+  (the previous head after a force-push, a tracked commit sha).
+
+Cost of a poll: when the tracked ref has not moved, one ``git ls-remote`` and one local
+``rev-parse``, no fetch, no tree walk. When it moved, one ``git fetch`` more.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from gitdeploy.core.commits import (
+    Author,
+    CommitInfo,
+    FileChange,
+    FileEntry,
+    PollResult,
+    SignatureCheck,
+    SourceFile,
+    shorten_sha,
+)
+from gitdeploy.errors import PermanentError, TransientError
+from gitdeploy.source import history, trees, writer
+from gitdeploy.source.gitcmd import GitFailure, GitRunner, compute_backoff, translate_remote_failure
+from gitdeploy.source.signatures import TrustedKeys, verify_commit_signature
+from gitdeploy.source.urls import RepoUrl, check_ref_name, is_full_sha, normalise_repo_path, parse_repo_url
+
+log = logging.getLogger("gitdeploy.source")
+
+_TREE_CACHE_SIZE = 4
+_OBJECT_NAME = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+
+
+class RefNotFoundError(PermanentError):
+    """The tracked branch, tag or commit does not exist on the remote (or no longer does)."""
+
+
+class CommitNotFoundError(PermanentError):
+    """A commit asked for is not in the mirror (never fetched, or not a commit)."""
+
+
+class UnverifiedCommitError(PermanentError):
+    """``--verify-commits`` is on and the commit's signature does not verify; it is not deployed."""
+
+    def __init__(self, check: SignatureCheck) -> None:
+        super().__init__(
+            f"not deploying: {check.reason}",
+            hint="sign the commit with a trusted key (git commit -S), or add the key with --trusted-key",
+        )
+        self.check = check
+
+
+class ConfigRepo:
+    """A config repository tracked at one ref, optionally below a sub-path (monorepos).
+
+    ``url_or_path`` is a local path or a ``file://``, ``https://``, ``ssh://`` or scp-like
+    address (see :mod:`gitdeploy.source.urls` for the safety rules). ``ref`` is a branch, a tag,
+    a full ref (``refs/heads/x``) or a full commit sha; ``None`` follows the remote's default
+    branch. ``subpath`` limits every read to that directory. The mirror lives under
+    ``state_dir``. With ``trusted_keys``, a head whose signature does not verify is refused.
+    """
+
+    def __init__(
+        self,
+        url_or_path: str,
+        *,
+        ref: str | None = "main",
+        subpath: str = "",
+        state_dir: str | os.PathLike[str],
+        limits: trees.SourceLimits | None = None,
+        trusted_keys: TrustedKeys | None = None,
+        network_timeout: float = 120.0,
+    ) -> None:
+        self.url: RepoUrl = parse_repo_url(url_or_path)
+        self.ref = check_ref_name(ref) if ref is not None else None
+        self.subpath = normalise_repo_path(subpath, what="sub-path")
+        self.limits = limits or trees.SourceLimits()
+        self.trusted_keys = trusted_keys
+        self.mirror_path = Path(state_dir) / "source" / f"{self.url.cache_key}.git"
+        self._ensure_mirror()
+        self._runner = GitRunner(
+            str(self.mirror_path), redact=self.url.redact, network_timeout=network_timeout
+        )
+        self._failures = 0
+        self._verified: dict[str, SignatureCheck] = {}
+        self._trees: OrderedDict[str, dict[str, trees.TreeEntry]] = OrderedDict()
+        self._listings: OrderedDict[tuple[str, tuple[str, ...]], list[FileEntry]] = OrderedDict()
+        self._full_ref: str | None = None
+
+    def __repr__(self) -> str:
+        return f"ConfigRepo({self.url.display!r}, ref={self.ref!r}, subpath={self.subpath!r})"
+
+    def __enter__(self) -> ConfigRepo:
+        return self
+
+    def __exit__(self, *exc: object | type[BaseException] | TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the git helper processes this object started."""
+        self._runner.close()
+
+    # -- polling ---------------------------------------------------------------------------
+
+    @property
+    def git_command_counts(self) -> dict[str, int]:
+        """How many times each git subcommand ran for this source so far."""
+        return dict(self._runner.command_counts)
+
+    @property
+    def consecutive_failures(self) -> int:
+        """How many polls in a row failed with a transient error (drives the backoff)."""
+        return self._failures
+
+    def poll(self) -> PollResult:
+        """Find where the tracked ref points now, fetching only when it moved.
+
+        Raises :class:`~gitdeploy.errors.TransientError` (with a growing ``retry_after``) when the
+        remote cannot be reached, :class:`RefNotFoundError` when the ref does not exist,
+        :class:`UnverifiedCommitError` when commit verification is on and the head fails it.
+        In every error case the last synced commit stays as it was.
+        """
+        try:
+            result = self._poll_once()
+        except TransientError:
+            self._failures += 1
+            raise
+        self._failures = 0
+        return result
+
+    def _poll_once(self) -> PollResult:
+        full_ref, remote_sha = self._resolve_remote_ref()
+        track = self._tracking_ref(full_ref)
+        previous = self._read_local_ref(track)
+        if previous is not None and previous == remote_sha:
+            self._check_head_signature(previous)
+            return PollResult(ref=full_ref, head=previous, previous=previous)
+        head = self._fetch_ref(full_ref, remote_sha)
+        self._check_head_signature(head)
+        forced = previous is not None and head != previous and not self.is_ancestor(previous, head)
+        if forced and previous is not None:
+            self._keep_commit(previous)
+            log.warning(
+                "[source] %s of %s was force-pushed: %s -> %s (not a descendant); the old commit is kept",
+                full_ref, self.url.display, shorten_sha(previous), shorten_sha(head),
+                extra={"commit": head, "previous_commit": previous},
+            )  # fmt: skip
+        if head != previous:
+            self._runner.run("update-ref", "-m", "gitdeploy poll", track, head)
+            shown_previous = shorten_sha(previous) if previous else "(none)"
+            log.info(
+                "[source] %s of %s moved: %s -> %s",
+                full_ref, self.url.display, shown_previous, shorten_sha(head),
+                extra={"commit": head},
+            )  # fmt: skip
+        return PollResult(ref=full_ref, head=head, previous=previous, forced=forced)
+
+    @property
+    def head(self) -> str | None:
+        """The commit the tracked ref pointed to at the last successful poll (kept across restarts)."""
+        if self._full_ref is not None:
+            candidates = [self._full_ref]
+        elif self.ref is None:
+            candidates = ["HEAD"]
+        elif is_full_sha(self.ref) or self.ref.startswith("refs/"):
+            candidates = [self.ref]
+        else:
+            candidates = [f"refs/heads/{self.ref}", f"refs/tags/{self.ref}"]
+        for candidate in candidates:
+            sha = self._read_local_ref(self._tracking_ref(candidate))
+            if sha is not None:
+                return sha
+        return None
+
+    def _tracking_ref(self, full_ref: str) -> str:
+        if is_full_sha(full_ref):
+            return f"refs/gitdeploy/keep/{full_ref}"
+        return f"refs/gitdeploy/track/{full_ref}"
+
+    def _resolve_remote_ref(self) -> tuple[str, str]:
+        """Return (full ref, sha) of the tracked ref on the remote: one ``ls-remote``, or none for a sha."""
+        if self.ref is not None and is_full_sha(self.ref):
+            return self.ref, self.ref
+        if self.ref is None:
+            out = self._ls_remote(("--symref",), ("HEAD",))
+            full_ref, sha = "HEAD", None
+            for line in out.splitlines():
+                left, _, name = line.partition("\t")
+                if left.startswith("ref: ") and name == "HEAD":
+                    full_ref = left.removeprefix("ref: ")
+                elif name == "HEAD":
+                    sha = left
+            if sha is None:
+                raise self._ref_missing("HEAD", "the remote has no default branch")
+            self._full_ref = full_ref
+            return full_ref, sha
+        if self.ref.startswith("refs/"):
+            candidates = [self.ref]
+        else:
+            candidates = [f"refs/heads/{self.ref}", f"refs/tags/{self.ref}"]
+        patterns = [*candidates, *(f"{c}^{{}}" for c in candidates if c.startswith("refs/tags/"))]
+        found: dict[str, str] = {}
+        for line in self._ls_remote((), patterns).splitlines():
+            sha, _, name = line.partition("\t")
+            found[name] = sha
+        present = [c for c in candidates if c in found]
+        if not present:
+            raise self._ref_missing(self.ref, None)
+        if len(present) > 1:
+            raise PermanentError(
+                f"ref {self.ref!r} is both a branch and a tag on {self.url.display}",
+                hint=f"track refs/heads/{self.ref} or refs/tags/{self.ref} explicitly",
+            )
+        full_ref = present[0]
+        self._full_ref = full_ref
+        return full_ref, found.get(f"{full_ref}^{{}}", found[full_ref])
+
+    def _ref_missing(self, ref: str, why: str | None) -> RefNotFoundError:
+        last = self.head
+        if last is not None:
+            return RefNotFoundError(
+                f"ref {ref!r} no longer exists on {self.url.display} (deleted?); "
+                f"last synced commit {shorten_sha(last)} stays deployed",
+                hint="restore the branch or tag, or point gitdeploy at another ref",
+            )
+        return RefNotFoundError(
+            f"ref {ref!r} does not exist on {self.url.display}" + (f" ({why})" if why else ""),
+            hint="check the --ref value (a branch, a tag or a full commit sha)",
+        )
+
+    def _ls_remote(self, options: Sequence[str], patterns: Sequence[str]) -> str:
+        self._check_local_source()
+        try:
+            out = self._runner.run_remote("ls-remote", self.url.url, options, patterns)
+        except GitFailure as failure:
+            raise translate_remote_failure(
+                failure, action="read", display_url=self.url.display, failures=self._failures + 1
+            ) from None
+        return out.decode("utf-8", errors="replace")
+
+    def _check_local_source(self) -> None:
+        if self.url.kind.value == "local" and not os.path.exists(self.url.url):
+            raise TransientError(
+                f"cannot read {self.url.display}: no such directory",
+                hint="check the path; keeping the last synced commit and retrying",
+                retry_after=compute_backoff(self._failures + 1),
+            )
+
+    def _fetch_ref(self, full_ref: str, expected_sha: str) -> str:
+        """Fetch ``full_ref`` (or a commit sha) into the mirror and return the commit it names."""
+        options = ("--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", "--quiet")
+        if is_full_sha(full_ref):
+            if self._has_commit(full_ref):
+                self._keep_commit(full_ref)
+                return full_ref
+            self._fetch((*options,), (full_ref,), tolerate_missing=True)
+            if not self._has_commit(full_ref):
+                # Servers that refuse fetching by sha: fetch every branch and tag, then look.
+                self._fetch(
+                    options,
+                    ("+refs/heads/*:refs/gitdeploy/all/heads/*", "+refs/tags/*:refs/gitdeploy/all/tags/*"),
+                )
+            if not self._has_commit(full_ref):
+                raise self._ref_missing(full_ref, "no branch or tag of the remote reaches it")
+            self._keep_commit(full_ref)
+            return full_ref
+        fetched = f"refs/gitdeploy/fetched/{full_ref}"
+        source = full_ref if full_ref != "HEAD" else "HEAD"
+        self._fetch(options, (f"+{source}:{fetched}",))
+        sha = self._read_local_ref(fetched)
+        if sha is None:
+            raise CommitNotFoundError(f"{full_ref} of {self.url.display} does not name a commit")
+        if sha != expected_sha:
+            log.info("[source] %s moved again while fetching: %s", full_ref, shorten_sha(sha))
+        return sha
+
+    def _fetch(
+        self, options: Sequence[str], refspecs: Sequence[str], *, tolerate_missing: bool = False
+    ) -> None:
+        try:
+            self._runner.run_remote("fetch", self.url.url, options, refspecs)
+        except GitFailure as failure:
+            missing = any(m in failure.stderr.lower() for m in ("not our ref", "couldn't find remote ref"))
+            if missing and tolerate_missing:
+                return
+            if missing:
+                raise self._ref_missing(self.ref or "HEAD", "it disappeared while fetching") from None
+            raise translate_remote_failure(
+                failure, action="fetch", display_url=self.url.display, failures=self._failures + 1
+            ) from None
+
+    def _check_head_signature(self, sha: str) -> None:
+        if self.trusted_keys is None:
+            return
+        check = self.verify_commit(sha)
+        if not check.verified:
+            log.warning("[source] %s", check.reason, extra={"commit": sha})
+            raise UnverifiedCommitError(check)
+
+    def verify_commit(self, sha: str) -> SignatureCheck:
+        """Check commit ``sha`` against the trusted keys (results are remembered per sha)."""
+        if self.trusted_keys is None:
+            raise PermanentError(
+                "commit verification is not configured", hint="pass --verify-commits --trusted-key FILE"
+            )
+        if sha not in self._verified:
+            self._verified[sha] = verify_commit_signature(
+                self._runner, self.resolve_commit(sha), self.trusted_keys
+            )
+        return self._verified[sha]
+
+    # -- reading commits -------------------------------------------------------------------
+
+    def resolve_commit(self, rev: str) -> str:
+        """Return the full sha of ``rev`` (a sha, or a ref of the mirror); raise if it is not here."""
+        rev = check_ref_name(rev)
+        sha = self._read_local_ref(rev)
+        if sha is None:
+            raise CommitNotFoundError(
+                f"commit {rev} is not in the mirror of {self.url.display}",
+                hint="poll the source first; the commit may have been force-pushed away before a fetch",
+            )
+        return sha
+
+    def is_ancestor(self, old_sha: str, new_sha: str) -> bool:
+        """Whether ``old_sha`` is ``new_sha`` or one of its ancestors (false after a force-push)."""
+        status, _, err = self._runner.run_unchecked(
+            "merge-base", "--is-ancestor", self.resolve_commit(old_sha), self.resolve_commit(new_sha)
+        )
+        if status in (0, 1):
+            return status == 0
+        raise CommitNotFoundError(
+            f"cannot compare {shorten_sha(old_sha)} and {shorten_sha(new_sha)}: {err.strip()}"
+        )
+
+    def list_files(self, sha: str, suffixes: Sequence[str] = trees.MANIFEST_SUFFIXES) -> list[FileEntry]:
+        """List the manifest files at commit ``sha`` without reading them (cached per commit).
+
+        One ``git ls-tree`` per commit; symlinks are resolved and the limits enforced here.
+        """
+        sha = self.resolve_commit(sha)
+        key = (sha, tuple(suffixes))
+        if key in self._listings:
+            self._listings.move_to_end(key)
+            return list(self._listings[key])
+        listing = trees.list_manifests(
+            self._runner, sha, self._read_tree(sha), root=self.subpath, suffixes=suffixes, limits=self.limits
+        )
+        self._listings[key] = listing
+        while len(self._listings) > _TREE_CACHE_SIZE:
+            self._listings.popitem(last=False)
+        return list(listing)
+
+    def _read_tree(self, sha: str) -> dict[str, trees.TreeEntry]:
+        if sha in self._trees:
+            self._trees.move_to_end(sha)
+            return self._trees[sha]
+        tree = trees.read_tree(self._runner, sha, self.subpath)
+        if self.subpath and not tree and not self._path_exists(sha, self.subpath):
+            raise PermanentError(
+                f"the tracked path {self.subpath!r} does not exist at commit {shorten_sha(sha)}",
+                hint="check the --path value, or whether the directory was renamed",
+            )
+        self._trees[sha] = tree
+        while len(self._trees) > _TREE_CACHE_SIZE:
+            self._trees.popitem(last=False)
+        return tree
+
+    def _path_exists(self, sha: str, path: str) -> bool:
+        status, _, _ = self._runner.run_unchecked("cat-file", "-e", f"{sha}:{path}")
+        return status == 0
+
+    def files_at(self, sha: str, suffixes: Sequence[str] = trees.MANIFEST_SUFFIXES) -> list[SourceFile]:
+        """Read every manifest file at commit ``sha`` from the object database (no checkout)."""
+        entries = self.list_files(sha, suffixes)
+        blobs = trees.read_blobs(self._runner, (e.blob_sha for e in entries))
+        return [SourceFile(path=e.path, blob_sha=e.blob_sha, data=blobs[e.blob_sha]) for e in entries]
+
+    def read_blobs(self, blob_shas: Sequence[str]) -> dict[str, bytes]:
+        """Read the given blobs (for example the new blobs of :meth:`changed_files`) in one go."""
+        for blob in blob_shas:
+            if not _OBJECT_NAME.match(blob):
+                raise PermanentError(f"invalid blob id {blob!r}")
+        return trees.read_blobs(self._runner, blob_shas)
+
+    def changed_files(
+        self, old_sha: str, new_sha: str, suffixes: Sequence[str] = trees.MANIFEST_SUFFIXES
+    ) -> list[FileChange]:
+        """Return the manifest files that differ between two commits, from one tree diff.
+
+        Symlinks count as the file they point to. The listing of ``new_sha`` is used (and
+        cached) to find symlinks whose target changed and to enforce the safety rules.
+        """
+        old, new = self.resolve_commit(old_sha), self.resolve_commit(new_sha)
+        if old == new:
+            return []
+        raw = trees.diff_trees(self._runner, old, new, self.subpath)
+        if not raw:
+            return []
+        new_manifests = {e.path: e for e in self.list_files(new, suffixes)}
+        old_manifests = None
+        if any(c.old_mode == trees.SYMLINK_MODE for c in raw):
+            old_manifests = {e.path: e for e in self.list_files(old, suffixes)}
+        return trees.select_manifest_changes(
+            raw,
+            root=self.subpath,
+            suffixes=suffixes,
+            new_manifests=new_manifests,
+            old_manifests=old_manifests,
+        )
+
+    def commit(self, sha: str) -> CommitInfo:
+        """Return the metadata of commit ``sha``: sha, author, dates, committer, subject, message."""
+        return history.read_commit(self._runner, self.resolve_commit(sha))
+
+    def path_history(self, path: str, *, at_sha: str | None = None, max_count: int = 20) -> list[CommitInfo]:
+        """Return the commits that changed ``path`` (repository-relative), newest first.
+
+        Walks back from ``at_sha`` (default: the head of the last poll).
+        """
+        start = at_sha or self.head
+        if start is None:
+            raise CommitNotFoundError("no commit to start from", hint="poll the source first")
+        clean = normalise_repo_path(path, what="path")
+        if max_count < 1:
+            return []
+        return history.read_path_history(self._runner, clean, self.resolve_commit(start), max_count)
+
+    def last_change(self, path: str, at_sha: str | None = None) -> CommitInfo | None:
+        """Return the most recent commit at or before ``at_sha`` that changed ``path``, if any."""
+        commits = self.path_history(path, at_sha=at_sha, max_count=1)
+        return commits[0] if commits else None
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def write_commit(
+        self,
+        branch: str,
+        files: Mapping[str, bytes | None],
+        message: str,
+        author: Author,
+        base_sha: str,
+        *,
+        committer: Author | None = None,
+        authored_at: float | None = None,
+        push: bool = True,
+    ) -> str:
+        """Commit ``files`` on top of ``base_sha`` and push to ``branch``; never force-pushes.
+
+        Raises :class:`~gitdeploy.source.writer.BranchMovedError` when ``branch`` exists and
+        no longer points at ``base_sha``. Returns the new commit's sha.
+        """
+        return writer.write_commit(
+            self._runner,
+            self.url,
+            branch=branch,
+            files=files,
+            message=message,
+            author=author,
+            base_sha=self.resolve_commit(base_sha),
+            committer=committer,
+            authored_at=authored_at,
+            root=self.subpath,
+            push=push,
+        )
+
+    # -- mirror housekeeping ---------------------------------------------------------------
+
+    def _ensure_mirror(self) -> None:
+        if (self.mirror_path / "HEAD").exists():
+            return
+        self.mirror_path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".init-", dir=self.mirror_path.parent))
+        try:
+            runner = GitRunner(str(staging), redact=self.url.redact)
+            status, _, err = runner.run_unchecked("init", "--bare", "--quiet", str(staging))
+            if status != 0:
+                raise PermanentError(f"cannot create the mirror in {self.mirror_path.parent}: {err.strip()}")
+            for key, value in (
+                ("transfer.fsckObjects", "true"),
+                ("core.logAllRefUpdates", "always"),
+                ("gc.reflogExpire", "never"),
+                ("gc.reflogExpireUnreachable", "never"),
+            ):
+                runner.run("config", key, value)
+            runner.close()
+            try:
+                staging.rename(self.mirror_path)
+            except OSError:
+                if not (self.mirror_path / "HEAD").exists():
+                    raise
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+
+    def _read_local_ref(self, rev: str) -> str | None:
+        status, out, _ = self._runner.run_unchecked(
+            "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"
+        )
+        return out.decode().strip() if status == 0 else None
+
+    def _has_commit(self, sha: str) -> bool:
+        return self._read_local_ref(sha) is not None
+
+    def _keep_commit(self, sha: str) -> None:
+        self._runner.run("update-ref", "-m", "gitdeploy keep", f"refs/gitdeploy/keep/{sha}", sha)
