@@ -52,6 +52,7 @@ def _register_commands() -> None:
     from gitdeploy.cli import validate_cmd
 
     cli.add_command(validate_cmd.validate)
+    cli.add_command(__import__("gitdeploy.cli.cluster_cmd", fromlist=["cluster"]).cluster)
 
 
 _register_commands()

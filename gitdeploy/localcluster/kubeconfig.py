@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
 from pathlib import Path
@@ -35,14 +36,22 @@ def load_or_create_token(state_dir: Path) -> str:
     return token
 
 
-def write_kubeconfig(path: Path, server: str, token: str, name: str = CONTEXT_NAME) -> Path:
-    """Write a kubeconfig with one cluster, user and context (``name``), current."""
+def write_kubeconfig(
+    path: Path, server: str, token: str, *, ca_pem: str | None = None, name: str = CONTEXT_NAME
+) -> Path:
+    """Write a kubeconfig with one cluster, user and context (``name``), current.
+
+    ``ca_pem``: the server's (self-signed) certificate, when it serves HTTPS.
+    """
+    ca = ""
+    if ca_pem:
+        ca = f"\n    certificate-authority-data: {base64.b64encode(ca_pem.encode()).decode()}"
     text = f"""apiVersion: v1
 kind: Config
 clusters:
 - name: {name}
   cluster:
-    server: "{server}"
+    server: "{server}"{ca}
 users:
 - name: {name}
   user:

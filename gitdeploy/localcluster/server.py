@@ -17,6 +17,7 @@ import contextlib
 import hmac
 import json
 import socket
+import ssl
 import sys
 import threading
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resou
 from gitdeploy.localcluster.stats import RequestStats
 from gitdeploy.localcluster.store import Store, dumps
 from gitdeploy.localcluster.tables import to_table, wants_table
+from gitdeploy.localcluster.tlscert import ensure_certificate
 from gitdeploy.localcluster.watch import ListResult, Query, list_objects, watch_events
 
 __all__ = ["LocalCluster", "Route", "parse_route"]
@@ -333,6 +335,8 @@ class _Handler(BaseHTTPRequestHandler):
 class LocalCluster:
     """An embedded cluster serving the state in ``state_dir`` over HTTP on 127.0.0.1.
 
+    ``tls`` serves HTTPS with a self-signed certificate (``ca_path``), as the daemon does
+    because kubectl sends no token over plain HTTP; in-process tests may use plain HTTP.
     ``clock`` drives the simulation (share a ``FakeClock`` with the code under test);
     ``config`` sets the simulation knobs; ``port`` 0 picks a free port (a previous port is
     tried first by the daemon so addresses survive restarts when possible).
@@ -347,6 +351,7 @@ class LocalCluster:
         port: int = 0,
         watch_history: int = 20_000,
         write_kubeconfig_file: bool = True,
+        tls: bool = False,
     ) -> None:
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -358,6 +363,8 @@ class LocalCluster:
         self.token = load_or_create_token(self.state_dir)
         self.kubeconfig_path = self.state_dir / "kubeconfig"
         self._port = port
+        self.tls = tls
+        self.ca_path: Path | None = None
         self._write_kubeconfig = write_kubeconfig_file
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -377,9 +384,19 @@ class LocalCluster:
                 raise
             server = _Server((LOOPBACK, 0), _Handler)
         server.cluster = self
+        ca_pem: str | None = None
+        if self.tls:
+            cert, key = ensure_certificate(self.state_dir)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+            server.socket = context.wrap_socket(
+                server.socket, server_side=True, do_handshake_on_connect=False
+            )
+            self.ca_path = cert
+            ca_pem = cert.read_text(encoding="utf-8")
         self._server = server
         if self._write_kubeconfig:
-            write_kubeconfig(self.kubeconfig_path, self.url, self.token)
+            write_kubeconfig(self.kubeconfig_path, self.url, self.token, ca_pem=ca_pem)
         self._thread = threading.Thread(target=server.serve_forever, name="localcluster-http", daemon=True)
         self._thread.start()
         return self
@@ -415,7 +432,7 @@ class LocalCluster:
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{LOOPBACK}:{self.port}"
 
     def info(self) -> dict[str, Any]:
         """What ``GET /gitdeploy/v1/info`` answers: address, state dir and simulation knobs."""
@@ -424,6 +441,7 @@ class LocalCluster:
             "stateDir": str(self.state_dir),
             "kubeconfig": str(self.kubeconfig_path),
             "config": json.loads(self.config.to_json()),
+            "objects": self.counts(),
         }
 
     def counts(self) -> dict[str, int]:

@@ -1,0 +1,115 @@
+"""``gitdeploy cluster up|down|status``: the embedded cluster of the state directory."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+import click
+
+from gitdeploy.cli.context import get_context
+from gitdeploy.localcluster import ClusterInfo, SimulationConfig, ensure_running, status, stop
+from gitdeploy.localcluster.daemon import ssl_context
+
+
+@click.group("cluster")
+def cluster() -> None:
+    """Run the embedded cluster (a local Kubernetes API with simulated pods)."""
+
+
+@cluster.command("up")
+@click.option(
+    "--pod-start-seconds", type=float, default=None, help="Pending → Ready delay of a pod (default 2)."
+)
+@click.option(
+    "--job-seconds", type=float, default=None, help="Lifetime of a run-to-completion pod (default 5)."
+)
+@click.option(
+    "--image-pull-failure", multiple=True, metavar="PATTERN", help="Images that fail to pull (glob)."
+)
+@click.option("--image-crash", multiple=True, metavar="PATTERN", help="Images that crash.")
+@click.option(
+    "--image-unready", multiple=True, metavar="PATTERN", help="Images never passing readiness (glob)."
+)
+@click.pass_context
+def up(
+    ctx: click.Context,
+    pod_start_seconds: float | None,
+    job_seconds: float | None,
+    image_pull_failure: tuple[str, ...],
+    image_crash: tuple[str, ...],
+    image_unready: tuple[str, ...],
+) -> None:
+    """Start the embedded cluster in the background (does nothing when it already runs)."""
+    state_dir = get_context(ctx).state_dir
+    saved = SimulationConfig.load(state_dir / "simulation.json") or SimulationConfig()
+    wanted = SimulationConfig(
+        pod_start_seconds=saved.pod_start_seconds if pod_start_seconds is None else pod_start_seconds,
+        job_seconds=saved.job_seconds if job_seconds is None else job_seconds,
+        image_pull_failure=image_pull_failure or saved.image_pull_failure,
+        image_crash=image_crash or saved.image_crash,
+        image_unready=image_unready or saved.image_unready,
+    )
+    info = ensure_running(state_dir, wanted)
+    click.echo(f"embedded cluster {'started' if info.started else 'already running'} at {info.url}")
+    click.echo(f"state dir:  {state_dir}")
+    click.echo(f"kubeconfig: {info.kubeconfig}")
+    if info.config != wanted:
+        click.echo(
+            "note: it runs with other simulation settings; `gitdeploy cluster down` then `up` to apply them",
+            err=True,
+        )
+
+
+@cluster.command("down")
+@click.pass_context
+def down(ctx: click.Context) -> None:
+    """Stop the embedded cluster, keeping its state."""
+    state_dir = get_context(ctx).state_dir
+    if stop(state_dir):
+        click.echo(f"embedded cluster of {state_dir} stopped (state kept)")
+    else:
+        click.echo(f"embedded cluster of {state_dir} was not running")
+
+
+def _info(running: ClusterInfo) -> dict[str, Any]:
+    token = (running.state_dir / "token").read_text(encoding="utf-8").strip()
+    request = urllib.request.Request(
+        f"{running.url}/gitdeploy/v1/info", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=5, context=ssl_context(running.state_dir)) as response:
+        data = json.loads(response.read())
+    return data if isinstance(data, dict) else {}
+
+
+@cluster.command("status")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+@click.pass_context
+def cluster_status(ctx: click.Context, output: str) -> None:
+    """Say whether the embedded cluster runs, where, and what it holds."""
+    state_dir = get_context(ctx).state_dir
+    running = status(state_dir)
+    if running is None:
+        if output == "json":
+            click.echo(json.dumps({"running": False, "stateDir": str(state_dir)}))
+        else:
+            click.echo(f"embedded cluster of {state_dir}: not running (start it with `gitdeploy cluster up`)")
+        return
+    info = _info(running)
+    if output == "json":
+        click.echo(json.dumps({"running": True, "pid": running.pid, **info}, sort_keys=True))
+        return
+    click.echo(f"embedded cluster of {state_dir}: running at {running.url} (pid {running.pid})")
+    click.echo(f"kubeconfig: {running.kubeconfig}")
+    config = running.config
+    click.echo(f"pods ready after {config.pod_start_seconds:g} s, jobs end after {config.job_seconds:g} s")
+    for label, patterns in (
+        ("image pull failures", config.image_pull_failure),
+        ("crashing images", config.image_crash),
+        ("never-ready images", config.image_unready),
+    ):
+        if patterns:
+            click.echo(f"{label}: {', '.join(patterns)}")
+    objects = info.get("objects") or {}
+    click.echo("objects: " + ", ".join(f"{name} {count}" for name, count in sorted(objects.items())))
