@@ -15,6 +15,7 @@ Every git command the source layer runs goes through :class:`GitRunner`, which
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections import Counter
@@ -47,6 +48,32 @@ _PERMANENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("transport '", "use a local path, file://, https:// or ssh://"),
     ("protocol '", "use a local path, file://, https:// or ssh://"),
 )
+
+
+class _RedactingFilter(logging.Filter):
+    """Redacts registered credentials from GitPython's own debug log lines (which show argv)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.redactors: list[Callable[[str], str]] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.redactors:
+            text = record.getMessage()
+            for redact in list(self.redactors):
+                text = redact(text)
+            record.msg, record.args = text, ()
+        return True
+
+
+_GITPYTHON_LOG_FILTER = _RedactingFilter()
+logging.getLogger("git.cmd").addFilter(_GITPYTHON_LOG_FILTER)
+
+
+def register_log_redaction(redact: Callable[[str], str]) -> None:
+    """Make GitPython's ``git.cmd`` debug log redact what ``redact`` redacts (idempotent)."""
+    if redact not in _GITPYTHON_LOG_FILTER.redactors:
+        _GITPYTHON_LOG_FILTER.redactors.append(redact)
 
 
 def compute_backoff(
@@ -104,6 +131,7 @@ class GitRunner:
     ) -> None:
         self.git_dir = git_dir
         self.redact = redact
+        register_log_redaction(redact)
         self.network_timeout = network_timeout
         self.env = build_git_environment()
         self._git = git.Git(git_dir)

@@ -58,6 +58,8 @@ class TrustedKeys:
         home = Path(state_dir) / "gnupg" / digest
         home.mkdir(parents=True, exist_ok=True)
         home.chmod(0o700)
+        # Verification needs no agent; never start one (or a dirmngr that could fetch keys).
+        (home / "gpg.conf").write_text("no-autostart\nno-auto-key-retrieve\n")
         for blob in blobs:
             _run_gpg(gpg_program, home, ["--import"], stdin=blob)
         listing = _run_gpg(gpg_program, home, ["--with-colons", "--fingerprint", "--list-keys"])
