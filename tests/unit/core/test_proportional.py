@@ -6,6 +6,8 @@ import dataclasses
 import doctest
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitdeploy.core import proportional
 from gitdeploy.core.proportional import (
@@ -311,3 +313,38 @@ def test_compute_replica_annotations(
 def test_needs_annotation_update(desired: int | None, max_replicas: int | None, expected: bool) -> None:
     subject = rs("a", 3, OLD, desired=desired, max_replicas=max_replicas)
     assert needs_annotation_update(subject, ReplicaAnnotations(15, 18)) is expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=30), min_size=2, max_size=5),
+    headroom=st.integers(min_value=0, max_value=20),
+    replicas=st.integers(min_value=0, max_value=60),
+    surge=st.integers(min_value=0, max_value=5),
+)
+def test_proportional_scaling_places_exactly_the_difference(
+    sizes: list[int], headroom: int, replicas: int, surge: int
+) -> None:
+    # Consistent annotations: the last max-replicas is at least the pods there are now.
+    previous_max = max(sum(sizes) + headroom, 1)
+    replica_sets = [
+        rs(f"v{i}", size, float(i), desired=max(previous_max - surge, 0), max_replicas=previous_max)
+        for i, size in enumerate(sizes)
+    ]
+    *old, new = replica_sets
+    new = dataclasses.replace(new, available=0)  # never saturated
+    actions = plan_proportional_scaling("RollingUpdate", replicas, surge, 1, new, old)
+    active = [r for r in [*old, new] if r.is_active]
+    if len(active) < 2:
+        return  # the single-active-ReplicaSet rule applies, covered by the table
+    allowed = replicas + surge if replicas else 0
+    total = sum(r.replicas for r in active)
+    planned = {a.name: a for a in actions}
+    assert set(planned) == {r.name for r in active}  # every active one, none of the empty ones
+    after = sum(a.to_replicas for a in actions)
+    assert all(a.to_replicas >= 0 for a in actions)
+    if allowed >= total:
+        assert after == allowed  # leftovers of rounding land on the largest ReplicaSet
+    else:
+        assert after >= allowed  # only clipping at zero can leave more
+        assert all(a.to_replicas <= a.from_replicas for a in actions)
