@@ -348,6 +348,8 @@ def plan_rolling_scale_down(
     >>> plan_rolling_scale_down("RollingUpdate", 10, 0, 2, new, [old])  # 1 unhealthy + 1 ready
     (ScaleAction(name='web-old', from_replicas=10, to_replicas=8),)
     """
+    if not is_rolling(strategy):
+        raise ValueError(f"{strategy} is not a rolling strategy: use plan_recreate_step")
     active_old = [rs for rs in sort_by_creation(old_replica_sets) if rs.is_active]
     if not active_old:
         return ()
@@ -378,7 +380,7 @@ def plan_rolling_step(
 
     Returns the new ReplicaSet's scale-up if there is one, otherwise the old ReplicaSets'
     scale-down, otherwise ``()`` (wait for pods, or the rollout is done). Pass a state with
-    ``replicas=0`` for a new ReplicaSet that does not exist yet.
+    ``replicas=0`` for a new ReplicaSet that does not exist yet. ``Recreate`` raises ``ValueError``.
 
     The docs example, 3 replicas with 25%/25%, pods available as soon as they exist:
 
@@ -390,6 +392,8 @@ def plan_rolling_step(
     >>> plan_rolling_step("RollingUpdate", 3, "25%", "25%", new, [old])
     (ScaleAction(name='web-old', from_replicas=3, to_replicas=2),)
     """
+    if not is_rolling(strategy):
+        raise ValueError(f"{strategy} is not a rolling strategy: use plan_recreate_step")
     scale_up = plan_new_replica_set_scale(
         strategy, replicas, max_surge, max_unavailable, new_rs, old_replica_sets
     )

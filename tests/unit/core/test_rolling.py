@@ -357,3 +357,11 @@ def test_plan_recreate_step(
 ) -> None:
     actions = plan_recreate_step(3, new, old, old_pods_running=old_pods_running)
     assert actions == tuple(ScaleAction(*e) for e in expected)
+
+
+def test_rolling_plans_refuse_recreate() -> None:
+    new, old = rs("new", 0), rs("old", 3)
+    with pytest.raises(ValueError, match="plan_recreate_step"):
+        plan_rolling_step("Recreate", 3, None, None, new, [old])
+    with pytest.raises(ValueError, match="plan_recreate_step"):
+        plan_rolling_scale_down("Recreate", 3, None, None, new, [old])
