@@ -8,10 +8,13 @@ from typing import Any
 
 import click
 
+from gitdeploy.cli.context import get_context
 from gitdeploy.cli.output import console, print_json, print_table
+from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import LoadResult, load_directory, load_files
+from gitdeploy.source.repo import ConfigRepo
 
 
 def _display(prefix: str, file: str) -> str:
@@ -94,20 +97,43 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
     click.echo(summary, err=bool(result.diagnostics))
 
 
+def _load_repo(state_dir: Path, repo: str, ref: str | None, subpath: str) -> LoadResult:
+    with ConfigRepo(repo, ref=ref, subpath=subpath, state_dir=state_dir) as source:
+        head = source.poll().head
+        return DesiredStateReader(source).load(head)
+
+
 @click.command()
-@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".", required=False)
+@click.argument("path", type=click.Path(exists=True, path_type=Path), required=False)
+@click.option("--repo", help="Validate a git repository (URL or path) at --ref, without a checkout.")
+@click.option(
+    "--ref", default=None, help="Branch, tag or commit to read with --repo (default: the default branch)."
+)
+@click.option(
+    "--path", "subpath", default="", help="With --repo: the directory of the repo that holds the config."
+)
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
 @click.pass_context
-def validate(ctx: click.Context, path: Path, output: str) -> None:
-    """Check the manifests under PATH (a directory or one file) without touching a cluster.
+def validate(
+    ctx: click.Context, path: Path | None, repo: str | None, ref: str | None, subpath: str, output: str
+) -> None:
+    """Check the manifests under PATH (a directory or one file), or of a git repo at a ref.
 
-    Prints every problem as `file:line:col: app: message (hint)` and exits 1 when any is found.
+    Touches no cluster. Prints every problem as `file:line:col: app: message (hint)` and exits 1
+    when any is found.
 
     \b
     Examples:
       gitdeploy validate examples/
       gitdeploy validate apps/web.yaml -o json
+      gitdeploy validate --repo https://git.example.com/config.git --ref main
+      gitdeploy validate --repo . --ref v1.2.0 --path deploy
     """
-    result, prefix = _load_path(path)
+    if repo is not None and path is not None:
+        raise click.UsageError("give either PATH or --repo, not both")
+    if repo is not None:
+        result, prefix = _load_repo(get_context(ctx).state_dir, repo, ref, subpath), ""
+    else:
+        result, prefix = _load_path(path or Path("."))
     render(result, prefix, output)
     ctx.exit(1 if result.diagnostics else 0)

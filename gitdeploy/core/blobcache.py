@@ -51,6 +51,11 @@ class BlobCache(Generic[T]):
         with self._lock:
             return (blob_sha, None) in self._entries
 
+    def contains(self, blob_sha: str, *, path: str | None = None) -> bool:
+        """Whether a result for ``blob_sha`` (and ``path``) is cached, without touching its recency."""
+        with self._lock:
+            return (blob_sha, path) in self._entries
+
     def get_or_compute(self, blob_sha: str, compute: Callable[[], T], *, path: str | None = None) -> T:
         """Return the cached result for ``blob_sha`` (and ``path``), computing and storing it once."""
         key = (blob_sha, path)
