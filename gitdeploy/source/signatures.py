@@ -59,9 +59,19 @@ class TrustedKeys:
         home.mkdir(parents=True, exist_ok=True)
         home.chmod(0o700)
         # Verification needs no agent; never start one (or a dirmngr that could fetch keys).
+        # Keys go into a plain keyring file (``gpg --import`` would talk to an agent, whose
+        # socket path can be too long under a deep state directory).
         (home / "gpg.conf").write_text("no-autostart\nno-auto-key-retrieve\n")
-        for blob in blobs:
-            _run_gpg(gpg_program, home, ["--import"], stdin=blob)
+        packets = [
+            _run_gpg_bytes(gpg_program, home, ["--dearmor"], stdin=blob)
+            if b"-----BEGIN PGP" in blob
+            else blob
+            for blob in blobs
+        ]
+        keyring = home / "pubring.gpg"
+        keyring.write_bytes(b"".join(packets))
+        for stale in ("pubring.kbx", "trustdb.gpg"):
+            (home / stale).unlink(missing_ok=True)
         listing = _run_gpg(gpg_program, home, ["--with-colons", "--fingerprint", "--list-keys"])
         fingerprints = frozenset(_parse_primary_fingerprints(listing))
         if not fingerprints:
@@ -72,8 +82,12 @@ class TrustedKeys:
 
 
 def _run_gpg(program: str, home: Path, args: list[str], stdin: bytes | None = None) -> str:
+    return _run_gpg_bytes(program, home, args, stdin).decode(errors="replace")
+
+
+def _run_gpg_bytes(program: str, home: Path, args: list[str], stdin: bytes | None = None) -> bytes:
     proc = subprocess.run(
-        [program, "--homedir", str(home), "--batch", "--no-tty", "--quiet", *args],
+        [program, "--homedir", str(home), "--batch", "--no-tty", "--quiet", "--no-autostart", *args],
         input=stdin,
         capture_output=True,
         timeout=60,
@@ -84,7 +98,7 @@ def _run_gpg(program: str, home: Path, args: list[str], stdin: bytes | None = No
             f"gpg {' '.join(args)} failed: {proc.stderr.decode(errors='replace').strip()}",
             hint="check that the trusted key files are OpenPGP public keys",
         )
-    return proc.stdout.decode(errors="replace")
+    return proc.stdout
 
 
 def _parse_primary_fingerprints(colons: str) -> list[str]:
