@@ -22,10 +22,10 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from gitdeploy.core.commits import (
     Author,
@@ -41,7 +41,14 @@ from gitdeploy.errors import PermanentError, TransientError
 from gitdeploy.source import history, trees, writer
 from gitdeploy.source.gitcmd import GitFailure, GitRunner, compute_backoff, translate_remote_failure
 from gitdeploy.source.signatures import TrustedKeys, verify_commit_signature
-from gitdeploy.source.urls import RepoUrl, check_ref_name, is_full_sha, normalise_repo_path, parse_repo_url
+from gitdeploy.source.urls import (
+    RepoUrl,
+    UrlKind,
+    check_ref_name,
+    is_full_sha,
+    normalise_repo_path,
+    parse_repo_url,
+)
 
 log = logging.getLogger("gitdeploy.source")
 
@@ -104,6 +111,8 @@ class ConfigRepo:
         self._trees: OrderedDict[str, dict[str, trees.TreeEntry]] = OrderedDict()
         self._listings: OrderedDict[tuple[str, tuple[str, ...]], list[FileEntry]] = OrderedDict()
         self._full_ref: str | None = None
+        # Polls and the per-commit caches are serialised; reads of different commits are cheap.
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"ConfigRepo({self.url.display!r}, ref={self.ref!r}, subpath={self.subpath!r})"
@@ -111,7 +120,7 @@ class ConfigRepo:
     def __enter__(self) -> ConfigRepo:
         return self
 
-    def __exit__(self, *exc: object | type[BaseException] | TracebackType | None) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -139,7 +148,8 @@ class ConfigRepo:
         In every error case the last synced commit stays as it was.
         """
         try:
-            result = self._poll_once()
+            with self._lock:
+                result = self._poll_once()
         except TransientError:
             self._failures += 1
             raise
@@ -257,7 +267,7 @@ class ConfigRepo:
         return out.decode("utf-8", errors="replace")
 
     def _check_local_source(self) -> None:
-        if self.url.kind.value == "local" and not os.path.exists(self.url.url):
+        if self.url.kind is UrlKind.LOCAL and not os.path.exists(self.url.url):
             raise TransientError(
                 f"cannot read {self.url.display}: no such directory",
                 hint="check the path; keeping the last synced commit and retrying",
@@ -283,8 +293,7 @@ class ConfigRepo:
             self._keep_commit(full_ref)
             return full_ref
         fetched = f"refs/gitdeploy/fetched/{full_ref}"
-        source = full_ref if full_ref != "HEAD" else "HEAD"
-        self._fetch(options, (f"+{source}:{fetched}",))
+        self._fetch(options, (f"+{full_ref}:{fetched}",))
         sha = self._read_local_ref(fetched)
         if sha is None:
             raise CommitNotFoundError(f"{full_ref} of {self.url.display} does not name a commit")
@@ -358,16 +367,22 @@ class ConfigRepo:
         """
         sha = self.resolve_commit(sha)
         key = (sha, tuple(suffixes))
-        if key in self._listings:
-            self._listings.move_to_end(key)
-            return list(self._listings[key])
-        listing = trees.list_manifests(
-            self._runner, sha, self._read_tree(sha), root=self.subpath, suffixes=suffixes, limits=self.limits
-        )
-        self._listings[key] = listing
-        while len(self._listings) > _TREE_CACHE_SIZE:
-            self._listings.popitem(last=False)
-        return list(listing)
+        with self._lock:
+            if key in self._listings:
+                self._listings.move_to_end(key)
+                return list(self._listings[key])
+            listing = trees.list_manifests(
+                self._runner,
+                sha,
+                self._read_tree(sha),
+                root=self.subpath,
+                suffixes=suffixes,
+                limits=self.limits,
+            )
+            self._listings[key] = listing
+            while len(self._listings) > _TREE_CACHE_SIZE:
+                self._listings.popitem(last=False)
+            return list(listing)
 
     def _read_tree(self, sha: str) -> dict[str, trees.TreeEntry]:
         if sha in self._trees:
