@@ -15,6 +15,7 @@ from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import LoadResult, load_directory, load_files
 from gitdeploy.source.repo import ConfigRepo
+from gitdeploy.source.signatures import TrustedKeys
 
 
 def _display(prefix: str, file: str) -> str:
@@ -97,8 +98,11 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
     click.echo(summary, err=bool(result.diagnostics))
 
 
-def _load_repo(state_dir: Path, repo: str, ref: str | None, subpath: str) -> LoadResult:
-    with ConfigRepo(repo, ref=ref, subpath=subpath, state_dir=state_dir) as source:
+def _load_repo(
+    state_dir: Path, repo: str, ref: str | None, subpath: str, keys: tuple[str, ...]
+) -> LoadResult:
+    trusted = TrustedKeys.from_key_files(keys, state_dir=state_dir) if keys else None
+    with ConfigRepo(repo, ref=ref, subpath=subpath, state_dir=state_dir, trusted_keys=trusted) as source:
         head = source.poll().head
         return DesiredStateReader(source).load(head)
 
@@ -112,10 +116,23 @@ def _load_repo(state_dir: Path, repo: str, ref: str | None, subpath: str) -> Loa
 @click.option(
     "--path", "subpath", default="", help="With --repo: the directory of the repo that holds the config."
 )
+@click.option(
+    "--trusted-key",
+    "trusted_keys",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="With --repo: refuse a head commit not signed by one of these GPG public keys (repeatable).",
+)
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
 @click.pass_context
 def validate(
-    ctx: click.Context, path: Path | None, repo: str | None, ref: str | None, subpath: str, output: str
+    ctx: click.Context,
+    path: Path | None,
+    repo: str | None,
+    ref: str | None,
+    subpath: str,
+    trusted_keys: tuple[str, ...],
+    output: str,
 ) -> None:
     """Check the manifests under PATH (a directory or one file), or of a git repo at a ref.
 
@@ -132,7 +149,7 @@ def validate(
     if repo is not None and path is not None:
         raise click.UsageError("give either PATH or --repo, not both")
     if repo is not None:
-        result, prefix = _load_repo(get_context(ctx).state_dir, repo, ref, subpath), ""
+        result, prefix = _load_repo(get_context(ctx).state_dir, repo, ref, subpath, trusted_keys), ""
     else:
         result, prefix = _load_path(path or Path("."))
     render(result, prefix, output)

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
 
 from tests.fixtures.cli import EXAMPLES, RunCli
 from tests.fixtures.gitrepo import GitRemote
+from tests.integration.source.test_signatures import create_signing_key
 
 
 def _example_files() -> dict[str, str]:
@@ -43,3 +49,16 @@ def test_unknown_ref_and_unsafe_url_are_clear_errors(run_cli: RunCli, git_remote
 def test_path_and_repo_together_is_a_usage_error(run_cli: RunCli) -> None:
     done = run_cli("validate", "examples", "--repo", ".")
     assert done.returncode == 2
+
+
+@pytest.mark.skipif(shutil.which("gpg") is None, reason="gpg is not installed")
+def test_trusted_key_refuses_an_unsigned_head(run_cli: RunCli, git_remote: GitRemote, tmp_path: Path) -> None:
+    key = create_signing_key("reviewer", tmp_path)
+    try:
+        git_remote.commit_and_push("Unsigned change", _example_files())
+        done = run_cli("validate", "--repo", git_remote.url, "--trusted-key", str(key.public_key_file))
+        assert done.returncode == 1
+        assert "sign" in done.stderr.lower() and "Traceback" not in done.stderr
+    finally:
+        subprocess.run(["gpgconf", "--homedir", key.home, "--kill", "all"], check=False, capture_output=True)
+        shutil.rmtree(key.home, ignore_errors=True)
