@@ -37,3 +37,15 @@ class TransientError(GitdeployError):
     def __init__(self, message: str, *, hint: str = "", retry_after: float = 5.0) -> None:
         super().__init__(message, hint=hint)
         self.retry_after = retry_after
+
+
+class NotFoundError(PermanentError):
+    """The object asked for does not exist (HTTP 404 from the API)."""
+
+
+class AlreadyExistsError(PermanentError):
+    """An object with that name exists already (HTTP 409, reason AlreadyExists)."""
+
+
+class ConflictError(TransientError):
+    """Someone else changed the object first (HTTP 409 on a stale resourceVersion): re-read, retry."""

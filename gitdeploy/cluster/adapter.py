@@ -1,0 +1,360 @@
+"""The only code that talks to the Kubernetes API (DESIGN.md, layer ``cluster``).
+
+Lists skip the client's model deserialisation (``_preload_content=False``) and parse the JSON
+themselves: building models costs milliseconds per object. Every API or network error leaves this
+module as a :mod:`gitdeploy.errors` error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, TypeVar
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
+from gitdeploy.core.models import PodTemplate
+from gitdeploy.core.observed import (
+    APP_LABEL,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    RECORD_LABEL,
+    REVISION_ANNOTATION,
+    ObservedReplicaSet,
+    ReplicaSetSpec,
+    StoredRecord,
+    record_name,
+)
+from gitdeploy.core.replicasets import (
+    DESIRED_REPLICAS_ANNOTATION,
+    MAX_REPLICAS_ANNOTATION,
+    ReplicaSetFailure,
+    ReplicaSetState,
+)
+from gitdeploy.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    GitdeployError,
+    NotFoundError,
+    PermanentError,
+    TransientError,
+)
+
+T = TypeVar("T")
+MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
+RECORD_KEY = "record.json"
+
+
+def _api_error(bad: ApiException, what: str) -> GitdeployError:
+    reason = ""
+    try:
+        body = json.loads(bad.body or "{}")
+        reason = str(body.get("reason", ""))
+        detail = str(body.get("message", "")) or str(bad.reason)
+    except (ValueError, AttributeError):
+        detail = str(bad.reason)
+    status = int(bad.status or 0)
+    if status == 404:
+        return NotFoundError(
+            f"{what}: not found ({detail})", hint="it may have been deleted; gitdeploy re-reads"
+        )
+    if status == 409 and reason == "AlreadyExists":
+        return AlreadyExistsError(f"{what}: already exists", hint="re-read the cluster and retry")
+    if status == 409:
+        return ConflictError(f"{what}: changed by someone else ({detail})", retry_after=0.5)
+    if status in (401, 403):
+        return PermanentError(
+            f"{what}: the cluster refused gitdeploy ({status} {detail})",
+            hint="check the credentials and RBAC of gitdeploy's service account (see deploy/)",
+        )
+    if status == 429 or status >= 500 or status == 0:
+        return TransientError(f"{what}: the API server answered {status} {detail}", retry_after=2.0)
+    return PermanentError(f"{what}: the API server refused it ({status} {detail})", hint="see the message")
+
+
+@contextmanager
+def _translated(what: str) -> Iterator[None]:
+    try:
+        yield
+    except ApiException as bad:
+        raise _api_error(bad, what) from bad
+    except (HTTPError, OSError) as bad:
+        raise TransientError(
+            f"{what}: cannot reach the Kubernetes API ({type(bad).__name__})",
+            hint="is the cluster up? `gitdeploy cluster status` for the embedded one",
+            retry_after=2.0,
+        ) from bad
+
+
+def _timestamp(value: str | None) -> float:
+    if not value:
+        return 0.0
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def _int_annotation(annotations: Mapping[str, str], key: str) -> int | None:
+    try:
+        return int(annotations[key])
+    except (KeyError, ValueError):
+        return None
+
+
+def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
+    """A managed ReplicaSet as JSON (from a list) → what the planner reads."""
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    labels = meta.get("labels") or {}
+    annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+    failure = None
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
+            failure = ReplicaSetFailure(
+                str(condition.get("reason", "")),
+                str(condition.get("message", "")),
+                _timestamp(condition.get("lastTransitionTime")),
+            )
+    template = spec.get("template")
+    state = ReplicaSetState(
+        name=str(meta["name"]),
+        template_hash=str(labels.get(TEMPLATE_HASH_LABEL, "")),
+        revision=_int_annotation(annotations, REVISION_ANNOTATION) or 0,
+        created_at=_timestamp(meta.get("creationTimestamp")),
+        replicas=int(spec.get("replicas", 0) or 0),
+        current=int(status.get("replicas", 0) or 0),
+        ready=int(status.get("readyReplicas", 0) or 0),
+        available=int(status.get("availableReplicas", 0) or 0),
+        desired_replicas_annotation=_int_annotation(annotations, DESIRED_REPLICAS_ANNOTATION),
+        max_replicas_annotation=_int_annotation(annotations, MAX_REPLICAS_ANNOTATION),
+        failure=failure,
+    )
+    return ObservedReplicaSet(
+        namespace=str(meta.get("namespace", "")),
+        app=str(labels.get(APP_LABEL, "")),
+        state=state,
+        annotations=tuple(sorted(annotations.items())),
+        uid=str(meta.get("uid", "")),
+        observed_generation_current=int(status.get("observedGeneration", 0) or 0)
+        >= int(meta.get("generation", 0) or 0),
+        template=PodTemplate(json.dumps(template, sort_keys=True, separators=(",", ":")))
+        if isinstance(template, dict)
+        else None,
+    )
+
+
+def _record(raw: Mapping[str, Any]) -> StoredRecord:
+    meta = raw.get("metadata") or {}
+    return StoredRecord(
+        namespace=str(meta.get("namespace", "")),
+        app=str((meta.get("labels") or {}).get(APP_LABEL, "")),
+        payload=str((raw.get("data") or {}).get(RECORD_KEY, "{}")),
+        resource_version=str(meta.get("resourceVersion", "")),
+        uid=str(meta.get("uid", "")),
+    )
+
+
+class Cluster:
+    """gitdeploy's verbs on one cluster: snapshot, create/scale/annotate/delete, pods, events, records."""
+
+    def __init__(self, api: client.ApiClient, description: str = "") -> None:
+        self.api = api
+        self.description = description
+        # Typed as Any on purpose: gitdeploy calls the API with _preload_content=False and reads
+        # raw JSON, which the client's model-typed signatures do not describe.
+        self.core: Any = client.CoreV1Api(api)
+        self.apps: Any = client.AppsV1Api(api)
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def _list_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        with _translated(what):
+            while True:
+                extra = {"_continue": token} if token else {}
+                response = call(_preload_content=False, limit=5000, **kwargs, **extra)
+                body = json.loads(response.data)
+                items.extend(body.get("items") or [])
+                token = (body.get("metadata") or {}).get("continue")
+                if not token:
+                    return items
+
+    def list_replica_sets(
+        self, namespace: str | None = None, app: str | None = None
+    ) -> list[ObservedReplicaSet]:
+        """Every ReplicaSet gitdeploy manages, in one namespace (or all), in one list call."""
+        selector = MANAGED_SELECTOR + (f",{APP_LABEL}={app}" if app else "")
+        if namespace is None:
+            raw = self._list_json(
+                self.apps.list_replica_set_for_all_namespaces, "list ReplicaSets", label_selector=selector
+            )
+        else:
+            raw = self._list_json(
+                self.apps.list_namespaced_replica_set,
+                f"list ReplicaSets in {namespace}",
+                namespace=namespace,
+                label_selector=selector,
+            )
+        return [to_observed_replica_set(item) for item in raw]
+
+    def list_app_records(self, namespace: str | None = None) -> list[StoredRecord]:
+        selector = f"{RECORD_LABEL}=true"
+        if namespace is None:
+            raw = self._list_json(
+                self.core.list_config_map_for_all_namespaces, "list app records", label_selector=selector
+            )
+        else:
+            raw = self._list_json(
+                self.core.list_namespaced_config_map,
+                f"list app records in {namespace}",
+                namespace=namespace,
+                label_selector=selector,
+            )
+        return [_record(item) for item in raw]
+
+    def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
+        try:
+            with _translated(f"read the record of {namespace}/{app}"):
+                response = self.core.read_namespaced_config_map(
+                    record_name(app), namespace, _preload_content=False
+                )
+        except NotFoundError:
+            return None
+        return _record(json.loads(response.data))
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    def ensure_namespace(self, namespace: str) -> None:
+        try:
+            with _translated(f"create namespace {namespace}"):
+                self.core.create_namespace({"metadata": {"name": namespace}}, _preload_content=False)
+        except AlreadyExistsError:
+            pass
+
+    def write_app_record(
+        self, namespace: str, app: str, payload: str, resource_version: str | None
+    ) -> StoredRecord:
+        """Create the record (``resource_version`` None) or replace it; a stale version → ConflictError."""
+        body: dict[str, Any] = {
+            "metadata": {
+                "name": record_name(app),
+                "namespace": namespace,
+                "labels": {RECORD_LABEL: "true", APP_LABEL: app, MANAGED_BY_LABEL: MANAGED_BY_VALUE},
+            },
+            "data": {RECORD_KEY: payload},
+        }
+        what = f"write the record of {namespace}/{app}"
+        with _translated(what):
+            if resource_version is None:
+                response = self.core.create_namespaced_config_map(namespace, body, _preload_content=False)
+            else:
+                body["metadata"]["resourceVersion"] = resource_version
+                response = self.core.replace_namespaced_config_map(
+                    record_name(app), namespace, body, _preload_content=False
+                )
+        return _record(json.loads(response.data))
+
+    def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
+        selector = dict(spec.selector_labels) | {TEMPLATE_HASH_LABEL: spec.template_hash}
+        template = spec.template.to_dict()
+        template.setdefault("metadata", {}).setdefault("labels", {})[TEMPLATE_HASH_LABEL] = spec.template_hash
+        template["metadata"]["labels"][APP_LABEL] = spec.app
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": spec.name,
+                "namespace": spec.namespace,
+                "labels": dict(spec.selector_labels)
+                | {
+                    TEMPLATE_HASH_LABEL: spec.template_hash,
+                    APP_LABEL: spec.app,
+                    MANAGED_BY_LABEL: MANAGED_BY_VALUE,
+                },
+                "annotations": dict(spec.annotations),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "name": record_name(spec.app),
+                        "uid": spec.owner_uid,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": {
+                "replicas": spec.replicas,
+                "minReadySeconds": spec.min_ready_seconds,
+                "selector": {"matchLabels": selector},
+                "template": template,
+            },
+        }
+        with _translated(f"create ReplicaSet {spec.namespace}/{spec.name}"):
+            response = self.apps.create_namespaced_replica_set(spec.namespace, body, _preload_content=False)
+        return to_observed_replica_set(json.loads(response.data))
+
+    def scale_replica_set(
+        self, namespace: str, name: str, replicas: int | None, annotations: Mapping[str, str] | None = None
+    ) -> ObservedReplicaSet:
+        """Set ``spec.replicas`` and/or annotations in one merge patch (one API write)."""
+        patch: dict[str, Any] = {}
+        if replicas is not None:
+            patch["spec"] = {"replicas": replicas}
+        if annotations:
+            patch["metadata"] = {"annotations": dict(annotations)}
+        with _translated(f"scale ReplicaSet {namespace}/{name}"):
+            response = self.apps.patch_namespaced_replica_set(
+                name, namespace, patch, _preload_content=False, _content_type="application/merge-patch+json"
+            )
+        return to_observed_replica_set(json.loads(response.data))
+
+    def delete_replica_set(self, namespace: str, name: str) -> None:
+        try:
+            with _translated(f"delete ReplicaSet {namespace}/{name}"):
+                self.apps.delete_namespaced_replica_set(
+                    name, namespace, propagation_policy="Background", _preload_content=False
+                )
+        except NotFoundError:
+            pass
+
+    def record_event(
+        self,
+        namespace: str,
+        involved: tuple[str, str, str],
+        reason: str,
+        message: str,
+        *,
+        warning: bool = False,
+        now: float,
+    ) -> None:
+        """A core/v1 Event on (kind, name, uid), as ``kubectl describe`` and ``get events`` show."""
+        kind, name, uid = involved
+        stamp = datetime.fromtimestamp(now).astimezone().isoformat(timespec="seconds")
+        body = {
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": {"kind": kind, "name": name, "namespace": namespace, "uid": uid},
+            "reason": reason,
+            "message": message,
+            "type": "Warning" if warning else "Normal",
+            "source": {"component": "gitdeploy"},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        with _translated(f"record event {reason} on {namespace}/{name}"):
+            self.core.create_namespaced_event(namespace, body, _preload_content=False)
+
+    def list_events(self, namespace: str, name: str | None = None) -> list[dict[str, Any]]:
+        """Events in ``namespace``, about the object ``name`` when given (oldest first)."""
+        events = self._list_json(
+            self.core.list_namespaced_event, f"list events in {namespace}", namespace=namespace
+        )
+        if name is not None:
+            events = [e for e in events if (e.get("involvedObject") or {}).get("name") == name]
+        return events
