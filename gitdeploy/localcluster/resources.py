@@ -58,6 +58,7 @@ _BY_GROUP: dict[tuple[str, str, str], ResourceType] = {(r.group, r.version, r.pl
 NAMESPACES = _BY_GROUP[("", "v1", "namespaces")]
 PODS = _BY_GROUP[("", "v1", "pods")]
 CORE_EVENTS = _BY_GROUP[("", "v1", "events")]
+CONFIGMAPS = _BY_GROUP[("", "v1", "configmaps")]
 REPLICASETS = _BY_GROUP[("apps", "v1", "replicasets")]
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,6 +59,9 @@ CREATE INDEX IF NOT EXISTS timers_due ON timers(due);
 """
 
 _COMPACT_EVERY = 256
+#: SQLite's own busy handler backs off to long sleeps; the write lock is retried here instead.
+_BUSY_TIMEOUT_MS = 20
+_LOCK_WAIT_SECONDS = 30.0
 
 
 def dumps(value: Any) -> str:
@@ -287,7 +291,7 @@ class Store:
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         return conn
 
     @contextmanager
@@ -321,7 +325,7 @@ class Store:
     def write(self) -> Iterator[Txn]:
         """A read-modify-write transaction holding the database write lock from its start."""
         with self._write_lock, self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin_immediate(conn)
             try:
                 yield Txn(conn, self.watch_history, writable=True)
             except BaseException:
@@ -330,6 +334,21 @@ class Store:
             conn.execute("COMMIT")
         with self.changed:
             self.changed.notify_all()
+
+    @staticmethod
+    def _begin_immediate(conn: sqlite3.Connection) -> None:
+        """Take the database write lock, waiting in short steps while another process holds it."""
+        deadline = time.monotonic() + _LOCK_WAIT_SECONDS
+        pause = 0.0005
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as problem:
+                if "locked" not in str(problem) or time.monotonic() > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
 
     def close(self) -> None:
         with self._pool_lock:
