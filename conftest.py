@@ -1,3 +1,8 @@
 """Root pytest configuration: shared fixtures live in tests/fixtures/ and are loaded here."""
 
-pytest_plugins: list[str] = ["tests.fixtures.cli", "tests.fixtures.gitrepo", "tests.fixtures.cluster"]
+pytest_plugins: list[str] = [
+    "tests.fixtures.cli",
+    "tests.fixtures.gitrepo",
+    "tests.fixtures.cluster",
+    "tests.fixtures.registry",
+]
