@@ -188,7 +188,8 @@ def _merge_keyed_list(field: str, original: list[Any], patch: list[Any]) -> list
             raise PatchError(f"elements of {field!r} must be objects")
         directive = item.get("$patch")
         if directive == "replace":
-            return [copy.deepcopy({k: v for k, v in entry.items() if k != "$patch"}) for entry in patch]
+            kept = [{k: v for k, v in entry.items() if k != "$patch"} for entry in patch]
+            return [copy.deepcopy(entry) for entry in kept if entry]
         position = next(
             (
                 i
