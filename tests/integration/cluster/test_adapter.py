@@ -1,0 +1,138 @@
+"""The cluster adapter against the embedded cluster, over real HTTP with the official client."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from kubernetes import client
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.cluster.connection import connect
+from gitdeploy.core.hashing import canonical_template, template_hash
+from gitdeploy.core.observed import ReplicaSetSpec
+from gitdeploy.errors import AlreadyExistsError, ConflictError, PermanentError, TransientError
+from gitdeploy.localcluster import LocalCluster
+from tests.fixtures.cluster import POD_START_SECONDS
+
+TEMPLATE = canonical_template(
+    {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.25"}]}}
+)
+
+
+@pytest.fixture
+def cluster(kube_client: client.ApiClient) -> Cluster:
+    return Cluster(kube_client, "embedded")
+
+
+def _spec(owner_uid: str, replicas: int = 3) -> ReplicaSetSpec:
+    return ReplicaSetSpec(
+        namespace="shop",
+        app="web",
+        template=TEMPLATE,
+        template_hash=template_hash(TEMPLATE),
+        selector_labels=(("app", "web"),),
+        replicas=replicas,
+        annotations=(("gitdeploy.io/revision", "1"),),
+        owner_uid=owner_uid,
+    )
+
+
+def test_record_is_created_read_and_protected_by_resource_version(cluster: Cluster) -> None:
+    cluster.ensure_namespace("shop")
+    cluster.ensure_namespace("shop")  # idempotent
+    assert cluster.read_app_record("shop", "web") is None
+    created = cluster.write_app_record("shop", "web", '{"revisions": []}', None)
+    assert cluster.read_app_record("shop", "web") == created
+    updated = cluster.write_app_record("shop", "web", '{"revisions": [1]}', created.resource_version)
+    assert updated.payload == '{"revisions": [1]}'
+    with pytest.raises(ConflictError):
+        cluster.write_app_record("shop", "web", '{"revisions": [2]}', created.resource_version)
+    with pytest.raises(AlreadyExistsError):
+        cluster.write_app_record("shop", "web", "{}", None)
+    assert [r.app for r in cluster.list_app_records("shop")] == ["web"]
+
+
+def test_replica_set_lifecycle_as_the_planner_sees_it(
+    cluster: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock
+) -> None:
+    cluster.ensure_namespace("shop")
+    record = cluster.write_app_record("shop", "web", "{}", None)
+    created = cluster.create_replica_set(_spec(record.uid))
+    assert created.name == f"web-{template_hash(TEMPLATE)}"
+    assert created.state.template_hash == template_hash(TEMPLATE)
+    assert created.state.revision == 1
+
+    fake_clock.advance(POD_START_SECONDS + 1)
+    (observed,) = cluster.list_replica_sets("shop")
+    assert (observed.app, observed.state.replicas, observed.state.available) == ("web", 3, 3)
+    assert observed.template == created.template
+
+    embedded_cluster.stats.reset()
+    scaled = cluster.scale_replica_set("shop", created.name, 1, {"gitdeploy.io/desired-replicas": "1"})
+    assert embedded_cluster.stats.total() == 1, "scale and annotate is one API write"
+    assert scaled.state.replicas == 1
+    assert scaled.state.desired_replicas_annotation == 1
+
+    cluster.record_event(
+        "shop",
+        ("ReplicaSet", created.name, created.uid),
+        "ScalingReplicaSet",
+        f"Scaled down replica set {created.name} to 1",
+        now=fake_clock.now(),
+    )
+    (event,) = [e for e in cluster.list_events("shop", created.name) if e["reason"] == "ScalingReplicaSet"]
+    assert event["message"] == f"Scaled down replica set {created.name} to 1"
+
+    with pytest.raises(AlreadyExistsError):
+        cluster.create_replica_set(_spec(record.uid))
+
+
+def test_deleting_the_record_garbage_collects_its_replica_sets(
+    cluster: Cluster, kube_client: client.ApiClient
+) -> None:
+    cluster.ensure_namespace("shop")
+    record = cluster.write_app_record("shop", "web", "{}", None)
+    cluster.create_replica_set(_spec(record.uid))
+    client.CoreV1Api(kube_client).delete_namespaced_config_map(
+        "gitdeploy.web", "shop", propagation_policy="Background"
+    )
+    assert cluster.list_replica_sets("shop") == []
+
+
+def test_lists_span_namespaces_and_filter_by_app(cluster: Cluster) -> None:
+    for namespace in ("a", "b"):
+        cluster.ensure_namespace(namespace)
+        record = cluster.write_app_record(namespace, "web", "{}", None)
+        cluster.create_replica_set(replace(_spec(record.uid), namespace=namespace))
+    assert sorted(rs.namespace for rs in cluster.list_replica_sets()) == ["a", "b"]
+    assert cluster.list_replica_sets("a", app="other") == []
+
+
+def test_unreachable_api_is_transient() -> None:
+    configuration = client.Configuration()
+    configuration.host = "http://127.0.0.1:9"
+    configuration.retries = 0
+    with pytest.raises(TransientError, match="cannot reach the Kubernetes API"):
+        Cluster(client.ApiClient(configuration)).list_replica_sets("shop")
+
+
+def test_bad_token_is_a_permanent_error_with_a_hint(embedded_cluster: LocalCluster) -> None:
+    configuration = client.Configuration()
+    configuration.host = embedded_cluster.url
+    configuration.api_key = {"authorization": "Bearer wrong"}
+    with pytest.raises(PermanentError) as refused:
+        Cluster(client.ApiClient(configuration)).list_replica_sets("shop")
+    assert "401" in str(refused.value) and refused.value.hint
+
+
+def test_connect_reads_the_embedded_kubeconfig(embedded_cluster: LocalCluster) -> None:
+    connection = connect(embedded_cluster.kubeconfig_path)
+    assert Cluster(connection.api).list_replica_sets() == []
+    assert str(embedded_cluster.kubeconfig_path) in connection.description
+
+
+def test_missing_context_is_a_clear_error(embedded_cluster: LocalCluster) -> None:
+    with pytest.raises(PermanentError, match="cannot use kubeconfig"):
+        connect(embedded_cluster.kubeconfig_path, context="no-such-context")
