@@ -87,7 +87,7 @@ def _info(running: ClusterInfo) -> dict[str, Any]:
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
 def cluster_status(ctx: click.Context, output: str) -> None:
-    """Say whether the embedded cluster runs, where, and what it holds."""
+    """Say whether the embedded cluster runs, where, and what it holds (exit 1 when it does not run)."""
     state_dir = get_context(ctx).state_dir
     running = status(state_dir)
     if running is None:
@@ -95,7 +95,7 @@ def cluster_status(ctx: click.Context, output: str) -> None:
             click.echo(json.dumps({"running": False, "stateDir": str(state_dir)}))
         else:
             click.echo(f"embedded cluster of {state_dir}: not running (start it with `gitdeploy cluster up`)")
-        return
+        ctx.exit(1)
     info = _info(running)
     if output == "json":
         click.echo(json.dumps({"running": True, "pid": running.pid, **info}, sort_keys=True))

@@ -22,7 +22,7 @@ kube_config: Any = kubernetes_config
 KUBECTL = shutil.which("kubectl") or ("/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else None)
 
 
-def gitdeploy(state_dir: Path, *args: str) -> str:
+def gitdeploy(state_dir: Path, *args: str, expect: int = 0) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "GITDEPLOY_STATE_DIR")}
     done = subprocess.run(
         [sys.executable, "-m", "gitdeploy", "--state-dir", str(state_dir), *args],
@@ -32,7 +32,7 @@ def gitdeploy(state_dir: Path, *args: str) -> str:
         timeout=60,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == expect, done.stderr
     return done.stdout
 
 
@@ -85,7 +85,7 @@ def test_up_status_down_up_keeps_objects(state_dir: Path) -> None:
         assert events.returncode == 0, events.stderr
 
     assert "stopped" in gitdeploy(state_dir, "cluster", "down")
-    assert "not running" in gitdeploy(state_dir, "cluster", "status")
+    assert "not running" in gitdeploy(state_dir, "cluster", "status", expect=1)
     assert "was not running" in gitdeploy(state_dir, "cluster", "down")
 
     gitdeploy(state_dir, "cluster", "up")
