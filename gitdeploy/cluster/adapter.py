@@ -184,37 +184,43 @@ class Cluster:
                 if not token:
                     return items
 
+    def _list_selected(
+        self,
+        everywhere: Callable[..., Any],
+        in_namespace: Callable[..., Any],
+        what: str,
+        namespace: str | None,
+        selector: str,
+    ) -> list[dict[str, Any]]:
+        if namespace is None:
+            return self._list_json(everywhere, what, label_selector=selector)
+        return self._list_json(
+            in_namespace, f"{what} in {namespace}", namespace=namespace, label_selector=selector
+        )
+
     def list_replica_sets(
         self, namespace: str | None = None, app: str | None = None
     ) -> list[ObservedReplicaSet]:
         """Every ReplicaSet gitdeploy manages, in one namespace (or all), in one list call."""
         selector = MANAGED_SELECTOR + (f",{APP_LABEL}={app}" if app else "")
-        if namespace is None:
-            raw = self._list_json(
-                self.apps.list_replica_set_for_all_namespaces, "list ReplicaSets", label_selector=selector
-            )
-        else:
-            raw = self._list_json(
-                self.apps.list_namespaced_replica_set,
-                f"list ReplicaSets in {namespace}",
-                namespace=namespace,
-                label_selector=selector,
-            )
+        raw = self._list_selected(
+            self.apps.list_replica_set_for_all_namespaces,
+            self.apps.list_namespaced_replica_set,
+            "list ReplicaSets",
+            namespace,
+            selector,
+        )
         return [to_observed_replica_set(item) for item in raw]
 
     def list_app_records(self, namespace: str | None = None) -> list[StoredRecord]:
-        selector = f"{RECORD_LABEL}=true"
-        if namespace is None:
-            raw = self._list_json(
-                self.core.list_config_map_for_all_namespaces, "list app records", label_selector=selector
-            )
-        else:
-            raw = self._list_json(
-                self.core.list_namespaced_config_map,
-                f"list app records in {namespace}",
-                namespace=namespace,
-                label_selector=selector,
-            )
+        """Every app record, in one namespace (or all), in one list call."""
+        raw = self._list_selected(
+            self.core.list_config_map_for_all_namespaces,
+            self.core.list_namespaced_config_map,
+            "list app records",
+            namespace,
+            f"{RECORD_LABEL}=true",
+        )
         return [_record(item) for item in raw]
 
     def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
