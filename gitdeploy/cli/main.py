@@ -9,7 +9,9 @@ from pathlib import Path
 import click
 
 from gitdeploy import __version__
+from gitdeploy.cli.cluster_cmd import cluster
 from gitdeploy.cli.context import CliContext, default_state_dir
+from gitdeploy.cli.validate_cmd import validate
 from gitdeploy.errors import GitdeployError
 
 
@@ -48,14 +50,8 @@ def cli(
     )
 
 
-def _register_commands() -> None:
-    from gitdeploy.cli import validate_cmd
-
-    cli.add_command(validate_cmd.validate)
-    cli.add_command(__import__("gitdeploy.cli.cluster_cmd", fromlist=["cluster"]).cluster)
-
-
-_register_commands()
+cli.add_command(validate)
+cli.add_command(cluster)
 
 
 def main(argv: list[str] | None = None) -> None:
