@@ -7,16 +7,15 @@ directory, started if needed. Every command prints :attr:`ClusterTarget.descript
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitdeploy.cli.context import CliContext
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.cluster.connection import connect, in_cluster_available
 from gitdeploy.localcluster import ensure_running
 
-__all__ = ["IN_CLUSTER_TOKEN", "ClusterTarget", "resolve_target"]
-
-IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+__all__ = ["ClusterTarget", "open_cluster", "resolve_target"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ def resolve_target(ctx: CliContext, *, start_embedded: bool = True) -> ClusterTa
         return ClusterTarget(
             default, ctx.kube_context, False, False, f"cluster of context {ctx.kube_context} in {default}"
         )
-    if os.environ.get("KUBERNETES_SERVICE_HOST") and IN_CLUSTER_TOKEN.exists():
+    if in_cluster_available():
         return ClusterTarget(None, None, False, True, "in-cluster service account")
     kubeconfig = ctx.state_dir / "kubeconfig"
     if not start_embedded:
@@ -55,3 +54,10 @@ def resolve_target(ctx: CliContext, *, start_embedded: bool = True) -> ClusterTa
     return ClusterTarget(
         str(info.kubeconfig), None, True, False, f"embedded cluster at {info.url} (state dir {ctx.state_dir})"
     )
+
+
+def open_cluster(ctx: CliContext) -> Cluster:
+    """The cluster adapter for the cluster ``ctx`` points at (starting the embedded one if needed)."""
+    target = resolve_target(ctx)
+    connection = connect(target.kubeconfig, target.context)
+    return Cluster(connection.api, target.description)
