@@ -5,10 +5,12 @@ Run: ``.venv/bin/python bench/source_bench.py [--manifests N] [--rounds R]``
 It builds a bare "remote" in a temporary directory with ``git fast-import`` (not timed), then
 measures through :class:`gitdeploy.source.repo.ConfigRepo`:
 
-* the first sync (fetch of everything, listing, reading every blob): for information;
+* the first sync (fetch of everything, listing, reading, parsing and validating every blob):
+  for information;
 * a no-change poll (target ≤ 50 ms): one ``ls-remote`` against a local remote, so no network;
 * a one-file change (target ≤ 200 ms): poll (ls-remote + fetch), one tree diff, reading the
-  changed blob and "parsing" it through a :class:`~gitdeploy.core.blobcache.BlobCache`.
+  changed blob and parsing and validating it (``gitdeploy.manifests.loader.analyse_file``) through
+  a :class:`~gitdeploy.core.blobcache.BlobCache`.
 
 It prints one JSON object per figure, then a table. Medians over ``--rounds`` rounds.
 """
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitdeploy.core.blobcache import BlobCache
+from gitdeploy.manifests.documents import ManifestFile
+from gitdeploy.manifests.loader import FileAnalysis, analyse_file
 from gitdeploy.source.repo import ConfigRepo
 
 EPOCH = 1_700_000_000
@@ -47,7 +51,8 @@ def render_manifest(i: int, image_tag: str = "1.25") -> str:
     return (
         "apiVersion: apps/v1\nkind: Deployment\n"
         f"metadata:\n  name: app{i:05d}\n  namespace: team{i % 100:02d}\n"
-        "spec:\n  replicas: 2\n  template:\n    spec:\n      containers:\n"
+        f"spec:\n  replicas: 2\n  selector:\n    matchLabels: {{app: app{i:05d}}}\n"
+        f"  template:\n    metadata:\n      labels: {{app: app{i:05d}}}\n    spec:\n      containers:\n"
         f"        - name: app\n          image: registry.example.com/app{i:05d}:{image_tag}\n"
     )
 
@@ -104,13 +109,15 @@ def measure(manifests: int, rounds: int) -> list[Figure]:
         bare = create_remote(root, manifests)
         figures.append(Figure(f"generate remote ({manifests} manifests, fast-import)", _ms(start), None))
         parsed: list[str] = []
-        cache: BlobCache[int] = BlobCache()
+        cache: BlobCache[FileAnalysis] = BlobCache()
 
-        def parse(data: bytes, path: str) -> int:
+        def parse(data: bytes, path: str) -> FileAnalysis:
             parsed.append(path)
-            return len(data.splitlines())
+            analysis = analyse_file(ManifestFile(path, data))
+            assert not analysis.diagnostics, analysis.diagnostics
+            return analysis
 
-        def parse_cached(blob_sha: str, data: bytes, path: str) -> int:
+        def parse_cached(blob_sha: str, data: bytes, path: str) -> FileAnalysis:
             return cache.get_or_compute(blob_sha, lambda: parse(data, path))
 
         with ConfigRepo(str(bare), ref="main", state_dir=root / "state") as repo:
