@@ -10,6 +10,7 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gitdeploy.cli.context import get_context
 
@@ -33,7 +34,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     for header in headers:
         table.add_column(header.upper(), overflow="fold")
     for row in rows:
-        table.add_row(*(str(cell) for cell in row))
+        table.add_row(*(Text(str(cell)) for cell in row))  # cells are data, never markup
     console().print(table)
 
 

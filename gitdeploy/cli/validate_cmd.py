@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.text import Text
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.output import console, print_json, print_table
@@ -64,12 +65,14 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
         return
     err = console(err=True)
     for d in result.diagnostics:
-        err.print(
-            f"[red]{_display(prefix, d.file)}:{d.line}:{d.column}:[/red]{' ' + d.app + ':' if d.app else ''} "
-            f"{d.message}{f' [dim]({d.hint})[/dim]' if d.hint else ''}",
-            markup=True,
-            highlight=False,
+        # Messages quote the user's YAML: build styled Text, never parse them as rich markup.
+        line = Text.assemble(
+            (f"{_display(prefix, d.file)}:{d.line}:{d.column}:", "red"),
+            f" {d.app}:" if d.app else "",
+            f" {d.message}",
+            (f" ({d.hint})", "dim") if d.hint else "",
         )
+        err.print(line, highlight=False)
     if result.apps:
         print_table(
             ["app", "kind", "strategy", "triggers", "hash", "file"],

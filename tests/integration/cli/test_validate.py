@@ -106,3 +106,20 @@ def test_usage_errors_exit_2(run_cli: RunCli, args: list[str]) -> None:
     done = run_cli(*args)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
+
+
+def test_messages_quoting_the_manifest_are_printed_verbatim(run_cli: RunCli, tmp_path: Path) -> None:
+    text = (EXAMPLES / "apps" / "nginx-deployment.yaml").read_text()
+    (tmp_path / "web.yaml").write_text(
+        text.replace("spec:\n  replicas: 3", 'spec:\n  replicas: "[bold]3[/bold]"')
+    )
+    done = run_cli("validate", str(tmp_path))
+    assert done.returncode == 1
+    assert "spec.replicas must be an integer, not a string" in done.stderr
+    (tmp_path / "web.yaml").write_text(
+        text.replace(
+            "app: nginx\nspec", "app: nginx\n  annotations: {gitdeploy.io/auto-rollback: '[red]x'}\nspec"
+        )
+    )
+    done = run_cli("validate", str(tmp_path))
+    assert "gitdeploy.io/auto-rollback is '[red]x'" in done.stderr
