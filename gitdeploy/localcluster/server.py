@@ -92,6 +92,13 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     cluster: LocalCluster
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (common at shutdown) is not an error; anything else is logged."""
+        problem = sys.exc_info()[1]
+        if isinstance(problem, ConnectionError):
+            return
+        self.cluster._log(f"error while serving {client_address}: {problem!r}")
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"

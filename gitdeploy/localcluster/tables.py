@@ -102,6 +102,14 @@ def _default_row(obj: dict[str, Any], now: float) -> list[Any]:
     return [obj["metadata"]["name"], _age(obj, now)]
 
 
+_EVENT_COLUMNS = [
+    ("Last Seen", "string"),
+    ("Type", "string"),
+    ("Reason", "string"),
+    ("Object", "string"),
+    ("Message", "string"),
+]
+
 _COLUMNS: dict[str, tuple[list[tuple[str, str]], Row]] = {
     "/pods": (
         [
@@ -123,26 +131,8 @@ _COLUMNS: dict[str, tuple[list[tuple[str, str]], Row]] = {
         ],
         _rs_row,
     ),
-    "/events": (
-        [
-            ("Last Seen", "string"),
-            ("Type", "string"),
-            ("Reason", "string"),
-            ("Object", "string"),
-            ("Message", "string"),
-        ],
-        _event_row,
-    ),
-    "events.k8s.io/events": (
-        [
-            ("Last Seen", "string"),
-            ("Type", "string"),
-            ("Reason", "string"),
-            ("Object", "string"),
-            ("Message", "string"),
-        ],
-        _event_row,
-    ),
+    "/events": (_EVENT_COLUMNS, _event_row),
+    "events.k8s.io/events": (_EVENT_COLUMNS, _event_row),
     "/namespaces": ([("Name", "string"), ("Status", "string"), ("Age", "string")], _namespace_row),
     "/configmaps": ([("Name", "string"), ("Data", "integer"), ("Age", "string")], _configmap_row),
     "coordination.k8s.io/leases": ([("Name", "string"), ("Holder", "string"), ("Age", "string")], _lease_row),
