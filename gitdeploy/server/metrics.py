@@ -1,0 +1,255 @@
+"""gitdeploy's Prometheus metrics, named for what the controller does.
+
+Each :class:`Metrics` owns its own :class:`prometheus_client.CollectorRegistry`, never the global
+default one: several instances (one per test, or a controller and a benchmark in one process) do not
+clash, and nothing registered by an imported library leaks into ``/metrics`` by accident.
+
+The loop reports through methods named for its events::
+
+    metrics = Metrics()
+    metrics.observe_poll(0.21)                        # one fetch of the config repo
+    metrics.rollout_started("config-change")          # a new revision began
+    metrics.observe_reconcile(0.034, "success")       # one pass over one app
+    metrics.set_app_states(sync={"Synced": 41, "OutOfSync": 1}, health={"Healthy": 42})
+    metrics.api_request("patch", 200)                 # one Kubernetes API call
+    metrics.set_leader(True)
+    body = metrics.render()                            # Prometheus text format, for GET /metrics
+
+Label values are free strings so the loop can choose its vocabulary, but they must come from a small
+fixed set (a result, a cause, a verb, an HTTP status): never put an app name, a commit or an error
+message in a label, or the number of series grows without bound.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from typing import Final
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+"""The ``Content-Type`` of :meth:`Metrics.render`'s output (the Prometheus text exposition format)."""
+
+NAMESPACE: Final = "gitdeploy"
+
+
+class SyncState(StrEnum):
+    """Whether an app's cluster state matches git. Always exported, at 0 when no app is in it."""
+
+    SYNCED = "Synced"
+    OUT_OF_SYNC = "OutOfSync"
+    UNKNOWN = "Unknown"
+
+
+class HealthState(StrEnum):
+    """How an app's current rollout and pods are doing. Always exported, at 0 when no app is in it."""
+
+    HEALTHY = "Healthy"
+    PROGRESSING = "Progressing"
+    DEGRADED = "Degraded"
+    SUSPENDED = "Suspended"
+    MISSING = "Missing"
+    UNKNOWN = "Unknown"
+
+
+# Buckets: a reconcile pass is milliseconds on a quiet app and seconds when the API is slow; a git
+# fetch is tens of milliseconds for ls-remote and up to a minute for a first clone; a rollout is
+# seconds to the 600 s default progress deadline and beyond.
+RECONCILE_BUCKETS: Final = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+POLL_BUCKETS: Final = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+ROLLOUT_BUCKETS: Final = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0)
+
+
+class Metrics:
+    """The metrics of one gitdeploy process, in a registry of their own.
+
+    ``clock`` (seconds since the epoch) stamps the last successful poll; tests pass a fixed one.
+    ``process_collectors`` adds the standard ``process_*``, ``python_gc_*`` and ``python_info``
+    series (CPU, memory, open file descriptors); tests that compare whole outputs can turn it off.
+    All methods are safe to call from several threads.
+    """
+
+    def __init__(
+        self,
+        *,
+        version: str = "",
+        clock: Callable[[], float] = time.time,
+        process_collectors: bool = True,
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._clock = clock
+        self._states_lock = threading.Lock()
+        registry = self.registry
+        if process_collectors:
+            ProcessCollector(registry=registry)
+            PlatformCollector(registry=registry)
+            GCCollector(registry=registry)
+
+        self._build_info = Gauge(
+            "build_info", "Always 1; the version label says which gitdeploy runs.", ["version"],
+            namespace=NAMESPACE, registry=registry,
+        )
+        self._build_info.labels(version=version or "unknown").set(1)
+
+        self._reconcile_seconds = Histogram(
+            "reconcile_duration_seconds",
+            "Time one reconcile pass of one app took, by result.",
+            ["result"], namespace=NAMESPACE, registry=registry, buckets=RECONCILE_BUCKETS,
+        )
+        self._apps_sync = Gauge(
+            "apps_sync_state", "Number of apps in each sync state (git vs cluster).",
+            ["state"], namespace=NAMESPACE, registry=registry,
+        )
+        self._apps_health = Gauge(
+            "apps_health_state", "Number of apps in each health state.",
+            ["state"], namespace=NAMESPACE, registry=registry,
+        )
+        for sync_state in SyncState:
+            self._apps_sync.labels(state=sync_state.value).set(0)
+        for health_state in HealthState:
+            self._apps_health.labels(state=health_state.value).set(0)
+        self._sync_seen: set[str] = {s.value for s in SyncState}
+        self._health_seen: set[str] = {s.value for s in HealthState}
+
+        self._rollouts_started = Counter(
+            "rollouts_started", "Rollouts (new revisions) started, by cause.",
+            ["cause"], namespace=NAMESPACE, registry=registry,
+        )
+        self._rollouts_completed = Counter(
+            "rollouts_completed", "Rollouts that completed, by cause.",
+            ["cause"], namespace=NAMESPACE, registry=registry,
+        )
+        self._rollouts_failed = Counter(
+            "rollouts_failed", "Rollouts that failed or were cancelled, by cause.",
+            ["cause"], namespace=NAMESPACE, registry=registry,
+        )
+        self._rollout_seconds = Histogram(
+            "rollout_duration_seconds", "Time from a rollout's start to its end, by outcome.",
+            ["outcome"], namespace=NAMESPACE, registry=registry, buckets=ROLLOUT_BUCKETS,
+        )
+        self._rollbacks = Counter(
+            "rollbacks", "Rollbacks requested (each also starts a rollout with its own cause).",
+            namespace=NAMESPACE, registry=registry,
+        )
+
+        self._poll_seconds = Histogram(
+            "source_poll_duration_seconds", "Time one poll (fetch) of the config repository took.",
+            namespace=NAMESPACE, registry=registry, buckets=POLL_BUCKETS,
+        )
+        self._poll_errors = Counter(
+            "source_poll_errors", "Polls of the config repository that failed.",
+            namespace=NAMESPACE, registry=registry,
+        )
+        self._last_poll_success = Gauge(
+            "source_last_successful_poll_timestamp_seconds",
+            "When the config repository was last polled successfully (0: never). Alert on its age.",
+            namespace=NAMESPACE, registry=registry,
+        )
+
+        self._api_requests = Counter(
+            "kube_api_requests", "Kubernetes API requests, by verb and HTTP status code.",
+            ["verb", "code"], namespace=NAMESPACE, registry=registry,
+        )
+        self._leader = Gauge(
+            "leader", "1 while this process holds the leader Lease, else 0.",
+            namespace=NAMESPACE, registry=registry,
+        )
+        self._webhooks = Counter(
+            "webhook_deliveries", "Git webhook deliveries received, by provider and outcome.",
+            ["provider", "outcome"], namespace=NAMESPACE, registry=registry,
+        )
+
+    # -- reconcile loop -------------------------------------------------------------------------
+
+    def observe_reconcile(self, seconds: float, result: str) -> None:
+        """Record one reconcile pass of one app (``result``: e.g. ``success``, ``error``, ``requeue``)."""
+        self._reconcile_seconds.labels(result=result).observe(_non_negative(seconds))
+
+    def set_app_states(self, sync: Mapping[str, int], health: Mapping[str, int]) -> None:
+        """Replace the app counts with a snapshot: how many apps are in each sync and health state.
+
+        States missing from the snapshot drop to 0 (a state seen once keeps its series, so a
+        graph goes to zero instead of stopping). Counts must not be negative.
+        """
+        for counts in (sync, health):
+            for state, count in counts.items():
+                if count < 0:
+                    raise ValueError(f"app count for state {state!r} is negative: {count}")
+        with self._states_lock:
+            self._replace_counts(self._apps_sync, self._sync_seen, sync)
+            self._replace_counts(self._apps_health, self._health_seen, health)
+
+    @staticmethod
+    def _replace_counts(gauge: Gauge, seen: set[str], counts: Mapping[str, int]) -> None:
+        seen.update(str(state) for state in counts)
+        for state in seen:
+            gauge.labels(state=state).set(counts.get(state, 0))
+
+    # -- rollouts -------------------------------------------------------------------------------
+
+    def rollout_started(self, cause: str) -> None:
+        """A rollout began (``cause``: e.g. ``config-change``, ``image-change``, ``rollback``, ``manual``)."""
+        self._rollouts_started.labels(cause=cause).inc()
+
+    def rollout_completed(self, cause: str, seconds: float | None = None) -> None:
+        """A rollout finished successfully; ``seconds`` is its duration when known."""
+        self._rollouts_completed.labels(cause=cause).inc()
+        if seconds is not None:
+            self._rollout_seconds.labels(outcome="completed").observe(_non_negative(seconds))
+
+    def rollout_failed(self, cause: str, seconds: float | None = None) -> None:
+        """A rollout failed (deadline exceeded, hook failed, cancelled); ``seconds`` when known."""
+        self._rollouts_failed.labels(cause=cause).inc()
+        if seconds is not None:
+            self._rollout_seconds.labels(outcome="failed").observe(_non_negative(seconds))
+
+    def rollback_requested(self) -> None:
+        """A rollback to an earlier revision was requested."""
+        self._rollbacks.inc()
+
+    # -- source, API, leadership, webhooks ------------------------------------------------------
+
+    def observe_poll(self, seconds: float, error: bool = False) -> None:
+        """Record one poll of the config repository; a failed one also counts as an error."""
+        self._poll_seconds.observe(_non_negative(seconds))
+        if error:
+            self._poll_errors.inc()
+        else:
+            self._last_poll_success.set(self._clock())
+
+    def api_request(self, verb: str, code: int) -> None:
+        """Count one Kubernetes API request (``verb``: get, list, create, patch...; ``code``: its status)."""
+        self._api_requests.labels(verb=verb.lower(), code=str(code)).inc()
+
+    def set_leader(self, leader: bool) -> None:
+        """Say whether this process holds the leader Lease now."""
+        self._leader.set(1 if leader else 0)
+
+    def webhook_delivery(self, provider: str, outcome: str) -> None:
+        """Count one webhook delivery (``outcome``: triggered, ignored, duplicate, rejected, ...)."""
+        self._webhooks.labels(provider=provider, outcome=outcome).inc()
+
+    # -- exposition -----------------------------------------------------------------------------
+
+    def render(self) -> bytes:
+        """Every series in the Prometheus text format (serve it with :data:`CONTENT_TYPE`)."""
+        with self._states_lock:
+            return generate_latest(self.registry)
+
+
+def _non_negative(seconds: float) -> float:
+    """Durations from a clock that stepped back are recorded as 0, not as a negative observation."""
+    return seconds if seconds > 0 else 0.0
