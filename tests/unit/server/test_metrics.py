@@ -1,0 +1,154 @@
+"""Metrics: every series of issue 10 is exposed, with the values the calls imply, in its own registry."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+from gitdeploy.server.metrics import HealthState, Metrics, SyncState
+
+
+def samples(metrics: Metrics) -> list[Sample]:
+    text = metrics.render().decode("utf-8")
+    return [s for family in text_string_to_metric_families(text) for s in family.samples]
+
+
+def value(metrics: Metrics, name: str, **labels: str) -> float:
+    found = [s.value for s in samples(metrics) if s.name == name and s.labels == labels]
+    assert len(found) == 1, f"{name}{labels}: {len(found)} samples"
+    return found[0]
+
+
+def has_series(metrics: Metrics, name: str, **labels: str) -> bool:
+    return any(s.name == name and s.labels == labels for s in samples(metrics))
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    return Metrics(version="9.9.9", clock=lambda: 1_700_000_000.0, process_collectors=False)
+
+
+def test_reconcile_histogram_counts_and_sums_by_result(metrics: Metrics) -> None:
+    metrics.observe_reconcile(0.02, "success")
+    metrics.observe_reconcile(0.3, "success")
+    metrics.observe_reconcile(2.0, "error")
+
+    assert value(metrics, "gitdeploy_reconcile_duration_seconds_count", result="success") == 2
+    assert value(metrics, "gitdeploy_reconcile_duration_seconds_sum", result="success") == pytest.approx(0.32)
+    assert value(metrics, "gitdeploy_reconcile_duration_seconds_bucket", result="success", le="0.025") == 1
+    assert value(metrics, "gitdeploy_reconcile_duration_seconds_bucket", result="success", le="+Inf") == 2
+    assert value(metrics, "gitdeploy_reconcile_duration_seconds_count", result="error") == 1
+
+
+def test_a_negative_duration_is_recorded_as_zero(metrics: Metrics) -> None:
+    metrics.observe_reconcile(-0.5, "success")
+
+    assert value(metrics, "gitdeploy_reconcile_duration_seconds_sum", result="success") == 0
+
+
+def test_app_states_are_a_snapshot_with_every_known_state(metrics: Metrics) -> None:
+    for state in SyncState:
+        assert value(metrics, "gitdeploy_apps_sync_state", state=state.value) == 0
+    for health in HealthState:
+        assert value(metrics, "gitdeploy_apps_health_state", state=health.value) == 0
+
+    metrics.set_app_states(
+        sync={SyncState.SYNCED: 40, SyncState.OUT_OF_SYNC: 2},
+        health={HealthState.HEALTHY: 39, HealthState.PROGRESSING: 2, "Custom": 1},
+    )
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 40
+    assert value(metrics, "gitdeploy_apps_sync_state", state="OutOfSync") == 2
+    assert value(metrics, "gitdeploy_apps_health_state", state="Custom") == 1
+
+    metrics.set_app_states(sync={"Synced": 42}, health={"Healthy": 42})
+    assert value(metrics, "gitdeploy_apps_sync_state", state="OutOfSync") == 0
+    assert value(metrics, "gitdeploy_apps_health_state", state="Progressing") == 0
+    assert value(metrics, "gitdeploy_apps_health_state", state="Custom") == 0
+    assert value(metrics, "gitdeploy_apps_health_state", state="Healthy") == 42
+
+
+def test_negative_app_counts_are_refused_and_change_nothing(metrics: Metrics) -> None:
+    metrics.set_app_states(sync={"Synced": 3}, health={"Healthy": 3})
+
+    with pytest.raises(ValueError, match="negative"):
+        metrics.set_app_states(sync={"Synced": 5}, health={"Healthy": -1})
+
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 3
+
+
+def test_rollout_counters_by_cause(metrics: Metrics) -> None:
+    metrics.rollout_started("config-change")
+    metrics.rollout_started("config-change")
+    metrics.rollout_started("image-change")
+    metrics.rollout_completed("config-change", seconds=42.0)
+    metrics.rollout_failed("image-change", seconds=600.0)
+    metrics.rollout_failed("config-change")
+    metrics.rollback_requested()
+
+    assert value(metrics, "gitdeploy_rollouts_started_total", cause="config-change") == 2
+    assert value(metrics, "gitdeploy_rollouts_started_total", cause="image-change") == 1
+    assert value(metrics, "gitdeploy_rollouts_completed_total", cause="config-change") == 1
+    assert value(metrics, "gitdeploy_rollouts_failed_total", cause="image-change") == 1
+    assert value(metrics, "gitdeploy_rollouts_failed_total", cause="config-change") == 1
+    assert value(metrics, "gitdeploy_rollout_duration_seconds_count", outcome="completed") == 1
+    assert value(metrics, "gitdeploy_rollout_duration_seconds_count", outcome="failed") == 1
+    assert value(metrics, "gitdeploy_rollout_duration_seconds_sum", outcome="failed") == 600
+    assert value(metrics, "gitdeploy_rollbacks_total") == 1
+
+
+def test_polls_errors_and_last_success(metrics: Metrics) -> None:
+    assert value(metrics, "gitdeploy_source_last_successful_poll_timestamp_seconds") == 0
+
+    metrics.observe_poll(0.2)
+    metrics.observe_poll(5.0, error=True)
+
+    assert value(metrics, "gitdeploy_source_poll_duration_seconds_count") == 2
+    assert value(metrics, "gitdeploy_source_poll_duration_seconds_sum") == pytest.approx(5.2)
+    assert value(metrics, "gitdeploy_source_poll_errors_total") == 1
+    assert value(metrics, "gitdeploy_source_last_successful_poll_timestamp_seconds") == 1_700_000_000.0
+
+
+def test_api_requests_by_verb_and_code(metrics: Metrics) -> None:
+    metrics.api_request("PATCH", 200)
+    metrics.api_request("patch", 200)
+    metrics.api_request("patch", 409)
+    metrics.api_request("list", 200)
+
+    assert value(metrics, "gitdeploy_kube_api_requests_total", verb="patch", code="200") == 2
+    assert value(metrics, "gitdeploy_kube_api_requests_total", verb="patch", code="409") == 1
+    assert value(metrics, "gitdeploy_kube_api_requests_total", verb="list", code="200") == 1
+
+
+def test_leader_gauge_follows_the_lease(metrics: Metrics) -> None:
+    assert value(metrics, "gitdeploy_leader") == 0
+    metrics.set_leader(True)
+    assert value(metrics, "gitdeploy_leader") == 1
+    metrics.set_leader(False)
+    assert value(metrics, "gitdeploy_leader") == 0
+
+
+def test_build_info_and_webhook_deliveries(metrics: Metrics) -> None:
+    metrics.webhook_delivery("github", "triggered")
+
+    assert value(metrics, "gitdeploy_build_info", version="9.9.9") == 1
+    assert value(metrics, "gitdeploy_webhook_deliveries_total", provider="github", outcome="triggered") == 1
+
+
+def test_instances_do_not_share_series_or_touch_the_global_registry() -> None:
+    first = Metrics(process_collectors=False)
+    second = Metrics(process_collectors=False)
+
+    first.rollout_started("config-change")
+
+    assert value(first, "gitdeploy_rollouts_started_total", cause="config-change") == 1
+    assert not has_series(second, "gitdeploy_rollouts_started_total", cause="config-change")
+    assert REGISTRY.get_sample_value("gitdeploy_rollouts_started_total", {"cause": "config-change"}) is None
+
+
+def test_process_collectors_are_on_by_default() -> None:
+    names = {s.name for s in samples(Metrics())}
+
+    assert "python_info" in names
+    assert "python_gc_collections_total" in names
