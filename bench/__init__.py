@@ -1,0 +1,1 @@
+"""gitdeploy's benchmarks (issue 11): ``python bench/run.py --help``. Not tests: figures vary by machine."""
