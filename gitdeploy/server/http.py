@@ -233,7 +233,7 @@ class HttpServer:
         self._server = _Server((self._host, self._port), self)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.2},
+            kwargs={"poll_interval": 0.5},
             name="gitdeploy-http",
             daemon=True,
         )
@@ -245,7 +245,13 @@ class HttpServer:
         server, thread = self._server, self._thread
         if server is None:
             return
-        server.shutdown()
+        # serve_forever notices a shutdown request only when its select() returns: connect to it
+        # so that happens at once instead of after up to a poll interval.
+        stopper = threading.Thread(target=server.shutdown, name="gitdeploy-http-stop", daemon=True)
+        stopper.start()
+        while stopper.is_alive():
+            _wake(self.url)
+            stopper.join(timeout=0.01)
         server.server_close()
         if thread is not None:
             thread.join(timeout=5)
@@ -309,10 +315,22 @@ class HttpServer:
         return HTTPStatus.OK, f"fetch triggered for {verdict.after}"
 
 
+def _wake(url: str) -> None:
+    host, _, port = url.removeprefix("http://").rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=0.1):
+            pass
+    except OSError:
+        pass
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
     timeout = REQUEST_TIMEOUT_SECONDS
+    # Headers and body go out in two writes; without TCP_NODELAY the second waits for a delayed ACK
+    # (about 40 ms on Linux), which a webhook sender would see on every delivery.
+    disable_nagle_algorithm = True
     server_version = "gitdeploy"
     sys_version = ""
 
