@@ -21,11 +21,16 @@ from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import (
     APP_LABEL,
+    ATTEMPT_ANNOTATION,
+    FIRST_ATTEMPT_AT_ANNOTATION,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
+    POD_ROLE_LABEL,
     RECORD_LABEL,
     REVISION_ANNOTATION,
+    ObservedPod,
     ObservedReplicaSet,
+    PodSpec,
     ReplicaSetSpec,
     StoredRecord,
     record_name,
@@ -36,6 +41,7 @@ from gitdeploy.core.replicasets import (
     ReplicaSetFailure,
     ReplicaSetState,
 )
+from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 from gitdeploy.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -145,6 +151,48 @@ def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
         if isinstance(template, dict)
         else None,
     )
+
+
+def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
+    """A hook or deployer pod as JSON → what the planner reads."""
+    meta = raw.get("metadata") or {}
+    status = raw.get("status") or {}
+    annotations = meta.get("annotations") or {}
+    finished: list[float] = []
+    exit_code: int | None = None
+    reason = ""
+    for container in status.get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated:
+            finished.append(_timestamp(terminated.get("finishedAt")))
+            code = int(terminated.get("exitCode", 0) or 0)
+            if exit_code is None or code != 0:
+                exit_code, reason = code, str(terminated.get("reason", ""))
+        waiting = (container.get("state") or {}).get("waiting")
+        if waiting and not reason:
+            reason = str(waiting.get("reason", ""))
+    first_attempt = annotations.get(FIRST_ATTEMPT_AT_ANNOTATION)
+    return ObservedPod(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta["name"]),
+        role=str((meta.get("labels") or {}).get(POD_ROLE_LABEL, "")),
+        phase=str(status.get("phase", "Pending")),
+        revision=_int_annotation(annotations, REVISION_ANNOTATION) or 0,
+        attempt=_int_annotation(annotations, ATTEMPT_ANNOTATION) or 1,
+        created_at=_timestamp(meta.get("creationTimestamp")),
+        first_attempt_at=parse_timestamp(first_attempt),
+        finished_at=max(finished) if finished else None,
+        exit_code=exit_code,
+        reason=reason,
+    )
+
+
+def _event_order(event: Mapping[str, Any]) -> tuple[float, int]:
+    """Oldest first: by timestamp, then by resourceVersion (names are random, so lists are not ordered)."""
+    meta = event.get("metadata") or {}
+    version = str(meta.get("resourceVersion", ""))
+    stamp = event.get("lastTimestamp") or event.get("eventTime") or meta.get("creationTimestamp")
+    return _timestamp(stamp), int(version) if version.isdigit() else 0
 
 
 def _record(raw: Mapping[str, Any]) -> StoredRecord:
@@ -320,6 +368,73 @@ class Cluster:
             )
         return to_observed_replica_set(json.loads(response.data))
 
+    # -- hook and deployer pods ----------------------------------------------------------------------
+
+    def list_app_pods(self, namespace: str | None = None, app: str | None = None) -> list[ObservedPod]:
+        """The hook and deployer pods gitdeploy made (never the app's own pods), in one list call."""
+        selector = POD_ROLE_LABEL + (f",{APP_LABEL}={app}" if app else "")
+        raw = self._list_selected(
+            self.core.list_pod_for_all_namespaces,
+            self.core.list_namespaced_pod,
+            "list hook pods",
+            namespace,
+            selector,
+        )
+        return [to_observed_pod(item) for item in raw]
+
+    def create_pod(self, spec: PodSpec) -> ObservedPod:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": spec.name,
+                "namespace": spec.namespace,
+                "labels": {
+                    APP_LABEL: spec.app,
+                    POD_ROLE_LABEL: spec.role,
+                    MANAGED_BY_LABEL: MANAGED_BY_VALUE,
+                },
+                "annotations": {
+                    REVISION_ANNOTATION: str(spec.revision),
+                    ATTEMPT_ANNOTATION: str(spec.attempt),
+                    FIRST_ATTEMPT_AT_ANNOTATION: format_timestamp(spec.first_attempt_at),
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "name": spec.owner_name,
+                        "uid": spec.owner_uid,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": spec.spec(),
+        }
+        with _translated(f"create pod {spec.namespace}/{spec.name}"):
+            response = self.core.create_namespaced_pod(spec.namespace, body, _preload_content=False)
+        return to_observed_pod(json.loads(response.data))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        try:
+            with _translated(f"delete pod {namespace}/{name}"):
+                self.core.delete_namespaced_pod(name, namespace, _preload_content=False)
+        except NotFoundError:
+            pass
+
+    def read_pod_log(self, namespace: str, name: str, tail_lines: int = 40) -> str:
+        """The last ``tail_lines`` lines of a pod's log ('' when the pod or its log is gone)."""
+        try:
+            with _translated(f"read the log of pod {namespace}/{name}"):
+                response = self.core.read_namespaced_pod_log(
+                    name, namespace, tail_lines=tail_lines, _preload_content=False
+                )
+        except (NotFoundError, PermanentError):
+            return ""
+        lines = bytes(response.data).decode("utf-8", "replace").splitlines()
+        return "".join(line + "\n" for line in lines[-tail_lines:])
+
     def delete_replica_set(self, namespace: str, name: str) -> None:
         try:
             with _translated(f"delete ReplicaSet {namespace}/{name}"):
@@ -363,4 +478,4 @@ class Cluster:
         )
         if name is not None:
             events = [e for e in events if (e.get("involvedObject") or {}).get("name") == name]
-        return events
+        return sorted(events, key=_event_order)

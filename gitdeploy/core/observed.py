@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.replicasets import ReplicaSetState
@@ -16,6 +18,15 @@ REVISION_HISTORY_ANNOTATION = "gitdeploy.io/revision-history"
 COMMIT_ANNOTATION = "gitdeploy.io/commit"
 CHANGE_CAUSE_ANNOTATION = "gitdeploy.io/change-cause"
 PHASE_ANNOTATION = "gitdeploy.io/phase"
+CAUSE_ANNOTATION = "gitdeploy.io/cause"
+AUTHOR_ANNOTATION = "gitdeploy.io/author"
+SUBJECT_ANNOTATION = "gitdeploy.io/subject"
+STARTED_AT_ANNOTATION = "gitdeploy.io/started-at"
+PROGRESSED_AT_ANNOTATION = "gitdeploy.io/progressed-at"
+ATTEMPT_ANNOTATION = "gitdeploy.io/attempt"
+FIRST_ATTEMPT_AT_ANNOTATION = "gitdeploy.io/first-attempt-at"
+POD_ROLE_LABEL = "gitdeploy.io/pod-role"
+"""``hook-pre``, ``hook-mid``, ``hook-post`` or ``deployer``: the run-to-completion pods gitdeploy makes."""
 
 
 def record_name(app: str) -> str:
@@ -72,3 +83,49 @@ class ReplicaSetSpec:
     @property
     def name(self) -> str:
         return f"{self.app}-{self.template_hash}"
+
+
+@dataclass(frozen=True)
+class ObservedPod:
+    """A hook or deployer pod gitdeploy created, as the planner sees it."""
+
+    namespace: str
+    name: str
+    role: str
+    phase: str
+    """``Pending``, ``Running``, ``Succeeded``, ``Failed`` or ``Unknown``."""
+    revision: int
+    """The revision it was created for (a reused ReplicaSet may still own pods of an earlier one)."""
+    attempt: int = 1
+    created_at: float = 0.0
+    first_attempt_at: float | None = None
+    """When the first attempt of this hook started (a Retry hook gives up at that time + deadline)."""
+    finished_at: float | None = None
+    exit_code: int | None = None
+    reason: str = ""
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    """A run-to-completion pod to create (lifecycle hook or custom deployer), owned by a ReplicaSet."""
+
+    namespace: str
+    name: str
+    app: str
+    role: str
+    revision: int
+    attempt: int
+    first_attempt_at: float
+    owner_name: str
+    owner_uid: str
+    spec_json: str
+    """The pod ``spec`` as canonical JSON."""
+
+    def spec(self) -> dict[str, Any]:
+        loaded = json.loads(self.spec_json)
+        assert isinstance(loaded, dict)
+        return loaded

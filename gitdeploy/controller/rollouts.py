@@ -1,0 +1,183 @@
+"""One reconcile pass for one app: read what the cluster holds, plan one step, carry it out.
+
+The decisions are :func:`gitdeploy.core.rollout.plan_pass` (pure); this module does the I/O around
+it through the cluster adapter, in a crash-safe order: the app record first (an outcome, a pin),
+then the ReplicaSet and pod actions, then events. Every action is idempotent with respect to the
+next pass: if gitdeploy dies in between, the next pass reads the cluster and picks up from there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+from collections.abc import Iterable
+
+from gitdeploy.clock import Clock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.models import App, AppKey
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.progress import DeploymentStatus
+from gitdeploy.core.records import AppRecord, CommitRef
+from gitdeploy.core.rollout import (
+    CreatePod,
+    CreateReplicaSet,
+    DeletePod,
+    DeleteReplicaSet,
+    PatchReplicaSet,
+    Snapshot,
+    Step,
+    Target,
+    plan_pass,
+)
+from gitdeploy.errors import AlreadyExistsError, GitdeployError
+
+log = logging.getLogger("gitdeploy.rollout")
+
+
+def manifest_digest(app: App) -> str:
+    """A short digest of the app's whole manifest (a rollback pin holds while it is unchanged)."""
+    return hashlib.sha256(app.manifest_json.encode()).hexdigest()[:16]
+
+
+def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str = "ConfigChange") -> Target:
+    """What ``app`` should run: git's template, unless a rollback pinned a revision.
+
+    A pin holds while the app's manifest is the one it was set on and its ReplicaSet still exists;
+    a changed manifest rolls forward from git as usual.
+    """
+    digest = manifest_digest(app)
+    git_target = Target(
+        app=app,
+        template=app.template,
+        template_hash=app.template_hash,
+        commit=commit,
+        cause=cause,
+        change_cause=app.change_cause,
+        auto_start=app.triggers.config_change,
+        manifest_digest=digest,
+    )
+    pin = snapshot.record.pin
+    if pin is None or pin.manifest_digest != digest:
+        return git_target
+    pinned = next((rs for rs in snapshot.replica_sets if rs.state.template_hash == pin.template_hash), None)
+    if pinned is None or pinned.template is None:
+        return git_target
+    entry = snapshot.record.entry(pin.revision)
+    return dataclasses.replace(
+        git_target,
+        template=pinned.template,
+        template_hash=pin.template_hash,
+        commit=entry.commit if entry is not None else commit,
+        cause=pin.cause,
+        change_cause=f"rollback to revision {pin.revision}: {pin.reason}",
+        auto_start=True,
+        pin=pin,
+    )
+
+
+def build_snapshot(
+    app: AppKey,
+    replica_sets: Iterable[ObservedReplicaSet],
+    pods: Iterable[ObservedPod],
+    stored: StoredRecord | None,
+) -> Snapshot:
+    """The planner's view of one app from namespace-wide lists (or per-app reads)."""
+    return Snapshot(
+        replica_sets=tuple(rs for rs in replica_sets if rs.app == app.name and rs.namespace == app.namespace),
+        pods=tuple(p for p in pods if p.namespace == app.namespace and p.name.startswith(f"{app.name}-")),
+        record=AppRecord.from_json(stored.payload) if stored is not None else AppRecord(),
+        record_uid=stored.uid if stored is not None else "",
+    )
+
+
+class RolloutRunner:
+    """Plans and executes passes for apps on one cluster; remembers each app's last status."""
+
+    def __init__(self, cluster: Cluster, clock: Clock) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.statuses: dict[AppKey, DeploymentStatus] = {}
+
+    def read_snapshot(self, key: AppKey) -> tuple[Snapshot, StoredRecord | None]:
+        """Three reads for one app (the loop uses namespace-wide lists instead)."""
+        replica_sets = self.cluster.list_replica_sets(key.namespace, key.name)
+        pods = self.cluster.list_app_pods(key.namespace, key.name)
+        stored = self.cluster.read_app_record(key.namespace, key.name)
+        return build_snapshot(key, replica_sets, pods, stored), stored
+
+    def reconcile(self, app: App, commit: CommitRef, *, cause: str = "ConfigChange") -> Step:
+        """Read the app's state, plan one step, execute it; returns the step."""
+        snapshot, stored = self.read_snapshot(app.key)
+        target = choose_target(app, commit, snapshot, cause=cause)
+        return self.run_step(target, snapshot, stored)
+
+    def run_step(self, target: Target, snapshot: Snapshot, stored: StoredRecord | None) -> Step:
+        now = self.clock.now()
+        step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key))
+        if snapshot.record.pin is not None and target.pin is None and step.record is None:
+            step = dataclasses.replace(step, record=dataclasses.replace(snapshot.record, pin=None))
+        self.execute(target.app, snapshot, stored, step)
+        self.statuses[target.app.key] = step.status
+        return step
+
+    # -- execution -----------------------------------------------------------------------------------
+
+    def execute(self, app: App, snapshot: Snapshot, stored: StoredRecord | None, step: Step) -> None:
+        ns = app.namespace
+        record_uid = snapshot.record_uid
+        if step.record is not None:
+            if step.create_record:
+                self.cluster.ensure_namespace(ns)
+            record = self._with_logs(ns, step.record, step.log_pods)
+            version = None if step.create_record or stored is None else stored.resource_version
+            written = self.cluster.write_app_record(ns, app.name, record.to_json(), version)
+            record_uid = written.uid
+        for action in step.actions:
+            if isinstance(action, CreateReplicaSet):
+                spec = dataclasses.replace(action.spec, owner_uid=action.spec.owner_uid or record_uid)
+                try:
+                    self.cluster.create_replica_set(spec)
+                except AlreadyExistsError:
+                    log.info("[%s] ReplicaSet %s exists already; the next pass adopts it", app.key, spec.name)
+            elif isinstance(action, PatchReplicaSet):
+                self.cluster.scale_replica_set(ns, action.name, action.replicas, dict(action.annotations))
+            elif isinstance(action, DeleteReplicaSet):
+                self.cluster.delete_replica_set(ns, action.name)
+            elif isinstance(action, CreatePod):
+                try:
+                    self.cluster.create_pod(action.spec)
+                except AlreadyExistsError:
+                    log.info(
+                        "[%s] pod %s is still being deleted; retrying next pass", app.key, action.spec.name
+                    )
+            elif isinstance(action, DeletePod):
+                self.cluster.delete_pod(ns, action.name)
+        for event in step.events:
+            try:
+                self.cluster.record_event(
+                    ns,
+                    (app.kind.value, app.name, record_uid),
+                    event.reason,
+                    event.message,
+                    warning=event.warning,
+                    now=self.clock.now(),
+                )
+            except GitdeployError as problem:  # an event is never worth failing a step for
+                log.warning("[%s] could not record event %s: %s", app.key, event.reason, problem)
+        if step.actions or step.record is not None:
+            log.info("[%s] %s: %s", app.key, step.phase, step.message)
+
+    def _with_logs(self, namespace: str, record: AppRecord, pods: tuple[str, ...]) -> AppRecord:
+        """Add the log tail of finished hook and deployer pods to the revisions that ran them."""
+        if not pods:
+            return record
+        logs = {name: self.cluster.read_pod_log(namespace, name) for name in set(pods)}
+        entries = []
+        for entry in record.revisions:
+            hooks = tuple(
+                dataclasses.replace(h, log=logs[h.pod]) if h.pod in logs and not h.log else h
+                for h in entry.hooks
+            )
+            entries.append(dataclasses.replace(entry, hooks=hooks) if hooks != entry.hooks else entry)
+        return dataclasses.replace(record, revisions=tuple(entries))

@@ -1,0 +1,293 @@
+"""The app record: an app's durable revision log and control state (DESIGN.md, "The cluster model").
+
+It is stored as JSON in the ConfigMap ``gitdeploy.<app>``. In-flight rollout state does not live
+here: it is on the ReplicaSets (annotations) and hook pods, so the record is written only when a
+revision reaches an outcome or the control state changes: a handful of writes per rollout.
+
+The JSON is versioned and tolerant: unknown keys are ignored, missing ones take their defaults, so
+an older gitdeploy reads a newer record and the other way round.
+
+>>> entry = RevisionEntry(revision=1, template_hash="abc", replica_set="web-abc",
+...                       commit=CommitRef("0123456789abcdef", "Ada", "first"), outcome=Outcome.COMPLETE)
+>>> record = AppRecord(revisions=(entry,))
+>>> AppRecord.from_json(record.to_json()) == record
+True
+>>> AppRecord.from_json("").revisions
+()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from gitdeploy.errors import PermanentError
+
+RECORD_VERSION = 1
+MAX_REVISIONS = 100
+"""Revisions kept in the log; the oldest go first (a ConfigMap holds at most 1 MiB)."""
+MAX_LOG_CHARS = 2000
+"""Characters of a hook pod's log kept on its revision (the tail)."""
+
+
+class Outcome(StrEnum):
+    RUNNING = "Running"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+
+
+class Cause(StrEnum):
+    """Why a revision was rolled out."""
+
+    CONFIG_CHANGE = "ConfigChange"
+    IMAGE_CHANGE = "ImageChange"
+    ROLLBACK = "Rollback"
+    AUTO_ROLLBACK = "AutoRollback"
+    MANUAL = "Manual"
+
+
+@dataclass(frozen=True)
+class CommitRef:
+    sha: str
+    author: str = ""
+    subject: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.sha[:7]
+
+
+@dataclass(frozen=True)
+class HookResult:
+    """What a lifecycle hook (or the custom deployer) did for a revision."""
+
+    phase: str
+    """``pre``, ``mid``, ``post`` or ``deployer``."""
+    pod: str
+    outcome: str
+    """``Succeeded``, ``Failed``, ``Ignored`` (failed, failure ignored) or ``Running``."""
+    attempts: int = 1
+    exit_code: int | None = None
+    log: str = ""
+
+
+@dataclass(frozen=True)
+class RevisionEntry:
+    revision: int
+    template_hash: str
+    replica_set: str
+    commit: CommitRef
+    cause: str = Cause.CONFIG_CHANGE.value
+    change_cause: str = ""
+    images: tuple[tuple[str, str], ...] = ()
+    """``(container, image)`` as deployed, digests included when resolved."""
+    started_at: float | None = None
+    finished_at: float | None = None
+    outcome: Outcome = Outcome.RUNNING
+    message: str = ""
+    reason: str = ""
+    """Why it failed, for machines: ``ProgressDeadlineExceeded``, ``HookFailed`` or ``DeployerFailed``."""
+    hooks: tuple[HookResult, ...] = ()
+    rolled_back_from: int | None = None
+    rolled_back_to: int | None = None
+    by: str = ""
+
+
+@dataclass(frozen=True)
+class Pin:
+    """The app runs ``revision``'s template instead of git's, as long as its manifest is unchanged."""
+
+    revision: int
+    template_hash: str
+    manifest_digest: str
+    """Digest of the app's manifest when the pin was set; another digest means git moved on."""
+    reason: str = ""
+    cause: str = Cause.ROLLBACK.value
+    rolled_back_from: int | None = None
+    by: str = ""
+
+
+@dataclass(frozen=True)
+class AppRecord:
+    revisions: tuple[RevisionEntry, ...] = ()
+    pin: Pin | None = None
+    triggers_suspended: bool = False
+    suspended_reason: str = ""
+    last_synced_commit: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """Keys this version does not know, kept so that writing the record back loses nothing."""
+
+    @property
+    def latest_revision(self) -> int:
+        return max((e.revision for e in self.revisions), default=0)
+
+    def entry(self, revision: int) -> RevisionEntry | None:
+        return next((e for e in self.revisions if e.revision == revision), None)
+
+    def last_complete(self, *, before: int | None = None) -> RevisionEntry | None:
+        """The newest Complete revision (below ``before`` when given)."""
+        candidates = [
+            e
+            for e in self.revisions
+            if e.outcome is Outcome.COMPLETE and (before is None or e.revision < before)
+        ]
+        return max(candidates, key=lambda e: e.revision, default=None)
+
+    def with_entry(self, entry: RevisionEntry) -> AppRecord:
+        """The record with ``entry`` added or replacing the entry of the same revision."""
+        others = [e for e in self.revisions if e.revision != entry.revision]
+        ordered = sorted([*others, entry], key=lambda e: e.revision)[-MAX_REVISIONS:]
+        return dataclasses.replace(self, revisions=tuple(ordered))
+
+    # -- JSON ------------------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        body: dict[str, Any] = dict(self.extra)
+        body.update(
+            {
+                "version": RECORD_VERSION,
+                "revisions": [_entry_to_json(e) for e in self.revisions],
+                "pin": None if self.pin is None else _pin_to_json(self.pin),
+                "triggersSuspended": self.triggers_suspended,
+                "suspendedReason": self.suspended_reason,
+                "lastSyncedCommit": self.last_synced_commit,
+            }
+        )
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> AppRecord:
+        """Parse a stored record; an empty text is an empty record. Damage → PermanentError."""
+        if not text.strip():
+            return cls()
+        try:
+            body = json.loads(text)
+            if not isinstance(body, dict):
+                raise TypeError("not an object")
+            known = {
+                "version",
+                "revisions",
+                "pin",
+                "triggersSuspended",
+                "suspendedReason",
+                "lastSyncedCommit",
+            }
+            return cls(
+                revisions=tuple(_entry_from_json(e) for e in body.get("revisions") or []),
+                pin=None if not body.get("pin") else _pin_from_json(body["pin"]),
+                triggers_suspended=bool(body.get("triggersSuspended", False)),
+                suspended_reason=str(body.get("suspendedReason", "")),
+                last_synced_commit=str(body.get("lastSyncedCommit", "")),
+                extra={k: v for k, v in body.items() if k not in known},
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as bad:
+            raise PermanentError(
+                f"the app record is damaged ({type(bad).__name__}: {bad})",
+                hint="inspect it with `kubectl get configmap gitdeploy.<app> -o yaml`; "
+                "deleting it makes gitdeploy start a new history",
+            ) from bad
+
+
+def _entry_to_json(e: RevisionEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "revision": e.revision,
+        "templateHash": e.template_hash,
+        "replicaSet": e.replica_set,
+        "commit": {"sha": e.commit.sha, "author": e.commit.author, "subject": e.commit.subject},
+        "cause": e.cause,
+        "changeCause": e.change_cause,
+        "images": [{"container": c, "image": i} for c, i in e.images],
+        "startedAt": e.started_at,
+        "finishedAt": e.finished_at,
+        "outcome": e.outcome.value,
+        "message": e.message,
+        "reason": e.reason,
+        "hooks": [
+            {
+                "phase": h.phase,
+                "pod": h.pod,
+                "outcome": h.outcome,
+                "attempts": h.attempts,
+                "exitCode": h.exit_code,
+                "log": h.log[-MAX_LOG_CHARS:],
+            }
+            for h in e.hooks
+        ],
+        "by": e.by,
+    }
+    if e.rolled_back_from is not None:
+        out["rolledBackFrom"] = e.rolled_back_from
+    if e.rolled_back_to is not None:
+        out["rolledBackTo"] = e.rolled_back_to
+    return out
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _entry_from_json(raw: Mapping[str, Any]) -> RevisionEntry:
+    commit = raw.get("commit") or {}
+    return RevisionEntry(
+        revision=int(raw["revision"]),
+        template_hash=str(raw.get("templateHash", "")),
+        replica_set=str(raw.get("replicaSet", "")),
+        commit=CommitRef(
+            str(commit.get("sha", "")), str(commit.get("author", "")), str(commit.get("subject", ""))
+        ),
+        cause=str(raw.get("cause", Cause.CONFIG_CHANGE.value)),
+        change_cause=str(raw.get("changeCause", "")),
+        images=tuple((str(i["container"]), str(i["image"])) for i in raw.get("images") or []),
+        started_at=_optional_float(raw.get("startedAt")),
+        finished_at=_optional_float(raw.get("finishedAt")),
+        outcome=Outcome(raw.get("outcome", Outcome.RUNNING.value)),
+        message=str(raw.get("message", "")),
+        reason=str(raw.get("reason", "")),
+        hooks=tuple(
+            HookResult(
+                phase=str(h.get("phase", "")),
+                pod=str(h.get("pod", "")),
+                outcome=str(h.get("outcome", "")),
+                attempts=int(h.get("attempts", 1)),
+                exit_code=_optional_int(h.get("exitCode")),
+                log=str(h.get("log", "")),
+            )
+            for h in raw.get("hooks") or []
+        ),
+        rolled_back_from=_optional_int(raw.get("rolledBackFrom")),
+        rolled_back_to=_optional_int(raw.get("rolledBackTo")),
+        by=str(raw.get("by", "")),
+    )
+
+
+def _pin_to_json(pin: Pin) -> dict[str, Any]:
+    return {
+        "revision": pin.revision,
+        "templateHash": pin.template_hash,
+        "manifestDigest": pin.manifest_digest,
+        "reason": pin.reason,
+        "cause": pin.cause,
+        "rolledBackFrom": pin.rolled_back_from,
+        "by": pin.by,
+    }
+
+
+def _pin_from_json(raw: Mapping[str, Any]) -> Pin:
+    return Pin(
+        revision=int(raw["revision"]),
+        template_hash=str(raw["templateHash"]),
+        manifest_digest=str(raw.get("manifestDigest", "")),
+        reason=str(raw.get("reason", "")),
+        cause=str(raw.get("cause", Cause.ROLLBACK.value)),
+        rolled_back_from=_optional_int(raw.get("rolledBackFrom")),
+        by=str(raw.get("by", "")),
+    )
