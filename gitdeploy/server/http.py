@@ -353,18 +353,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
-        if path != HOOK_PATH:
-            known = path in ("/healthz", "/readyz", "/metrics")
+        app = self.server.app
+        if path != HOOK_PATH or app.webhook is None:
             self.close_connection = True
-            if known:
+            if path in ("/healthz", "/readyz", "/metrics"):
                 self._reply(HTTPStatus.METHOD_NOT_ALLOWED, "use GET", allow="GET")
+            elif path == HOOK_PATH:
+                self._reply(HTTPStatus.NOT_FOUND, "webhook receiver not configured")
             else:
                 self._reply(HTTPStatus.NOT_FOUND, "not found")
-            return
-        app = self.server.app
-        if app.webhook is None:
-            self.close_connection = True
-            self._reply(HTTPStatus.NOT_FOUND, "webhook receiver not configured")
+            length = self.headers.get("Content-Length", "")
+            self._discard(int(length) if length.isdigit() else 0)
             return
         body = self._read_body(app.webhook.max_body_bytes)
         if body is None:

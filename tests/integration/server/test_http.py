@@ -386,3 +386,47 @@ def test_parse_listen_address(text: str, expected: tuple[str, int]) -> None:
 def test_parse_listen_address_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_listen_address(text)
+
+
+def test_concurrent_deliveries_of_one_push_trigger_once(server: HttpServer, pushes: PushRecorder) -> None:
+    body = github_push_body()
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def deliver() -> None:
+        answer = httpx.post(server.url + "/hooks/git", content=body, headers=signed(body), timeout=5)
+        status = answer.status_code
+        with lock:
+            statuses.append(status)
+
+    senders = [threading.Thread(target=deliver) for _ in range(8)]
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join()
+
+    assert sorted(statuses) == [200] + [202] * 7
+    assert len(pushes.events) == 1
+
+
+def test_expect_100_continue_is_refused_when_too_large_and_honoured_otherwise(server: HttpServer) -> None:
+    host, port = server.address
+    head = b"POST /hooks/git HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nExpect: 100-continue\r\n"
+    with socket.create_connection((host, port), timeout=5) as conn:
+        conn.sendall(head + f"Content-Length: {LIMIT + 1}\r\n\r\n".encode())
+        refused = conn.recv(4096)
+    with socket.create_connection((host, port), timeout=5) as conn:
+        conn.sendall(head + b"Content-Length: 2\r\n\r\n")
+        go_on = conn.recv(4096)
+        conn.sendall(b"{}")
+        final = conn.recv(4096)
+
+    assert refused.startswith(b"HTTP/1.1 413 ")
+    assert go_on.startswith(b"HTTP/1.1 100 ")
+    assert final.startswith(b"HTTP/1.1 401 ")
+
+
+def test_post_to_an_unknown_path_with_a_body_still_gets_its_answer(client: httpx.Client) -> None:
+    response = client.post("/hooks/other", content=b"x" * 10_000)
+
+    assert response.status_code == 404
