@@ -202,12 +202,16 @@ class AppPlan:
 @dataclass(frozen=True)
 class Plan:
     """The plan of a whole change. ``apps`` holds every app that is not unchanged, in
-    :data:`CHANGE_ORDER` then by key; ``problems`` the head's problems not tied to one of them."""
+    :data:`CHANGE_ORDER` then by key; ``problems`` the head's problems not tied to one of them.
+    """
 
     baseline: str
     apps: tuple[AppPlan, ...]
     unchanged: int
+    """Apps that were read and found unchanged."""
     problems: tuple[Diagnostic, ...] = ()
+    untouched_files: int = 0
+    """Manifest files the change does not touch, so not read: every app in them is unchanged."""
 
     @property
     def valid(self) -> bool:
