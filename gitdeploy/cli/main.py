@@ -11,6 +11,7 @@ import click
 from gitdeploy import __version__
 from gitdeploy.cli.cluster_cmd import cluster
 from gitdeploy.cli.context import CliContext, default_state_dir
+from gitdeploy.cli.plan_cmd import plan
 from gitdeploy.cli.validate_cmd import validate
 from gitdeploy.errors import GitdeployError
 
@@ -51,6 +52,7 @@ def cli(
 
 
 cli.add_command(validate)
+cli.add_command(plan)
 cli.add_command(cluster)
 
 
