@@ -405,7 +405,9 @@ class Cluster:
                         "kind": "ReplicaSet",
                         "name": spec.owner_name,
                         "uid": spec.owner_uid,
-                        "controller": True,
+                        # Owned (garbage-collected with the ReplicaSet) but not controlled: the
+                        # ReplicaSet controller must neither count nor adopt nor delete hook pods.
+                        "controller": False,
                         "blockOwnerDeletion": True,
                     }
                 ],

@@ -30,7 +30,7 @@ from gitdeploy.core.rollout import (
     Target,
     plan_pass,
 )
-from gitdeploy.errors import AlreadyExistsError, GitdeployError
+from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError
 
 log = logging.getLogger("gitdeploy.rollout")
 
@@ -127,11 +127,15 @@ class RolloutRunner:
         ns = app.namespace
         record_uid = snapshot.record_uid
         if step.record is not None:
-            if step.create_record:
-                self.cluster.ensure_namespace(ns)
             record = self._with_logs(ns, step.record, step.log_pods)
             version = None if step.create_record or stored is None else stored.resource_version
-            written = self.cluster.write_app_record(ns, app.name, record.to_json(), version)
+            try:
+                written = self.cluster.write_app_record(ns, app.name, record.to_json(), version)
+            except NotFoundError:
+                if not step.create_record:
+                    raise
+                self.cluster.ensure_namespace(ns)  # a new app in a new namespace
+                written = self.cluster.write_app_record(ns, app.name, record.to_json(), None)
             record_uid = written.uid
         for action in step.actions:
             if isinstance(action, CreateReplicaSet):

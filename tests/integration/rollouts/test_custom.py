@@ -1,0 +1,106 @@
+"""The Custom strategy: a deployer pod of the user's performs the rollout; gitdeploy watches it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gitdeploy.core.records import Outcome
+from gitdeploy.core.rollout import AppPhase
+from tests.fixtures.rollouts import World, commit, load_app
+
+
+def reports(image: str = "example/reports:3.1", deployer: str = "example/custom-deployer:1.0") -> str:
+    return f"""\
+apiVersion: apps.openshift.io/v1
+kind: DeploymentConfig
+metadata: {{name: reports, namespace: batch}}
+spec:
+  replicas: 2
+  selector: {{app: reports}}
+  template:
+    metadata: {{labels: {{app: reports}}}}
+    spec:
+      containers: [{{name: reports, image: "{image}"}}]
+  strategy:
+    type: Custom
+    customParams:
+      image: {deployer}
+      command: [/bin/deploy, --canary-first]
+      environment: [{{name: CANARY_PERCENT, value: "10"}}]
+    resources: {{requests: {{cpu: 100m}}}}
+  triggers: [{{type: ConfigChange}}]
+"""
+
+
+def act_as_deployer(world: World) -> None:
+    """What a real deployer image does: scale the ReplicaSet it was given up, the others down."""
+    pods = world.core.list_namespaced_pod("batch", label_selector="gitdeploy.io/pod-role=deployer").items
+    for pod in pods:
+        if pod.status.phase in ("Succeeded", "Failed"):
+            continue
+        env = {e.name: e.value for e in pod.spec.containers[0].env}
+        target = env["GITDEPLOY_DEPLOYMENT_NAME"]
+        for rs in world.apps.list_namespaced_replica_set(
+            "batch", label_selector="gitdeploy.io/app=reports"
+        ).items:
+            wanted = 2 if rs.metadata.name == target else 0
+            if rs.spec.replicas != wanted:
+                world.apps.patch_namespaced_replica_set_scale(
+                    rs.metadata.name, "batch", {"spec": {"replicas": wanted}}
+                )
+
+
+def test_custom_strategy_succeeds_when_the_deployer_exits_0_and_the_replica_set_is_available(
+    world: World,
+) -> None:
+    v1 = load_app(reports())
+    world.roll(v1, commit("v1", 1), between_passes=act_as_deployer)
+    pod: Any = world.core.read_namespaced_pod(f"reports-{v1.template_hash}-deploy", "batch")
+    container = pod.spec.containers[0]
+    env = {e.name: e.value for e in container.env}
+    assert env == {
+        "GITDEPLOY_DEPLOYMENT_NAME": f"reports-{v1.template_hash}",
+        "GITDEPLOY_DEPLOYMENT_NAMESPACE": "batch",
+        "OPENSHIFT_DEPLOYMENT_NAME": f"reports-{v1.template_hash}",
+        "OPENSHIFT_DEPLOYMENT_NAMESPACE": "batch",
+        "CANARY_PERCENT": "10",
+    }
+    assert (container.image, container.command, container.resources.requests) == (
+        "example/custom-deployer:1.0",
+        ["/bin/deploy", "--canary-first"],
+        {"cpu": "100m"},
+    )
+    assert pod.spec.restart_policy == "Never"
+
+    v2 = load_app(reports("example/reports:3.2"))
+    world.roll(v2, commit("v2", 2), between_passes=act_as_deployer)
+    record = world.record(v2)
+    assert [(e.revision, e.outcome) for e in record.revisions] == [
+        (1, Outcome.COMPLETE),
+        (2, Outcome.COMPLETE),
+    ]
+    assert [(h.phase, h.outcome) for h in record.revisions[1].hooks] == [("deployer", "Succeeded")]
+    assert world.replica_sets(v2) == {f"reports-{v1.template_hash}": 0, f"reports-{v2.template_hash}": 2}
+
+
+def test_custom_strategy_fails_when_the_deployer_fails(world: World) -> None:
+    v1 = load_app(reports())
+    world.roll(v1, commit("v1", 1), between_passes=act_as_deployer)
+    world.set_crashing_images("example/custom-deployer:broken")
+    v2 = load_app(reports("example/reports:3.2", deployer="example/custom-deployer:broken"))
+    world.roll(v2, commit("v2", 2), until=lambda step: step.phase == AppPhase.FAILED)
+    entry = world.record(v2).entry(2)
+    assert entry is not None and (entry.outcome, entry.reason) == (Outcome.FAILED, "DeployerFailed")
+    assert "exit code 1" in entry.message
+    assert "error: process exited with code 1" in entry.hooks[0].log
+
+
+def test_custom_strategy_fails_when_the_deployer_exits_0_but_nothing_becomes_available(world: World) -> None:
+    v1 = load_app(reports())
+    world.roll(v1, commit("v1", 1), between_passes=act_as_deployer)
+    # Given a deployer that exits 0 without scaling anything (nobody acts as the deployer here)
+    lazy = load_app(reports("example/reports:3.2"))
+    world.roll(lazy, commit("v2", 2), until=lambda step: step.phase == AppPhase.FAILED, tick=10.0)
+    entry = world.record(lazy).entry(2)
+    assert entry is not None and entry.reason == "ProgressDeadlineExceeded"
+    assert "exited 0" in entry.message
