@@ -39,10 +39,10 @@ class PlanRefs:
 
 
 def unchanged_text(plan: Plan) -> str:
-    """``3 app(s) unchanged, 9,997 manifest file(s) not touched``."""
+    """``3 app(s) unchanged, 9,997 file(s) the change does not touch``."""
     text = f"{plan.unchanged} app(s) unchanged"
     if plan.untouched_files:
-        text += f", {plan.untouched_files:,} manifest file(s) not touched"
+        text += f", {plan.untouched_files:,} file(s) the change does not touch"
     return text
 
 
@@ -138,8 +138,8 @@ def plan_to_json(plan: Plan, refs: PlanRefs) -> dict[str, Any]:
         changed   bool                               true: at least one app is not unchanged
         summary   {kind: int}                        every kind below; "unchanged" counts the apps
                                                      read (see untouched_files)
-        untouched_files  int                         manifest files the change does not touch: not
-                                                     read, every app in them is unchanged
+        untouched_files  int                         .yaml/.yml/.json files the change does not touch:
+                                                     not read, every app in them is unchanged
         apps      [app]                              apps that change, in kind order, then by app
         errors    [error]                            problems not tied to a listed app
 

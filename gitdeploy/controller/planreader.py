@@ -29,7 +29,7 @@ from functools import partial
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.commits import CommitInfo, FileEntry
-from gitdeploy.core.models import App, AppKey
+from gitdeploy.core.models import App, AppKey, RepoSettings
 from gitdeploy.core.planning import (
     Baseline,
     DesiredSnapshot,
@@ -100,7 +100,8 @@ class PlanSides:
     scoped: bool
     """True when only the affected files were read (``gitdeploy.yaml`` unchanged)."""
     untouched_files: int = 0
-    """Manifest files neither changed nor read (0 when both commits were read in full)."""
+    """Files the change does not touch and that were not read (0 when both commits were read in
+    full); every app in them is unchanged."""
 
 
 class PlanReader:
@@ -157,18 +158,17 @@ class PlanReader:
             data = self.repo.read_blobs([head_settings.blob_sha])[head_settings.blob_sha]
             settings_file = ManifestFile(head_settings.path, data)
         settings, settings_problems = parse_settings(settings_file)
-        old = {e.path: e for e in base_entries if is_manifest_path(e.path, settings)}
-        new = {e.path: e for e in head_entries if is_manifest_path(e.path, settings)}
-        changed = {
-            p
-            for p in old.keys() | new.keys()
-            if (p in old and old[p].blob_sha) != (p in new and new[p].blob_sha)
-        }
-        old_changed = self._analyse([old[p] for p in sorted(changed) if p in old])
-        new_changed = self._analyse([new[p] for p in sorted(changed) if p in new])
-        context = self._context(
-            {p: e for p, e in new.items() if p not in changed}, names_in([*old_changed, *new_changed])
+        # Whether a path is a manifest under the settings is asked only of the files read: the
+        # question costs more than the byte search, and the files not read hold no change.
+        old = {e.path: e for e in base_entries if e.path != SETTINGS_FILE}
+        new = {e.path: e for e in head_entries if e.path != SETTINGS_FILE}
+        unchanged = {p: e for p, e in new.items() if p in old and old[p].blob_sha == e.blob_sha}
+        changed = sorted(
+            p for p in old.keys() | new.keys() if p not in unchanged and is_manifest_path(p, settings)
         )
+        old_changed = self._analyse([old[p] for p in changed if p in old])
+        new_changed = self._analyse([new[p] for p in changed if p in new])
+        context = self._context(unchanged, names_in([*old_changed, *new_changed]), settings)
 
         def load(changed_files: list[FileAnalysis]) -> DesiredSnapshot:
             files = sorted([*changed_files, *context], key=lambda f: f.path)
@@ -176,10 +176,12 @@ class PlanReader:
             diagnostics = (*settings_problems, *result.diagnostics)
             return DesiredSnapshot(result.apps, diagnostics, result.invalid_apps, result.settings)
 
-        untouched = len(new) - len(changed & new.keys()) - len(context)
+        untouched = len(unchanged) - len(context)
         return PlanSides(load(old_changed), load(new_changed), scoped=True, untouched_files=untouched)
 
-    def _context(self, unchanged: dict[str, FileEntry], names: set[str]) -> list[FileAnalysis]:
+    def _context(
+        self, unchanged: dict[str, FileEntry], names: set[str], settings: RepoSettings
+    ) -> list[FileAnalysis]:
         """The unchanged files that mention ``names``, and, in turn, the names they bring in."""
         if not names or not unchanged:
             return []
@@ -189,8 +191,16 @@ class PlanReader:
         pending = set(names)
         while pending:
             seen |= pending
+            needles = [n.encode() for n in pending]
             pattern = mentions(pending)
-            hits = [e for p, e in unchanged.items() if p not in found and pattern.search(blobs[e.blob_sha])]
+            hits = [
+                e
+                for p, e in unchanged.items()
+                if p not in found
+                and any(n in blobs[e.blob_sha] for n in needles)  # a fast pre-check, then whole words
+                and pattern.search(blobs[e.blob_sha])
+                and is_manifest_path(p, settings)
+            ]
             analyses = self._analyse(hits, blobs)
             found.update((a.path, a) for a in analyses)
             pending = names_in(analyses) - seen

@@ -141,7 +141,7 @@ def test_image_bump_is_a_rollout_with_the_image_diff(run_cli: RunCli, git_remote
         in text.stdout
     )
     assert f"{sha[:12]} Ada Author: Bump web to 1.26" in text.stdout
-    assert "Plan: 1 rollout; 0 app(s) unchanged, 1 manifest file(s) not touched." in text.stdout
+    assert "Plan: 1 rollout; 0 app(s) unchanged, 1 file(s) the change does not touch." in text.stdout
 
 
 def test_replicas_change_is_a_scale_without_a_new_revision(run_cli: RunCli, git_remote: GitRemote) -> None:
