@@ -120,6 +120,7 @@ class PlanReader:
         self.history_depth = history_depth
         self.max_commits = max_commits
         self.files_parsed = 0
+        self._listings: dict[str, dict[str, FileEntry]] = {}
 
     # -- desired state at both commits ------------------------------------------------------
 
@@ -208,8 +209,15 @@ class PlanReader:
 
     # -- history ---------------------------------------------------------------------------
 
+    def _entry_at(self, sha: str, path: str) -> FileEntry | None:
+        """The file ``path`` at commit ``sha``; listings are kept for the whole plan (many apps'
+        histories share commits, and the source keeps only a few listings)."""
+        if sha not in self._listings:
+            self._listings[sha] = {e.path: e for e in self.repo.list_files(sha)}
+        return self._listings[sha].get(path)
+
     def _template_hash_at(self, sha: str, path: str, key: AppKey) -> str | None:
-        entry = next((e for e in self.repo.list_files(sha) if e.path == path), None)
+        entry = self._entry_at(sha, path)
         if entry is None:
             return None
         (analysis,) = self._analyse([entry])

@@ -392,3 +392,45 @@ def test_json_shape_is_stable(run_cli: RunCli, git_remote: GitRemote) -> None:
         "template_changes", "settings_changes", "strategy", "rollback_to", "manual_reasons", "prune",
         "errors", "commits",
     }  # fmt: skip
+
+
+def test_ci_checkout_plans_head_against_the_remote_tracking_base(
+    run_cli: RunCli, git_remote: GitRemote
+) -> None:
+    """As a PR job runs it: in a clone, HEAD (the change) against refs/remotes/origin/main."""
+    start_feature(git_remote)
+    git_remote.commit_all("nothing yet")
+    git_remote.write_file("apps/web.yaml", deployment("web", "nginx:1.26"))
+    git_remote.commit_all("Bump web")
+    git_remote.run_git("fetch", "--quiet", "origin")
+
+    done = run_cli(
+        "plan", "--repo", str(git_remote.work), "--base", "refs/remotes/origin/main", "--head", "HEAD",
+        "-o", "json", "--detailed-exitcode",
+    )  # fmt: skip
+
+    assert done.returncode == 2, done.stderr
+    report = json.loads(done.stdout)
+    assert report["head"]["sha"] == git_remote.head_sha()
+    assert [(a["app"], a["change"]) for a in report["apps"]] == [("demo/web", "rollout")]
+    assert [c["subject"] for c in report["apps"][0]["commits"]] == ["Bump web"]
+
+
+def test_path_limits_the_plan_to_a_directory_of_a_monorepo(run_cli: RunCli, git_remote: GitRemote) -> None:
+    # No gitdeploy.yaml here: under --path it is not found yet (DesiredStateReader looks at the repo root).
+    apps = {f"deploy/{path}": text for path, text in BASE_FILES.items() if path.startswith("apps/")}
+    start_feature(git_remote, {**apps, "other/apps/web.yaml": deployment("web", "other:1")})
+    git_remote.commit_and_push(
+        "Scale db and other web",
+        {
+            "deploy/apps/db.yaml": deployment("db", "postgres:16", replicas=2),
+            "other/apps/web.yaml": deployment("web", "other:2"),
+        },
+        "feature",
+    )
+
+    code, report = plan_json(run_cli, git_remote, "--path", "deploy")
+
+    assert code == 0
+    (db,) = report["apps"]
+    assert (db["change"], db["file"]) == ("scale", "deploy/apps/db.yaml")
