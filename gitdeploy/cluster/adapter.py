@@ -176,6 +176,7 @@ def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
         namespace=str(meta.get("namespace", "")),
         name=str(meta["name"]),
         role=str((meta.get("labels") or {}).get(POD_ROLE_LABEL, "")),
+        app=str((meta.get("labels") or {}).get(APP_LABEL, "")),
         phase=str(status.get("phase", "Pending")),
         revision=_int_annotation(annotations, REVISION_ANNOTATION) or 0,
         attempt=_int_annotation(annotations, ATTEMPT_ANNOTATION) or 1,
@@ -282,6 +283,16 @@ class Cluster:
         return _record(json.loads(response.data))
 
     # -- writing -----------------------------------------------------------------------------------
+
+    def delete_app_record(self, namespace: str, app: str) -> None:
+        """Delete the record; the ReplicaSets it owns are garbage-collected with it."""
+        try:
+            with _translated(f"delete the record of {namespace}/{app}"):
+                self.core.delete_namespaced_config_map(
+                    record_name(app), namespace, propagation_policy="Background", _preload_content=False
+                )
+        except NotFoundError:
+            pass
 
     def ensure_namespace(self, namespace: str) -> None:
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
@@ -85,7 +85,7 @@ def build_snapshot(
     """The planner's view of one app from namespace-wide lists (or per-app reads)."""
     return Snapshot(
         replica_sets=tuple(rs for rs in replica_sets if rs.app == app.name and rs.namespace == app.namespace),
-        pods=tuple(p for p in pods if p.namespace == app.namespace and p.name.startswith(f"{app.name}-")),
+        pods=tuple(p for p in pods if p.namespace == app.namespace and p.app == app.name),
         record=AppRecord.from_json(stored.payload) if stored is not None else AppRecord(),
         record_uid=stored.uid if stored is not None else "",
     )
@@ -112,11 +112,24 @@ class RolloutRunner:
         target = choose_target(app, commit, snapshot, cause=cause)
         return self.run_step(target, snapshot, stored)
 
-    def run_step(self, target: Target, snapshot: Snapshot, stored: StoredRecord | None) -> Step:
+    def run_step(
+        self,
+        target: Target,
+        snapshot: Snapshot,
+        stored: StoredRecord | None,
+        amend: Callable[[Step, AppRecord], AppRecord] | None = None,
+    ) -> Step:
+        """Plan and execute one pass. ``amend`` may change the record to write (the loop adds its
+        sync status there, so that it costs no write of its own)."""
         now = self.clock.now()
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key))
-        if snapshot.record.pin is not None and target.pin is None and step.record is None:
-            step = dataclasses.replace(step, record=dataclasses.replace(snapshot.record, pin=None))
+        record = step.record or snapshot.record
+        if snapshot.record.pin is not None and target.pin is None:
+            record = dataclasses.replace(record, pin=None)
+        if amend is not None and not step.create_record:
+            record = amend(step, record)
+        if record != (step.record or snapshot.record):
+            step = dataclasses.replace(step, record=record)
         self.execute(target.app, snapshot, stored, step)
         self.statuses[target.app.key] = step.status
         return step

@@ -97,6 +97,7 @@ class ObservedPod:
     revision: int
     """The revision it was created for (a reused ReplicaSet may still own pods of an earlier one)."""
     attempt: int = 1
+    app: str = ""
     created_at: float = 0.0
     first_attempt_at: float | None = None
     """When the first attempt of this hook started (a Retry hook gives up at that time + deadline)."""

@@ -96,6 +96,8 @@ class RevisionEntry:
     rolled_back_from: int | None = None
     rolled_back_to: int | None = None
     by: str = ""
+    returns_to: int | None = None
+    """The earlier revision whose template (and ReplicaSet) this one brought back, e.g. after a revert."""
 
 
 @dataclass(frozen=True)
@@ -113,12 +115,30 @@ class Pin:
 
 
 @dataclass(frozen=True)
+class SyncStatus:
+    """What the loop last concluded about the app (for ``gitdeploy status`` in another process).
+
+    Written only when ``sync`` or ``health`` change, never on every pass.
+    """
+
+    sync: str
+    health: str
+    message: str = ""
+    commit: str = ""
+    """The config repo commit the loop compared against."""
+    location: str = ""
+    """``file:line`` of the app's manifest."""
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True)
 class AppRecord:
     revisions: tuple[RevisionEntry, ...] = ()
     pin: Pin | None = None
     triggers_suspended: bool = False
     suspended_reason: str = ""
     last_synced_commit: str = ""
+    status: SyncStatus | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Keys this version does not know, kept so that writing the record back loses nothing."""
 
@@ -156,6 +176,7 @@ class AppRecord:
                 "triggersSuspended": self.triggers_suspended,
                 "suspendedReason": self.suspended_reason,
                 "lastSyncedCommit": self.last_synced_commit,
+                "status": None if self.status is None else _status_to_json(self.status),
             }
         )
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
@@ -183,6 +204,7 @@ class AppRecord:
                 triggers_suspended=bool(body.get("triggersSuspended", False)),
                 suspended_reason=str(body.get("suspendedReason", "")),
                 last_synced_commit=str(body.get("lastSyncedCommit", "")),
+                status=None if not body.get("status") else _status_from_json(body["status"]),
                 extra={k: v for k, v in body.items() if k not in known},
             )
         except (ValueError, TypeError, KeyError, AttributeError) as bad:
@@ -224,6 +246,8 @@ def _entry_to_json(e: RevisionEntry) -> dict[str, Any]:
         out["rolledBackFrom"] = e.rolled_back_from
     if e.rolled_back_to is not None:
         out["rolledBackTo"] = e.rolled_back_to
+    if e.returns_to is not None:
+        out["returnsTo"] = e.returns_to
     return out
 
 
@@ -266,6 +290,7 @@ def _entry_from_json(raw: Mapping[str, Any]) -> RevisionEntry:
         rolled_back_from=_optional_int(raw.get("rolledBackFrom")),
         rolled_back_to=_optional_int(raw.get("rolledBackTo")),
         by=str(raw.get("by", "")),
+        returns_to=_optional_int(raw.get("returnsTo")),
     )
 
 
@@ -290,4 +315,26 @@ def _pin_from_json(raw: Mapping[str, Any]) -> Pin:
         cause=str(raw.get("cause", Cause.ROLLBACK.value)),
         rolled_back_from=_optional_int(raw.get("rolledBackFrom")),
         by=str(raw.get("by", "")),
+    )
+
+
+def _status_to_json(status: SyncStatus) -> dict[str, Any]:
+    return {
+        "sync": status.sync,
+        "health": status.health,
+        "message": status.message,
+        "commit": status.commit,
+        "location": status.location,
+        "updatedAt": status.updated_at,
+    }
+
+
+def _status_from_json(raw: Mapping[str, Any]) -> SyncStatus:
+    return SyncStatus(
+        sync=str(raw.get("sync", "")),
+        health=str(raw.get("health", "")),
+        message=str(raw.get("message", "")),
+        commit=str(raw.get("commit", "")),
+        location=str(raw.get("location", "")),
+        updated_at=float(raw.get("updatedAt", 0.0) or 0.0),
     )

@@ -201,6 +201,12 @@ class Step:
 # -- small helpers ---------------------------------------------------------------------------------
 
 
+def _returns_to(history: str) -> int | None:
+    """The revision a reused ReplicaSet last had (the last of its revision-history annotation)."""
+    last = history.rsplit(",", 1)[-1]
+    return int(last) if last.isdigit() else None
+
+
 def effective_replicas(
     declared: int | None, new_rs: ReplicaSetState | None, old: Sequence[ReplicaSetState]
 ) -> int:
@@ -418,7 +424,7 @@ class _Pass:
     # -- starting a rollout --------------------------------------------------------------------------
 
     def needs_new_revision(self) -> bool:
-        return self.new is None or self.new.revision < self.latest or self.new.revision == 0
+        return starts_rollout(self.target.template_hash, self.snap)
 
     def start(self) -> Step:
         revision = self.latest + 1
@@ -567,6 +573,7 @@ class _Pass:
             rolled_back_from=pin.rolled_back_from if pin is not None and rolled_back else None,
             rolled_back_to=pin.revision if pin is not None and rolled_back else None,
             by=pin.by if pin is not None and rolled_back else "",
+            returns_to=_returns_to(rs.annotation(REVISION_HISTORY_ANNOTATION)),
         )
 
     def finish(self, status: DeploymentStatus) -> Step:
@@ -922,6 +929,14 @@ class _Pass:
         return self.step(phase, message, None, status)
 
 
+def starts_rollout(template_hash: str, snap: Snapshot) -> bool:
+    """Whether a pass towards ``template_hash`` would start a new revision (a cheap pre-check)."""
+    states = [rs.state for rs in snap.replica_sets]
+    new, _ = split_replica_sets(states, template_hash)
+    latest = max([snap.record.latest_revision, *(rs.revision for rs in states)])
+    return new is None or new.revision < latest or new.revision == 0
+
+
 def plan_pass(target: Target, snap: Snapshot, now: float, previous: DeploymentStatus | None = None) -> Step:
     """One pass for one app: what to do now to move it towards ``target``.
 
@@ -980,4 +995,5 @@ __all__ = [
     "Target",
     "effective_replicas",
     "plan_pass",
+    "starts_rollout",
 ]

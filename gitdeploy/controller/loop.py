@@ -1,0 +1,408 @@
+"""The reconcile loop: keep the cluster at what the config repo says, one step per app per pass.
+
+* :meth:`Controller.poll` asks git whether the tracked ref moved. Only then is desired state loaded
+  (blob-cached: one changed file is one parse), and only apps whose manifest changed become due.
+  A poll with no new commit makes no API call and parses nothing.
+* :meth:`Controller.reconcile_due` takes every due app, lists each namespace involved once
+  (ReplicaSets, app records, and hook pods when an app there has hooks), and runs one step per app
+  on a bounded pool of workers. An app in rollout is due again after its step's requeue delay (with
+  jitter); a settled app only when its manifest changes, or at the periodic resync.
+* Errors are data: a failing app backs off exponentially on its own; an invalid manifest makes
+  only its apps ``InvalidManifest`` (they keep their last good revision, and a rollout in flight
+  finishes with the last good manifest); an unreachable repo leaves everything as it is and
+  reports ``SourceUnavailable``.
+
+Apps that left git are ``Orphaned`` (the commit that removed them named); with prune their
+ReplicaSets are scaled to 0 and deleted, with their record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from gitdeploy.clock import Clock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.desired import DesiredStateReader
+from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
+from gitdeploy.core.models import App, AppKey, StrategyType
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.records import AppRecord, CommitRef, SyncStatus
+from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
+from gitdeploy.core.syncstate import Health, Sync, classify
+from gitdeploy.errors import GitdeployError, TransientError
+from gitdeploy.manifests.loader import LoadResult
+from gitdeploy.source.repo import ConfigRepo
+
+log = logging.getLogger("gitdeploy.loop")
+
+MAX_BACKOFF_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class AppReport:
+    """The latest word on one app, for the CLI and logs."""
+
+    key: AppKey
+    sync: str
+    health: str
+    phase: str
+    message: str
+    revision: int = 0
+    settled: bool = False
+    """True when no further pass is planned (Complete, or Failed/Waiting for a person)."""
+
+
+def _jitter(delay: float) -> float:
+    """±10% so that many apps requeued together spread out; short delays stay exact."""
+    return delay if delay < 2.0 else delay * random.uniform(0.9, 1.1)
+
+
+class Controller:
+    """One config repo, one cluster. Thread-safe for one :meth:`run` plus readers of ``reports``."""
+
+    def __init__(
+        self,
+        repo: ConfigRepo,
+        cluster: Cluster,
+        clock: Clock,
+        *,
+        prune: bool | None = None,
+        workers: int = 4,
+        resync_seconds: float = 300.0,
+    ) -> None:
+        self.repo = repo
+        self.cluster = cluster
+        self.clock = clock
+        self.reader = DesiredStateReader(repo)
+        self.runner = RolloutRunner(cluster, clock)
+        self.prune_flag = prune
+        self.workers = max(1, workers)
+        self.resync_seconds = resync_seconds
+        self.head: str | None = None
+        self.desired: LoadResult | None = None
+        self.apps: dict[AppKey, App] = {}
+        """The last good manifest of every app in git (kept for apps whose manifest became invalid)."""
+        self.problems: dict[AppKey, str] = {}
+        self.orphans: dict[AppKey, str] = {}
+        self.due: dict[AppKey, float] = {}
+        self.failures: dict[AppKey, int] = defaultdict(int)
+        self.reports: dict[AppKey, AppReport] = {}
+        self.source_error: str | None = None
+        self._commits: dict[tuple[str, str], CommitRef] = {}
+        self._next_resync = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def prune(self) -> bool:
+        if self.prune_flag is not None:
+            return self.prune_flag
+        return bool(self.desired is not None and self.desired.settings.prune)
+
+    # -- source --------------------------------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Ask git for news; load desired state only when the head moved. True when it did."""
+        try:
+            result = self.repo.poll()
+        except GitdeployError as problem:
+            self.source_error = problem.message
+            last = self.head[:7] if self.head else "none yet"
+            log.warning(
+                "[source] unavailable (%s); last synced commit %s; nothing changes", problem.message, last
+            )
+            for key in self.apps:
+                self._report_source_unavailable(key)
+            return False
+        self.source_error = None
+        if result.head == self.head:
+            return False
+        desired = self.reader.load(result.head)
+        self._apply_desired(desired, result.head)
+        return True
+
+    def _apply_desired(self, desired: LoadResult, head: str) -> None:
+        now = self.clock.now()
+        fresh = {app.key: app for app in desired.apps}
+        problems: dict[AppKey, str] = {}
+        for diagnostic in desired.diagnostics:
+            for key in desired.invalid_apps:
+                if diagnostic.app == str(key):
+                    problems[key] = (problems.get(key, "") + "; " + diagnostic.render()).lstrip("; ")
+        for key in desired.invalid_apps:
+            problems.setdefault(key, "the manifest is invalid (see `gitdeploy validate`)")
+        with self._lock:
+            for key, app in fresh.items():
+                old = self.apps.get(key)
+                if (
+                    old is None
+                    or old.manifest_json != app.manifest_json
+                    or old.template_hash != app.template_hash
+                ):
+                    self.due[key] = now
+            for key in set(problems) | set(self.problems):
+                self.due[key] = now
+            gone = [key for key in self.apps if key not in fresh and key not in problems]
+            for key in gone:
+                self.orphans[key] = self._removal_note(self.apps[key], head)
+                self.due[key] = now
+            kept = {key: app for key, app in self.apps.items() if key in problems}
+            self.apps = {**kept, **fresh}
+            self.problems = problems
+            self.desired = desired
+            self.head = head
+            if self._next_resync == 0.0:
+                self._next_resync = now  # the first load also looks for orphans from earlier runs
+
+    def _removal_note(self, app: App, head: str) -> str:
+        try:
+            change = self.repo.last_change(app.location.file, head)
+        except GitdeployError:
+            change = None
+        if change is None:
+            return "removed from git"
+        return f"removed from git in {change.sha[:7]} ({change.subject!r} by {change.author_name})"
+
+    def commit_for(self, app: App) -> CommitRef:
+        """The commit that last changed the app's manifest file (at the tracked head)."""
+        assert self.head is not None
+        cache_key = (app.location.file, self.head)
+        found = self._commits.get(cache_key)
+        if found is None:
+            info = self.repo.last_change(app.location.file, self.head)
+            found = (
+                CommitRef(info.sha, info.author_name, info.subject)
+                if info is not None
+                else CommitRef(self.head, "", "")
+            )
+            self._commits[cache_key] = found
+        return found
+
+    # -- passes --------------------------------------------------------------------------------------
+
+    def mark_all_due(self) -> None:
+        now = self.clock.now()
+        with self._lock:
+            for key in [*self.apps, *self.orphans]:
+                self.due[key] = now
+
+    def next_due_in(self) -> float | None:
+        with self._lock:
+            if not self.due:
+                return None
+            return max(min(self.due.values()) - self.clock.now(), 0.0)
+
+    def reconcile_due(self, only: Iterable[AppKey] | None = None) -> list[AppReport]:
+        """One pass over the apps that are due now (or over ``only``); returns their reports."""
+        now = self.clock.now()
+        if self.source_error is not None:
+            return []
+        self._resync_if_time(now)
+        with self._lock:
+            keys = sorted(only) if only is not None else sorted(k for k, t in self.due.items() if t <= now)
+            for key in keys:
+                self.due.pop(key, None)
+        by_namespace: dict[str, list[AppKey]] = defaultdict(list)
+        for key in keys:
+            by_namespace[key.namespace].append(key)
+        reports: list[AppReport] = []
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reconcile") as pool:
+            futures = []
+            for namespace, members in sorted(by_namespace.items()):
+                try:
+                    listed = self._list_namespace(namespace, members)
+                except GitdeployError as problem:
+                    for key in members:
+                        self._failed(key, problem)
+                    continue
+                futures += [pool.submit(self._reconcile_one, key, *listed) for key in members]
+            for future in futures:
+                report = future.result()
+                if report is not None:
+                    reports.append(report)
+        return reports
+
+    def _list_namespace(
+        self, namespace: str, members: list[AppKey]
+    ) -> tuple[list[ObservedReplicaSet], list[ObservedPod], dict[str, StoredRecord]]:
+        """One list call per kind for the whole namespace (hook pods only when an app may have some)."""
+        replica_sets = self.cluster.list_replica_sets(namespace)
+        records = {r.app: r for r in self.cluster.list_app_records(namespace)}
+        wants_pods = any(
+            (app := self.apps.get(key)) is not None
+            and (bool(app.strategy.hooks) or app.strategy.type is StrategyType.CUSTOM)
+            for key in members
+        )
+        pods = self.cluster.list_app_pods(namespace) if wants_pods else []
+        return replica_sets, pods, records
+
+    def _reconcile_one(
+        self,
+        key: AppKey,
+        replica_sets: list[ObservedReplicaSet],
+        pods: list[ObservedPod],
+        records: Mapping[str, StoredRecord],
+    ) -> AppReport | None:
+        stored = records.get(key.name)
+        try:
+            if key in self.orphans and key not in self.apps:
+                return self._handle_orphan(key, replica_sets, stored)
+            app = self.apps.get(key)
+            if app is None:
+                return None
+            report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
+        except GitdeployError as problem:
+            self._failed(key, problem)
+            return self.reports.get(key)
+        self.failures.pop(key, None)
+        return report
+
+    def _step(self, app: App, snapshot: Snapshot, stored: StoredRecord | None) -> AppReport:
+        head = self.head or ""
+        provisional = choose_target(app, CommitRef(head), snapshot)
+        commit = (
+            self.commit_for(app) if starts_rollout(provisional.template_hash, snapshot) else CommitRef(head)
+        )
+        target = choose_target(app, commit, snapshot)
+        problem = self.problems.get(app.key)
+
+        def amend(step: Step, record: AppRecord) -> AppRecord:
+            sync, health = classify(step, pinned=target.pin is not None)
+            if problem is not None:
+                sync = Sync.INVALID_MANIFEST
+            message = problem or step.message
+            return self._with_status(record, sync, health, message, str(app.location))
+
+        step = self.runner.run_step(target, snapshot, stored, amend)
+        sync, health = classify(step, pinned=target.pin is not None)
+        if problem is not None:
+            sync = Sync.INVALID_MANIFEST
+        settled = step.requeue_after is None
+        report = AppReport(app.key, sync, health, step.phase, problem or step.message, step.revision, settled)
+        self._remember(report, step.requeue_after)
+        return report
+
+    def _with_status(
+        self, record: AppRecord, sync: str, health: str, message: str, location: str
+    ) -> AppRecord:
+        """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing)."""
+        current = record.status
+        verdict = (sync, health, location)
+        if current is not None and (current.sync, current.health, current.location) == verdict:
+            return record
+        status = SyncStatus(sync, health, message, self.head or "", location, self.clock.now())
+        return dataclasses.replace(record, status=status, last_synced_commit=self.head or "")
+
+    def _remember(self, report: AppReport, requeue_after: float | None) -> None:
+        previous = self.reports.get(report.key)
+        if previous is None or (previous.sync, previous.health, previous.phase) != (
+            report.sync,
+            report.health,
+            report.phase,
+        ):
+            log.info(
+                "[%s] %s/%s: %s",
+                report.key,
+                report.sync,
+                report.health,
+                report.message,
+                extra={"commit": self.head, "revision": report.revision},
+            )
+        with self._lock:
+            self.reports[report.key] = report
+            if requeue_after is not None:
+                self.due[report.key] = min(
+                    self.due.get(report.key, float("inf")), self.clock.now() + _jitter(requeue_after)
+                )
+
+    def _failed(self, key: AppKey, problem: GitdeployError) -> None:
+        self.failures[key] += 1
+        delay = min(2.0 ** (self.failures[key] - 1), MAX_BACKOFF_SECONDS)
+        if isinstance(problem, TransientError):
+            delay = max(delay, min(problem.retry_after, MAX_BACKOFF_SECONDS))
+        log.warning("[%s] pass failed (retry in %.0f s): %s", key, delay, problem.message)
+        previous = self.reports.get(key)
+        report = AppReport(
+            key,
+            previous.sync if previous else Sync.OUT_OF_SYNC,
+            previous.health if previous else Health.DEGRADED,
+            previous.phase if previous else AppPhase.PROGRESSING,
+            f"error: {problem.message} (retrying in {delay:.0f} s)",
+            previous.revision if previous else 0,
+        )
+        with self._lock:
+            self.reports[key] = report
+            self.due[key] = self.clock.now() + delay
+
+    def _report_source_unavailable(self, key: AppKey) -> None:
+        previous = self.reports.get(key)
+        last = self.head[:7] if self.head else "none"
+        message = f"{self.source_error}; last synced commit {last}"
+        with self._lock:
+            self.reports[key] = AppReport(
+                key,
+                Sync.SOURCE_UNAVAILABLE,
+                previous.health if previous else Health.HEALTHY,
+                previous.phase if previous else "",
+                message,
+                previous.revision if previous else 0,
+                settled=True,
+            )
+
+    # -- orphans -------------------------------------------------------------------------------------
+
+    def _resync_if_time(self, now: float) -> None:
+        """Periodically look at every app again, and find records of apps that are not in git."""
+        if self._next_resync == 0.0 or now < self._next_resync:
+            return
+        self._next_resync = now + self.resync_seconds
+        try:
+            records = self.cluster.list_app_records()
+        except GitdeployError as problem:
+            log.warning("[resync] cannot list app records: %s", problem.message)
+            return
+        with self._lock:
+            for record in records:
+                key = AppKey(record.namespace, record.app)
+                if key not in self.apps and key not in self.orphans:
+                    self.orphans[key] = "not in git (any more)"
+                self.due.setdefault(key, now)
+            for key in self.apps:
+                self.due.setdefault(key, now)
+
+    def _handle_orphan(
+        self, key: AppKey, replica_sets: list[ObservedReplicaSet], stored: StoredRecord | None
+    ) -> AppReport | None:
+        note = self.orphans[key]
+        if stored is None and not any(rs.app == key.name for rs in replica_sets):
+            self.orphans.pop(key, None)
+            return None
+        if self.prune:
+            for rs in replica_sets:
+                if rs.app == key.name and rs.state.replicas:
+                    self.cluster.scale_replica_set(key.namespace, rs.name, 0)
+            for rs in replica_sets:
+                if rs.app == key.name:
+                    self.cluster.delete_replica_set(key.namespace, rs.name)
+            self.cluster.delete_app_record(key.namespace, key.name)
+            self.orphans.pop(key, None)
+            log.info("[%s] pruned: %s", key, note)
+            return AppReport(key, Sync.ORPHANED, Health.MISSING, "Pruned", f"pruned ({note})", settled=True)
+        if stored is not None:
+            record = AppRecord.from_json(stored.payload)
+            updated = self._with_status(record, Sync.ORPHANED, Health.HEALTHY, note, "")
+            if updated is not record:
+                self.cluster.write_app_record(
+                    key.namespace, key.name, updated.to_json(), stored.resource_version
+                )
+        report = AppReport(
+            key, Sync.ORPHANED, Health.HEALTHY, "Orphaned", f"{note}; prune is off", settled=True
+        )
+        self._remember(report, None)
+        return report

@@ -1,0 +1,179 @@
+"""The reconcile loop against a real git repository and the embedded cluster, on a fake clock."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.records import AppRecord, Outcome
+from gitdeploy.localcluster import LocalCluster
+from gitdeploy.source.repo import ConfigRepo
+from tests.fixtures.gitrepo import GitRemote
+
+SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
+
+
+def deployment(name: str, image: str = "nginx:1.25", replicas: int = 2) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: main, image: "{image}"}}]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_git_config(isolated_git_config: None) -> None:
+    """git runs without the machine's configuration."""
+
+
+@pytest.fixture
+def adapter(kube_client: Any) -> Cluster:
+    return Cluster(kube_client, "embedded")
+
+
+@pytest.fixture
+def controller(
+    git_remote: GitRemote, adapter: Cluster, fake_clock: FakeClock, tmp_path: Path
+) -> Iterator[Controller]:
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        yield Controller(repo, adapter, fake_clock, workers=2)
+
+
+def settle(controller: Controller, clock: FakeClock, limit: float = 600) -> dict[AppKey, AppReport]:
+    """Poll, then pass after pass until nothing is due; the clock follows the requeue delays."""
+    controller.poll()
+    start = clock.now()
+    while clock.now() - start < limit:
+        controller.reconcile_due()
+        wait = controller.next_due_in()
+        if wait is None:
+            return dict(controller.reports)
+        clock.advance(min(max(wait, 0.5), 1.0))
+    raise AssertionError(f"not settled: {controller.reports}")
+
+
+def record_of(adapter: Cluster, name: str) -> AppRecord:
+    stored = adapter.read_app_record("shop", name)
+    assert stored is not None
+    return AppRecord.from_json(stored.payload)
+
+
+def test_three_commits_make_three_revisions_named_after_git_log(
+    git_remote: GitRemote, controller: Controller, adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    subjects = ["Deploy web 1.25", "Bump web to 1.26", "Bump web to 1.27"]
+    authors = [("Ada", "ada@example.com"), ("Grace", "grace@example.com"), ("Linus", "linus@example.com")]
+    shas = []
+    for subject, author, tag in zip(subjects, authors, ["1.25", "1.26", "1.27"], strict=True):
+        git_remote.write_files({"apps/web.yaml": deployment("web", f"nginx:{tag}")})
+        shas.append(git_remote.commit_all(subject, author=author))
+        git_remote.push()
+        reports = settle(controller, fake_clock)
+        assert reports[AppKey("shop", "web")].sync == "Synced"
+
+    log = git_remote.run_git("log", "--format=%H|%an|%s", "-3", "--", "apps/web.yaml").splitlines()
+    expected = [tuple(line.split("|")) for line in reversed(log)]
+    record = record_of(adapter, "web")
+    assert [(e.commit.sha, e.commit.author, e.commit.subject) for e in record.revisions] == expected
+    assert [e.revision for e in record.revisions] == [1, 2, 3]
+    assert [e.commit.sha for e in record.revisions] == shas
+    assert record.status is not None and (record.status.sync, record.status.health) == ("Synced", "Healthy")
+
+
+def test_a_revert_reuses_the_old_replica_set_as_a_new_revision(
+    git_remote: GitRemote, controller: Controller, adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    git_remote.commit_and_push("v1", {"apps/web.yaml": deployment("web", "nginx:1.25")})
+    settle(controller, fake_clock)
+    git_remote.commit_and_push("v2", {"apps/web.yaml": deployment("web", "nginx:1.26")})
+    settle(controller, fake_clock)
+    names_before = {rs.name for rs in adapter.list_replica_sets("shop", "web")}
+    git_remote.run_git("revert", "--no-edit", "HEAD")
+    git_remote.push()
+    settle(controller, fake_clock)
+
+    replica_sets = adapter.list_replica_sets("shop", "web")
+    assert {rs.name for rs in replica_sets} == names_before  # no new ReplicaSet
+    record = record_of(adapter, "web")
+    latest = record.revisions[-1]
+    assert (latest.revision, latest.outcome, latest.returns_to) == (3, Outcome.COMPLETE, 1)
+    assert latest.template_hash == record.revisions[0].template_hash
+    assert latest.commit.subject.startswith('Revert "v2"')
+
+
+def test_one_invalid_app_does_not_stop_the_others(
+    git_remote: GitRemote, controller: Controller, adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    git_remote.commit_and_push(
+        "two apps", {"apps/web.yaml": deployment("web"), "apps/api.yaml": deployment("api", "api:1")}
+    )
+    settle(controller, fake_clock)
+    # When one commit breaks api's manifest and bumps web
+    broken = deployment("api", "api:2").replace("replicas: 2", 'replicas: "two"')
+    git_remote.commit_and_push(
+        "break api, bump web", {"apps/web.yaml": deployment("web", "nginx:1.26"), "apps/api.yaml": broken}
+    )
+    reports = settle(controller, fake_clock)
+    # Then web rolled out, api is InvalidManifest with file:line, and still runs revision 1
+    assert reports[AppKey("shop", "web")].sync == "Synced"
+    api = reports[AppKey("shop", "api")]
+    assert api.sync == "InvalidManifest" and "apps/api.yaml:5" in api.message
+    assert record_of(adapter, "web").latest_revision == 2
+    assert record_of(adapter, "api").latest_revision == 1
+    stored = record_of(adapter, "api").status
+    assert stored is not None and stored.sync == "InvalidManifest"
+    assert [rs.state.replicas for rs in adapter.list_replica_sets("shop", "api")] == [2]
+
+
+def test_an_unreachable_repo_touches_nothing(
+    git_remote: GitRemote,
+    controller: Controller,
+    fake_clock: FakeClock,
+    embedded_cluster: LocalCluster,
+) -> None:
+    git_remote.commit_and_push("v1", {"apps/web.yaml": deployment("web")})
+    settle(controller, fake_clock)
+    before = embedded_cluster.stats.snapshot()
+    shutil.rmtree(git_remote.bare)
+    assert controller.poll() is False
+    assert controller.reconcile_due() == []
+    report = controller.reports[AppKey("shop", "web")]
+    assert report.sync == "SourceUnavailable" and controller.head is not None
+    assert controller.head[:7] in report.message
+    assert embedded_cluster.stats.snapshot() == before
+
+
+def test_no_change_poll_makes_no_api_call_and_a_pass_lists_once_per_namespace(
+    git_remote: GitRemote, controller: Controller, fake_clock: FakeClock, embedded_cluster: LocalCluster
+) -> None:
+    files = {f"apps/app{i}.yaml": deployment(f"app{i}", replicas=1) for i in range(12)}
+    git_remote.commit_and_push("twelve apps", files)
+    settle(controller, fake_clock)
+
+    before = embedded_cluster.stats.snapshot()
+    assert controller.poll() is False
+    assert controller.reconcile_due() == []
+    assert embedded_cluster.stats.snapshot() == before
+
+    controller.mark_all_due()
+    reports = controller.reconcile_due()
+    assert len(reports) == 12 and all(r.sync == "Synced" for r in reports)
+    after = embedded_cluster.stats.snapshot()
+    delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+    assert delta == {("list", "replicasets"): 1, ("list", "configmaps"): 1}
