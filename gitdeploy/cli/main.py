@@ -12,6 +12,8 @@ from gitdeploy import __version__
 from gitdeploy.cli.cluster_cmd import cluster
 from gitdeploy.cli.context import CliContext, default_state_dir
 from gitdeploy.cli.plan_cmd import plan
+from gitdeploy.cli.run_cmd import run, sync
+from gitdeploy.cli.status_cmd import history, rollout, status
 from gitdeploy.cli.validate_cmd import validate
 from gitdeploy.errors import GitdeployError
 
@@ -54,6 +56,11 @@ def cli(
 cli.add_command(validate)
 cli.add_command(plan)
 cli.add_command(cluster)
+cli.add_command(run)
+cli.add_command(sync)
+cli.add_command(status)
+cli.add_command(history)
+cli.add_command(rollout)
 
 
 def main(argv: list[str] | None = None) -> None:
