@@ -170,6 +170,34 @@ class Registry:
         pod["status"] = simulation.pod_transition(pod, timer.action, timer.due, self.config)
         txn.put(PODS.key, pod, "MODIFIED")
         self._after_write(txn, PODS, pod, now)
+        if timer.action == simulation.STOP and pod["status"].get("phase") == "Succeeded":
+            self._act_as_custom_deployer(txn, pod, now)
+
+    def _act_as_custom_deployer(self, txn: Txn, pod: dict[str, Any], now: float) -> None:
+        """A stand-in for a Custom strategy's deployer image, which cannot run here.
+
+        A finished pod that names a deployment in ``GITDEPLOY_DEPLOYMENT_NAME`` (a gitdeploy
+        deployer pod) did what a simple deployer does: scaled that ReplicaSet to the app's replicas
+        (its ``gitdeploy.io/desired-replicas`` annotation) and the app's other ReplicaSets to 0.
+        """
+        target = simulation.custom_deployment_target(pod)
+        if target is None:
+            return
+        namespace, name = target
+        replicaset = txn.get(REPLICASETS.key, namespace, name)
+        if replicaset is None:
+            return
+        app = (replicaset["metadata"].get("labels") or {}).get(simulation.APP_LABEL)
+        annotations = replicaset["metadata"].get("annotations") or {}
+        desired = str(annotations.get(simulation.DESIRED_REPLICAS_ANNOTATION, ""))
+        wanted_size = int(desired) if desired.isdigit() else 1
+        for _ns, other_name, _labels, body in txn.list_raw(REPLICASETS.key, namespace):
+            other = json.loads(body)
+            if (other["metadata"].get("labels") or {}).get(simulation.APP_LABEL) != app:
+                continue
+            wanted = wanted_size if other_name == name else 0
+            if (other.get("spec") or {}).get("replicas") != wanted:
+                self._apply_scale(txn, other, {"spec": {"replicas": wanted}}, now)
 
     # -- reads -----------------------------------------------------------------------------------
 

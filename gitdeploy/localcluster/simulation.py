@@ -25,6 +25,7 @@ from gitdeploy.localcluster.timefmt import format_time, parse_time
 __all__ = [
     "NODE_NAME",
     "ReplicaSetPlan",
+    "custom_deployment_target",
     "initial_pod_status",
     "is_job",
     "is_pod_ready",
@@ -41,6 +42,8 @@ NODE_NAME = "gitdeploy-local"
 START = "pod-start"
 STOP = "pod-stop"
 RS_SYNC = "rs-sync"
+APP_LABEL = "gitdeploy.io/app"
+DESIRED_REPLICAS_ANNOTATION = "gitdeploy.io/desired-replicas"
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _TERMINAL = ("Succeeded", "Failed")
 
@@ -214,6 +217,18 @@ def pod_transition(pod: dict[str, Any], action: str, at: float, config: Simulati
         _container_status(c, {"running": {"startedAt": format_time(at)}}, ready) for c in containers
     ]
     return status
+
+
+def custom_deployment_target(pod: dict[str, Any]) -> tuple[str, str] | None:
+    """``(namespace, ReplicaSet)`` a custom deployer pod was started for (from its environment)."""
+    env: dict[str, str] = {}
+    for container in _containers(pod):
+        for var in container.get("env") or []:
+            env[str(var.get("name"))] = str(var.get("value", ""))
+    name = env.get("GITDEPLOY_DEPLOYMENT_NAME")
+    if not name:
+        return None
+    return env.get("GITDEPLOY_DEPLOYMENT_NAMESPACE") or str(pod["metadata"].get("namespace", "")), name
 
 
 def is_pod_ready(pod: dict[str, Any]) -> bool:
