@@ -247,7 +247,11 @@ def evaluate_hook(
     if pod.phase == "Succeeded":
         return HookStatus(HookVerdict.SUCCEEDED)
     if pod.phase != "Failed":
-        return HookStatus(HookVerdict.RUNNING)
+        if now <= deadline:
+            return HookStatus(HookVerdict.RUNNING)
+        # Hung (never scheduled, or never ending): past the deadline it counts as failed for good.
+        ignored = phase == "post" or policy is FailurePolicy.IGNORE
+        return HookStatus(HookVerdict.IGNORED if ignored else HookVerdict.FAILED)
     if phase == "post" or policy is FailurePolicy.IGNORE:
         return HookStatus(HookVerdict.IGNORED)
     if policy is FailurePolicy.ABORT:

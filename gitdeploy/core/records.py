@@ -197,6 +197,7 @@ class AppRecord:
                 "triggersSuspended",
                 "suspendedReason",
                 "lastSyncedCommit",
+                "status",
             }
             return cls(
                 revisions=tuple(_entry_from_json(e) for e in body.get("revisions") or []),

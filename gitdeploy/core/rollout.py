@@ -227,7 +227,11 @@ def effective_replicas(
     ]
     if annotated:
         return max(annotated)
-    return sum_replicas(active) if active else 1
+    if active:
+        return sum_replicas(active)
+    # Nothing runs (a Recreate between scale-down and scale-up): the size it was last scaled for.
+    remembered = [rs.desired_replicas_annotation for rs in everything if rs.desired_replicas_annotation]
+    return max(remembered, default=1)
 
 
 def _bounds(app: App) -> tuple[Bound, Bound]:
@@ -601,7 +605,15 @@ class _Pass:
         self.events.append(Event(reason, f"Revision {self.new.revision} failed: {message}", warning=True))
         requeue: float | None = None
         if self.app.auto_rollback:
-            good = record.last_complete(before=self.new.revision)
+            failing = self.new.template_hash
+            earlier = [
+                e
+                for e in record.revisions
+                if e.outcome is Outcome.COMPLETE
+                and e.revision < self.new.revision
+                and e.template_hash != failing
+            ]
+            good = max(earlier, key=lambda e: e.revision, default=None)
             reusable = good is not None and any(rs.template_hash == good.template_hash for rs in self.old)
             if good is not None and reusable and good.template_hash != self.new.template_hash:
                 record = dataclasses.replace(
@@ -716,12 +728,13 @@ class _Pass:
         if gate is not None:
             return gate
         after_scale, waiting = _intervals(self.app)
-        if is_scaling_event(self.replicas, [rs for rs in self.states]):
-            self.scale(
-                plan_proportional_scaling(
-                    self.strategy, self.replicas, self.surge, self.unavailable, self.new, self.old
-                )
+        proportional: tuple[ScaleAction, ...] = ()
+        if is_scaling_event(self.replicas, self.states):
+            proportional = plan_proportional_scaling(
+                self.strategy, self.replicas, self.surge, self.unavailable, self.new, self.old
             )
+        if proportional:
+            self.scale(proportional)
         else:
             self.scale(
                 plan_rolling_step(
@@ -746,6 +759,8 @@ class _Pass:
             self.scale([ScaleAction(rs.name, rs.replicas, 0) for rs in active_old])
             return self.step(AppPhase.PROGRESSING, "scaling down the old revision", waiting, self.status())
         if any(rs.current > 0 for rs in self.old):
+            if self.timed_out(status):
+                return self.fail("ProgressDeadlineExceeded", "the old pods did not stop in time", status)
             return self.step(AppPhase.PROGRESSING, "waiting for old pods to stop", waiting, status)
         gate = self.hook_gate("mid", params.mid if params else None, status)
         if gate is not None:

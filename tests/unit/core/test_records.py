@@ -201,10 +201,6 @@ def newer_record_json() -> str:
     return json.dumps(newer)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: AppRecord.from_json's `known` set lacks 'status', so the sync status also lands in extra",
-)
 def test_extra_holds_only_the_keys_this_version_does_not_know() -> None:
     assert AppRecord.from_json(FULL_RECORD.to_json()).extra == {}
     record = AppRecord.from_json(newer_record_json())

@@ -495,7 +495,7 @@ def test_scaling_a_stuck_rollout_is_proportional_as_in_the_documentation() -> No
         (0, [ReplicaSetState("a", "a", 1, 1.0, replicas=5)], 0),
         (None, [], 1),
         (None, [ReplicaSetState("a", "a", 1, 1.0, replicas=5, desired_replicas_annotation=3)], 5),
-        (None, [ReplicaSetState("a", "a", 1, 1.0, replicas=0, desired_replicas_annotation=3)], 1),
+        (None, [ReplicaSetState("a", "a", 1, 1.0, replicas=0, desired_replicas_annotation=3)], 3),
         (
             None,
             [
@@ -515,7 +515,7 @@ def test_scaling_a_stuck_rollout_is_proportional_as_in_the_documentation() -> No
         "declared zero",
         "nothing runs",
         "one active: its size",
-        "none active (annotation ignored)",
+        "none active: the size it was last scaled for",
         "several active: largest annotation",
         "several active, no annotation: sum",
     ],
@@ -1414,11 +1414,6 @@ def test_history_limit_also_applies_to_a_settled_app() -> None:
 # -- bugs ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a hook pod that never finishes (Pending/Running) is never checked against the deadline; "
-    "_Pass.hook_gate returns Progressing forever",
-)
 @pytest.mark.parametrize("phase", ["Pending", "Running"])
 def test_a_hook_that_never_finishes_fails_the_revision_at_the_deadline(phase: str) -> None:
     app = make_app(
@@ -1434,11 +1429,6 @@ def test_a_hook_that_never_finishes_fails_the_revision_at_the_deadline(phase: st
     assert failed is not None and failed.outcome is Outcome.FAILED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: effective_replicas falls back to 1 when no ReplicaSet is active, so a Recreate of an app "
-    "without `replicas` brings the new revision up at 1 instead of the live count",
-)
 def test_recreate_of_an_app_without_replicas_keeps_the_live_count() -> None:
     app = make_app(V2, replicas=None, strategy=RECREATE)
     # the old revision ran 4 pods (an autoscaler's count) and was scaled down by this rollout
@@ -1448,12 +1438,6 @@ def test_recreate_of_an_app_without_replicas_keeps_the_live_count() -> None:
     assert step.actions == (scaled(new_rs.name, 4, 4, 4, T0),)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with one active ReplicaSet of the live size but a stale desired-replicas annotation, "
-    "is_scaling_event stays true and plan_proportional_scaling returns nothing, so _Pass.rolling never "
-    "calls plan_rolling_step and the rollout never starts",
-)
 def test_a_hooked_rolling_update_of_an_app_without_replicas_scales_up() -> None:
     strategy = Strategy(StrategyType.ROLLING_UPDATE, rolling=RollingParams(pre=HOOK_PRE))
     app = make_app(V2, replicas=None, strategy=strategy)
@@ -1466,11 +1450,6 @@ def test_a_hooked_rolling_update_of_an_app_without_replicas_scales_up() -> None:
     assert step.actions == (scaled(new_rs.name, 2, 5, 7, T0 + 5),)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: when the failing revision is itself a rollback to the last Complete template, _Pass.fail "
-    "says that revision's ReplicaSet is gone (it is the one that just failed)",
-)
 def test_a_failed_rollback_does_not_claim_the_replica_set_is_gone() -> None:
     app = make_app(V1, auto_rollback=True, deadline=60)
     reused = rs(V1, 3, 1, 1, 0, phase="Running", history="1", started_at=T0, progressed_at=T0)
