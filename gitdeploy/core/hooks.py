@@ -247,9 +247,11 @@ def evaluate_hook(
     if pod.phase == "Succeeded":
         return HookStatus(HookVerdict.SUCCEEDED)
     if pod.phase != "Failed":
-        if now <= deadline:
+        # Each attempt may run for the whole deadline; past that it hangs (never scheduled, or never
+        # ending) and counts as failed for good.
+        first = pod.first_attempt_at if pod.first_attempt_at is not None else pod.created_at
+        if now <= deadline + max(pod.created_at - first, 0.0):
             return HookStatus(HookVerdict.RUNNING)
-        # Hung (never scheduled, or never ending): past the deadline it counts as failed for good.
         ignored = phase == "post" or policy is FailurePolicy.IGNORE
         return HookStatus(HookVerdict.IGNORED if ignored else HookVerdict.FAILED)
     if phase == "post" or policy is FailurePolicy.IGNORE:
