@@ -9,12 +9,14 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import click
 
+from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.output import print_json, print_table
 from gitdeploy.cli.target import open_cluster
@@ -23,6 +25,14 @@ from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.syncstate import Health, Sync
 from gitdeploy.errors import PermanentError
+from gitdeploy.server.http import (
+    HttpServer,
+    Readiness,
+    WebhookSettings,
+    parse_listen_address,
+    read_secret_file,
+)
+from gitdeploy.server.metrics import Metrics
 from gitdeploy.source.repo import ConfigRepo
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
@@ -60,6 +70,13 @@ def repo_options(command: Any) -> Any:
                 help="Delete apps removed from git (default: the repo's `prune` setting).",
             ),
             click.option("--workers", default=4, show_default=True, help="Apps reconciled in parallel."),
+            click.option(
+                "-n",
+                "--namespace",
+                "namespaces",
+                multiple=True,
+                help="Only apps in this namespace (repeatable; default: every namespace).",
+            ),
         ]
     ):
         command = option(command)
@@ -94,12 +111,20 @@ class _JsonFormatter(logging.Formatter):
 
 @contextmanager
 def _controller(
-    ctx: click.Context, repo: str, branch: str, subpath: str, prune: bool | None, workers: int
+    ctx: click.Context,
+    repo: str,
+    branch: str,
+    subpath: str,
+    prune: bool | None,
+    workers: int,
+    namespaces: tuple[str, ...] = (),
 ) -> Iterator[Controller]:
     cli = get_context(ctx)
     cluster = open_cluster(cli)
     with ConfigRepo(repo, ref=branch, subpath=subpath, state_dir=cli.state_dir) as source:
-        yield Controller(source, cluster, SystemClock(), prune=prune, workers=workers)
+        yield Controller(
+            source, cluster, SystemClock(), prune=prune, workers=workers, namespaces=frozenset(namespaces)
+        )
 
 
 def _report_row(report: AppReport) -> list[str]:
@@ -112,6 +137,18 @@ def _report_row(report: AppReport) -> list[str]:
     "--interval", type=Duration(), default="5s", show_default=True, help="How often to poll the repo."
 )
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--listen",
+    default=None,
+    metavar="[HOST]:PORT",
+    help="Serve /healthz, /readyz, /metrics and /hooks/git here.",
+)
+@click.option(
+    "--webhook-secret-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Accept signed GitHub/GitLab push webhooks on /hooks/git (needs --listen).",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -120,8 +157,11 @@ def run(
     subpath: str,
     prune: bool | None,
     workers: int,
+    namespaces: tuple[str, ...],
     interval: float,
     log_format: str,
+    listen: str | None,
+    webhook_secret_file: str | None,
 ) -> None:
     """Keep the cluster at what the config repo says, until stopped (SIGTERM/Ctrl-C).
 
@@ -141,29 +181,73 @@ def run(
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    with _controller(ctx, repo, branch, subpath, prune, workers) as controller:
-        log = logging.getLogger("gitdeploy")
-        log.info(
-            "gitdeploy run: %s (%s) on %s, polling every %.1f s",
-            repo,
-            branch,
-            controller.cluster.description,
-            interval,
+    wake = threading.Event()
+    metrics = Metrics(version=__version__)
+    readiness = Readiness()
+    readiness.set_lease_decided()  # no leader election yet: this process always acts
+    server = None
+    if webhook_secret_file and not listen:
+        raise PermanentError("--webhook-secret-file needs --listen", hint="add --listen :8080")
+    if listen:
+        host, port = parse_listen_address(listen)
+        webhook = (
+            WebhookSettings(secret=read_secret_file(webhook_secret_file), repo_url=repo, branch=branch)
+            if webhook_secret_file
+            else None
         )
-        next_poll = 0.0
-        while not stop.is_set():
-            now = time.monotonic()
-            if now >= next_poll:
-                controller.poll()
-                retry = interval if controller.source_error is None else min(interval * 2, 60.0)
-                next_poll = now + retry
-            controller.reconcile_due()
-            wait = controller.next_due_in()
-            timeout = next_poll - time.monotonic()
-            if wait is not None:
-                timeout = min(timeout, wait)
-            stop.wait(max(timeout, 0.05))
-        log.info("gitdeploy run: stopped; a restart resumes where this left off")
+        server = HttpServer(
+            metrics=metrics,
+            readiness=readiness,
+            host=host,
+            port=port,
+            webhook=webhook,
+            on_push=lambda _event: wake.set(),
+        )
+        server.start()
+    try:
+        with _controller(ctx, repo, branch, subpath, prune, workers, namespaces) as controller:
+            _loop(controller, stop, wake, interval, metrics, readiness, f"{repo} ({branch})")
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _loop(
+    controller: Controller,
+    stop: threading.Event,
+    wake: threading.Event,
+    interval: float,
+    metrics: Metrics,
+    readiness: Readiness,
+    source: str,
+) -> None:
+    """Poll at ``interval`` (at once on a webhook push), and run each pass when apps are due."""
+    log = logging.getLogger("gitdeploy")
+    where = controller.cluster.description
+    log.info("gitdeploy run: %s on %s, polling every %.1f s", source, where, interval)
+    next_poll = 0.0
+    while not stop.is_set():
+        now = time.monotonic()
+        if now >= next_poll or wake.is_set():
+            wake.clear()
+            controller.poll()
+            metrics.observe_poll(time.monotonic() - now, error=controller.source_error is not None)
+            if controller.head is not None:
+                readiness.set_repo_read()
+            next_poll = now + (interval if controller.source_error is None else min(interval * 2, 60.0))
+        started = time.monotonic()
+        if controller.reconcile_due():
+            metrics.observe_reconcile(time.monotonic() - started, "success")
+            states = list(controller.reports.values())
+            metrics.set_app_states(Counter(r.sync for r in states), Counter(r.health for r in states))
+        wait = controller.next_due_in()
+        timeout = next_poll - time.monotonic()
+        if wait is not None:
+            timeout = min(timeout, wait)
+        wake.wait(max(timeout, 0.05))
+        if stop.is_set():
+            break
+    log.info("gitdeploy run: stopped; a restart resumes where this left off")
 
 
 @click.command("sync")
@@ -183,6 +267,7 @@ def sync(
     subpath: str,
     prune: bool | None,
     workers: int,
+    namespaces: tuple[str, ...],
     wait: bool,
     timeout: float,
     output: str,
@@ -199,7 +284,7 @@ def sync(
     """
     if get_context(ctx).debug:
         _setup_logging(True, "text")
-    with _controller(ctx, repo, branch, subpath, prune, workers) as controller:
+    with _controller(ctx, repo, branch, subpath, prune, workers, namespaces) as controller:
         controller.poll()
         if controller.source_error is not None:
             raise PermanentError(

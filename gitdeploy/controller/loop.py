@@ -76,6 +76,7 @@ class Controller:
         prune: bool | None = None,
         workers: int = 4,
         resync_seconds: float = 300.0,
+        namespaces: frozenset[str] = frozenset(),
     ) -> None:
         self.repo = repo
         self.cluster = cluster
@@ -85,6 +86,8 @@ class Controller:
         self.prune_flag = prune
         self.workers = max(1, workers)
         self.resync_seconds = resync_seconds
+        self.namespaces = namespaces
+        """Only apps in these namespaces (all when empty); the others are left alone."""
         self.head: str | None = None
         self.desired: LoadResult | None = None
         self.apps: dict[AppKey, App] = {}
@@ -129,7 +132,7 @@ class Controller:
 
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
         now = self.clock.now()
-        fresh = {app.key: app for app in desired.apps}
+        fresh = {app.key: app for app in desired.apps if self._mine(app.key)}
         problems: dict[AppKey, str] = {}
         for diagnostic in desired.diagnostics:
             for key in desired.invalid_apps:
@@ -137,6 +140,7 @@ class Controller:
                     problems[key] = (problems.get(key, "") + "; " + diagnostic.render()).lstrip("; ")
         for key in desired.invalid_apps:
             problems.setdefault(key, "the manifest is invalid (see `gitdeploy validate`)")
+        problems = {key: text for key, text in problems.items() if self._mine(key)}
         with self._lock:
             for key, app in fresh.items():
                 old = self.apps.get(key)
@@ -159,6 +163,9 @@ class Controller:
             self.head = head
             if self._next_resync == 0.0:
                 self._next_resync = now  # the first load also looks for orphans from earlier runs
+
+    def _mine(self, key: AppKey) -> bool:
+        return not self.namespaces or key.namespace in self.namespaces
 
     def _removal_note(self, app: App, head: str) -> str:
         try:
@@ -370,6 +377,8 @@ class Controller:
         with self._lock:
             for record in records:
                 key = AppKey(record.namespace, record.app)
+                if not self._mine(key):
+                    continue
                 if key not in self.apps and key not in self.orphans:
                     self.orphans[key] = "not in git (any more)"
                 self.due.setdefault(key, now)

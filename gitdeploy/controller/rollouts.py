@@ -183,7 +183,7 @@ class RolloutRunner:
             except GitdeployError as problem:  # an event is never worth failing a step for
                 log.warning("[%s] could not record event %s: %s", app.key, event.reason, problem)
         if step.actions or step.record is not None:
-            log.info("[%s] %s: %s", app.key, step.phase, step.message)
+            log.debug("[%s] %s: %s", app.key, step.phase, step.message)
 
     def _with_logs(self, namespace: str, record: AppRecord, pods: tuple[str, ...]) -> AppRecord:
         """Add the log tail of finished hook and deployer pods to the revisions that ran them."""
