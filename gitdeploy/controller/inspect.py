@@ -11,18 +11,9 @@ from dataclasses import dataclass
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.observed import (
-    AUTHOR_ANNOTATION,
-    CAUSE_ANNOTATION,
-    CHANGE_CAUSE_ANNOTATION,
-    COMMIT_ANNOTATION,
-    PHASE_ANNOTATION,
-    STARTED_AT_ANNOTATION,
-    SUBJECT_ANNOTATION,
-    ObservedReplicaSet,
-)
-from gitdeploy.core.records import AppRecord, CommitRef, Outcome, RevisionEntry
-from gitdeploy.core.timestamps import parse_timestamp
+from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet
+from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry
+from gitdeploy.core.rollout import revision_entry_of
 from gitdeploy.errors import NotFoundError
 
 
@@ -108,20 +99,6 @@ def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
     for rs in replica_sets:
         revision = rs.state.revision
         if revision and revision not in entries:
-            template = rs.template
-            entries[revision] = RevisionEntry(
-                revision=revision,
-                template_hash=rs.state.template_hash,
-                replica_set=rs.name,
-                commit=CommitRef(
-                    rs.annotation(COMMIT_ANNOTATION),
-                    rs.annotation(AUTHOR_ANNOTATION),
-                    rs.annotation(SUBJECT_ANNOTATION),
-                ),
-                cause=rs.annotation(CAUSE_ANNOTATION),
-                change_cause=rs.annotation(CHANGE_CAUSE_ANNOTATION),
-                images=tuple((c.name, c.image) for c in template.containers) if template is not None else (),
-                started_at=parse_timestamp(rs.annotation(STARTED_AT_ANNOTATION)),
-                outcome=Outcome(rs.annotation(PHASE_ANNOTATION, Outcome.RUNNING.value)),
-            )
+            phase = Outcome(rs.annotation(PHASE_ANNOTATION, Outcome.RUNNING.value))
+            entries[revision] = revision_entry_of(rs, phase)
     return [entries[r] for r in sorted(entries)]

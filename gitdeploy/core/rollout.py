@@ -201,6 +201,29 @@ class Step:
 # -- small helpers ---------------------------------------------------------------------------------
 
 
+def revision_entry_of(
+    rs: ObservedReplicaSet, outcome: Outcome, template: PodTemplate | None = None
+) -> RevisionEntry:
+    """What a ReplicaSet's annotations say about its revision (commit, cause, images, start)."""
+    template = template or rs.template
+    return RevisionEntry(
+        revision=rs.state.revision,
+        template_hash=rs.state.template_hash,
+        replica_set=rs.name,
+        commit=CommitRef(
+            rs.annotation(COMMIT_ANNOTATION),
+            rs.annotation(AUTHOR_ANNOTATION),
+            rs.annotation(SUBJECT_ANNOTATION),
+        ),
+        cause=rs.annotation(CAUSE_ANNOTATION, Cause.CONFIG_CHANGE.value),
+        change_cause=rs.annotation(CHANGE_CAUSE_ANNOTATION),
+        images=tuple((c.name, c.image) for c in template.containers) if template is not None else (),
+        started_at=parse_timestamp(rs.annotation(STARTED_AT_ANNOTATION)),
+        outcome=outcome,
+        returns_to=_returns_to(rs.annotation(REVISION_HISTORY_ANNOTATION)),
+    )
+
+
 def _returns_to(history: str) -> int | None:
     """The revision a reused ReplicaSet last had (the last of its revision-history annotation)."""
     last = history.rsplit(",", 1)[-1]
@@ -558,26 +581,13 @@ class _Pass:
         self.log_pods += [h.pod for h in hooks if h.outcome in ("Succeeded", "Failed", "Ignored")]
         pin = self.target.pin
         rolled_back = pin is not None and pin.template_hash == rs.state.template_hash
-        return RevisionEntry(
-            revision=rs.state.revision,
-            template_hash=rs.state.template_hash,
-            replica_set=rs.name,
-            commit=CommitRef(
-                rs.annotation(COMMIT_ANNOTATION),
-                rs.annotation(AUTHOR_ANNOTATION),
-                rs.annotation(SUBJECT_ANNOTATION),
-            ),
-            cause=rs.annotation(CAUSE_ANNOTATION, Cause.CONFIG_CHANGE.value),
-            change_cause=rs.annotation(CHANGE_CAUSE_ANNOTATION),
-            images=tuple((c.name, c.image) for c in template.containers),
-            started_at=parse_timestamp(rs.annotation(STARTED_AT_ANNOTATION)),
+        return dataclasses.replace(
+            revision_entry_of(rs, outcome, template),
             finished_at=self.now,
-            outcome=outcome,
             hooks=hooks,
             rolled_back_from=pin.rolled_back_from if pin is not None and rolled_back else None,
             rolled_back_to=pin.revision if pin is not None and rolled_back else None,
             by=pin.by if pin is not None and rolled_back else "",
-            returns_to=_returns_to(rs.annotation(REVISION_HISTORY_ANNOTATION)),
         )
 
     def finish(self, status: DeploymentStatus) -> Step:
@@ -1010,5 +1020,6 @@ __all__ = [
     "Target",
     "effective_replicas",
     "plan_pass",
+    "revision_entry_of",
     "starts_rollout",
 ]
