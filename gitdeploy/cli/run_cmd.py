@@ -316,7 +316,12 @@ def sync(
         print_table(["app", "sync", "health", "revision", "message"], [_report_row(r) for r in rows])
     good = all(r.sync in (Sync.SYNCED, Sync.PINNED) and r.health == Health.HEALTHY for r in rows)
     if wait and not all(r.settled for r in rows):
-        click.echo(f"error: timed out after {timeout:.0f} s waiting for the rollouts", err=True)
+        click.echo(
+            f"error: timed out after {timeout:.0f} s waiting for the rollouts "
+            "(they go on in the cluster: `gitdeploy status` shows where they are; "
+            "raise --timeout to wait longer)",
+            err=True,
+        )
         ctx.exit(1)
     ctx.exit(0 if good else 1)
 

@@ -233,14 +233,23 @@ def rollout_status(
             click.echo(f'app "{key}" successfully rolled out (revision {view.revision})')
             return
         if view.phase == Outcome.FAILED.value:
-            click.echo(f'error: app "{key}" revision {view.revision} failed: {view.message}', err=True)
+            click.echo(
+                f'error: app "{key}" revision {view.revision} failed: {view.message} '
+                f"(details: `gitdeploy history {key} --revision {view.revision}`; "
+                "fix the manifest and push, or revert the commit)",
+                err=True,
+            )
             ctx.exit(1)
         line = _waiting_line(view)
         if line != said:
             click.echo(line)
             said = line
         if time.monotonic() >= deadline:
-            click.echo(f"error: timed out waiting for the rollout of {key} after {timeout:.0f} s", err=True)
+            click.echo(
+                f"error: timed out waiting for the rollout of {key} after {timeout:.0f} s "
+                "(it goes on; run again or raise --timeout)",
+                err=True,
+            )
             ctx.exit(1)
         time.sleep(interval)
 

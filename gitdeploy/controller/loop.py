@@ -98,7 +98,8 @@ class Controller:
         self.failures: dict[AppKey, int] = defaultdict(int)
         self.reports: dict[AppKey, AppReport] = {}
         self.source_error: str | None = None
-        self._commits: dict[tuple[str, str], CommitRef] = {}
+        self._commits: dict[str, CommitRef] = {}
+        """Commit that last changed each manifest file, at the current head (cleared when it moves)."""
         self._next_resync = 0.0
         self._lock = threading.Lock()
 
@@ -133,14 +134,14 @@ class Controller:
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
         now = self.clock.now()
         fresh = {app.key: app for app in desired.apps if self._mine(app.key)}
-        problems: dict[AppKey, str] = {}
+        rendered: dict[str, list[str]] = defaultdict(list)
         for diagnostic in desired.diagnostics:
-            for key in desired.invalid_apps:
-                if diagnostic.app == str(key):
-                    problems[key] = (problems.get(key, "") + "; " + diagnostic.render()).lstrip("; ")
-        for key in desired.invalid_apps:
-            problems.setdefault(key, "the manifest is invalid (see `gitdeploy validate`)")
-        problems = {key: text for key, text in problems.items() if self._mine(key)}
+            rendered[diagnostic.app].append(diagnostic.render())
+        problems = {
+            key: "; ".join(rendered[str(key)]) or "the manifest is invalid (see `gitdeploy validate`)"
+            for key in desired.invalid_apps
+            if self._mine(key)
+        }
         with self._lock:
             for key, app in fresh.items():
                 old = self.apps.get(key)
@@ -161,6 +162,7 @@ class Controller:
             self.problems = problems
             self.desired = desired
             self.head = head
+            self._commits.clear()
             if self._next_resync == 0.0:
                 self._next_resync = now  # the first load also looks for orphans from earlier runs
 
@@ -179,8 +181,7 @@ class Controller:
     def commit_for(self, app: App) -> CommitRef:
         """The commit that last changed the app's manifest file (at the tracked head)."""
         assert self.head is not None
-        cache_key = (app.location.file, self.head)
-        found = self._commits.get(cache_key)
+        found = self._commits.get(app.location.file)
         if found is None:
             info = self.repo.last_change(app.location.file, self.head)
             found = (
@@ -188,7 +189,7 @@ class Controller:
                 if info is not None
                 else CommitRef(self.head, "", "")
             )
-            self._commits[cache_key] = found
+            self._commits[app.location.file] = found
         return found
 
     # -- passes --------------------------------------------------------------------------------------
@@ -262,7 +263,13 @@ class Controller:
                 return self._handle_orphan(key, replica_sets, stored)
             app = self.apps.get(key)
             if app is None:
-                return None
+                # New and invalid from the start: nothing runs, nothing to touch; say so.
+                problem = self.problems.get(key)
+                if problem is None:
+                    return None
+                report = AppReport(key, Sync.INVALID_MANIFEST, Health.MISSING, "", problem, settled=True)
+                self._remember(report, None)
+                return report
             report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
         except GitdeployError as problem:
             self._failed(key, problem)
@@ -279,19 +286,20 @@ class Controller:
         target = choose_target(app, commit, snapshot)
         problem = self.problems.get(app.key)
 
-        def amend(step: Step, record: AppRecord) -> AppRecord:
+        def verdict(step: Step) -> tuple[Sync, Health, str]:
             sync, health = classify(step, pinned=target.pin is not None)
             if problem is not None:
-                sync = Sync.INVALID_MANIFEST
-            message = problem or step.message
+                return Sync.INVALID_MANIFEST, health, problem
+            return sync, health, step.message
+
+        def amend(step: Step, record: AppRecord) -> AppRecord:
+            sync, health, message = verdict(step)
             return self._with_status(record, sync, health, message, str(app.location))
 
         step = self.runner.run_step(target, snapshot, stored, amend)
-        sync, health = classify(step, pinned=target.pin is not None)
-        if problem is not None:
-            sync = Sync.INVALID_MANIFEST
+        sync, health, message = verdict(step)
         settled = step.requeue_after is None
-        report = AppReport(app.key, sync, health, step.phase, problem or step.message, step.revision, settled)
+        report = AppReport(app.key, sync, health, step.phase, message, step.revision, settled)
         self._remember(report, step.requeue_after)
         return report
 

@@ -124,8 +124,6 @@ class RolloutRunner:
         now = self.clock.now()
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key))
         record = step.record or snapshot.record
-        if snapshot.record.pin is not None and target.pin is None:
-            record = dataclasses.replace(record, pin=None)
         if amend is not None and not step.create_record:
             record = amend(step, record)
         if record != (step.record or snapshot.record):

@@ -966,8 +966,16 @@ def plan_pass(target: Target, snap: Snapshot, now: float, previous: DeploymentSt
     """One pass for one app: what to do now to move it towards ``target``.
 
     ``previous`` is the status the last pass returned (kept in memory by the caller; ``None``
-    after a restart, when progress times are read from the cluster instead).
+    after a restart, when progress times are read from the cluster instead). A rollback pin the
+    target no longer honours (git moved on) is cleared in the record this step writes.
     """
+    step = _plan(target, snap, now, previous)
+    if snap.record.pin is not None and target.pin is None and not step.create_record:
+        step = dataclasses.replace(step, record=dataclasses.replace(step.record or snap.record, pin=None))
+    return step
+
+
+def _plan(target: Target, snap: Snapshot, now: float, previous: DeploymentStatus | None) -> Step:
     run = _Pass(target, snap, now, previous)
     app = target.app
     if not snap.record_uid:
@@ -1013,7 +1021,6 @@ __all__ = [
     "DeletePod",
     "DeleteReplicaSet",
     "Event",
-    "FailurePolicy",
     "PatchReplicaSet",
     "Snapshot",
     "Step",

@@ -431,7 +431,7 @@ class RegistryClient:
         credentials = self._credentials.get(ref.registry)
         if credentials is None:
             hint = (
-                f"no credentials for {ref.registry} in {self._config_hint}: add auths.\"{ref.registry}\" "
+                f'no credentials for {ref.registry} in {self._config_hint}: add auths."{ref.registry}" '
                 f"(docker login {ref.registry}); some registries also answer like this for a repository "
                 "that does not exist"
             )

@@ -285,7 +285,9 @@ class HttpServer:
             self.metrics.webhook_delivery(verdict.provider, "not-tracked")
             log.info(
                 "webhook push to %s of %s ignored: gitdeploy tracks branch %s of another repository",
-                verdict.branch, verdict.repo_urls[0], normalize_branch(settings.branch),
+                verdict.branch,
+                verdict.repo_urls[0],
+                normalize_branch(settings.branch),
             )
             return HTTPStatus.ACCEPTED, "push ignored: not the tracked repository and branch"
         with self._push_lock:
@@ -310,7 +312,10 @@ class HttpServer:
         self.metrics.webhook_delivery(verdict.provider, "triggered")
         log.info(
             "webhook push of %s to %s (%s delivery %s): fetch triggered",
-            verdict.after[:12], verdict.branch, verdict.provider, verdict.delivery_id or "-",
+            verdict.after[:12],
+            verdict.branch,
+            verdict.provider,
+            verdict.delivery_id or "-",
         )
         return HTTPStatus.OK, f"fetch triggered for {verdict.after}"
 

@@ -99,23 +99,35 @@ class Metrics:
             GCCollector(registry=registry)
 
         self._build_info = Gauge(
-            "build_info", "Always 1; the version label says which gitdeploy runs.", ["version"],
-            namespace=NAMESPACE, registry=registry,
+            "build_info",
+            "Always 1; the version label says which gitdeploy runs.",
+            ["version"],
+            namespace=NAMESPACE,
+            registry=registry,
         )
         self._build_info.labels(version=version or "unknown").set(1)
 
         self._reconcile_seconds = Histogram(
             "reconcile_duration_seconds",
             "Time one reconcile pass of one app took, by result.",
-            ["result"], namespace=NAMESPACE, registry=registry, buckets=RECONCILE_BUCKETS,
+            ["result"],
+            namespace=NAMESPACE,
+            registry=registry,
+            buckets=RECONCILE_BUCKETS,
         )
         self._apps_sync = Gauge(
-            "apps_sync_state", "Number of apps in each sync state (git vs cluster).",
-            ["state"], namespace=NAMESPACE, registry=registry,
+            "apps_sync_state",
+            "Number of apps in each sync state (git vs cluster).",
+            ["state"],
+            namespace=NAMESPACE,
+            registry=registry,
         )
         self._apps_health = Gauge(
-            "apps_health_state", "Number of apps in each health state.",
-            ["state"], namespace=NAMESPACE, registry=registry,
+            "apps_health_state",
+            "Number of apps in each health state.",
+            ["state"],
+            namespace=NAMESPACE,
+            registry=registry,
         )
         for sync_state in SyncState:
             self._apps_sync.labels(state=sync_state.value).set(0)
@@ -125,51 +137,80 @@ class Metrics:
         self._health_seen: set[str] = {s.value for s in HealthState}
 
         self._rollouts_started = Counter(
-            "rollouts_started", "Rollouts (new revisions) started, by cause.",
-            ["cause"], namespace=NAMESPACE, registry=registry,
+            "rollouts_started",
+            "Rollouts (new revisions) started, by cause.",
+            ["cause"],
+            namespace=NAMESPACE,
+            registry=registry,
         )
         self._rollouts_completed = Counter(
-            "rollouts_completed", "Rollouts that completed, by cause.",
-            ["cause"], namespace=NAMESPACE, registry=registry,
+            "rollouts_completed",
+            "Rollouts that completed, by cause.",
+            ["cause"],
+            namespace=NAMESPACE,
+            registry=registry,
         )
         self._rollouts_failed = Counter(
-            "rollouts_failed", "Rollouts that failed or were cancelled, by cause.",
-            ["cause"], namespace=NAMESPACE, registry=registry,
+            "rollouts_failed",
+            "Rollouts that failed or were cancelled, by cause.",
+            ["cause"],
+            namespace=NAMESPACE,
+            registry=registry,
         )
         self._rollout_seconds = Histogram(
-            "rollout_duration_seconds", "Time from a rollout's start to its end, by outcome.",
-            ["outcome"], namespace=NAMESPACE, registry=registry, buckets=ROLLOUT_BUCKETS,
+            "rollout_duration_seconds",
+            "Time from a rollout's start to its end, by outcome.",
+            ["outcome"],
+            namespace=NAMESPACE,
+            registry=registry,
+            buckets=ROLLOUT_BUCKETS,
         )
         self._rollbacks = Counter(
-            "rollbacks", "Rollbacks requested (each also starts a rollout with its own cause).",
-            namespace=NAMESPACE, registry=registry,
+            "rollbacks",
+            "Rollbacks requested (each also starts a rollout with its own cause).",
+            namespace=NAMESPACE,
+            registry=registry,
         )
 
         self._poll_seconds = Histogram(
-            "source_poll_duration_seconds", "Time one poll (fetch) of the config repository took.",
-            namespace=NAMESPACE, registry=registry, buckets=POLL_BUCKETS,
+            "source_poll_duration_seconds",
+            "Time one poll (fetch) of the config repository took.",
+            namespace=NAMESPACE,
+            registry=registry,
+            buckets=POLL_BUCKETS,
         )
         self._poll_errors = Counter(
-            "source_poll_errors", "Polls of the config repository that failed.",
-            namespace=NAMESPACE, registry=registry,
+            "source_poll_errors",
+            "Polls of the config repository that failed.",
+            namespace=NAMESPACE,
+            registry=registry,
         )
         self._last_poll_success = Gauge(
             "source_last_successful_poll_timestamp_seconds",
             "When the config repository was last polled successfully (0: never). Alert on its age.",
-            namespace=NAMESPACE, registry=registry,
+            namespace=NAMESPACE,
+            registry=registry,
         )
 
         self._api_requests = Counter(
-            "kube_api_requests", "Kubernetes API requests, by verb and HTTP status code.",
-            ["verb", "code"], namespace=NAMESPACE, registry=registry,
+            "kube_api_requests",
+            "Kubernetes API requests, by verb and HTTP status code.",
+            ["verb", "code"],
+            namespace=NAMESPACE,
+            registry=registry,
         )
         self._leader = Gauge(
-            "leader", "1 while this process holds the leader Lease, else 0.",
-            namespace=NAMESPACE, registry=registry,
+            "leader",
+            "1 while this process holds the leader Lease, else 0.",
+            namespace=NAMESPACE,
+            registry=registry,
         )
         self._webhooks = Counter(
-            "webhook_deliveries", "Git webhook deliveries received, by provider and outcome.",
-            ["provider", "outcome"], namespace=NAMESPACE, registry=registry,
+            "webhook_deliveries",
+            "Git webhook deliveries received, by provider and outcome.",
+            ["provider", "outcome"],
+            namespace=NAMESPACE,
+            registry=registry,
         )
 
     # -- reconcile loop -------------------------------------------------------------------------

@@ -42,7 +42,13 @@ _SCP_LIKE: Final = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>.*)$")
 # Payload fields that hold an address of the repository, by provider.
 _GITHUB_URL_FIELDS: Final = ("clone_url", "ssh_url", "html_url", "git_url", "svn_url", "url")
 _GITLAB_URL_FIELDS: Final = (
-    "git_http_url", "git_ssh_url", "web_url", "http_url", "ssh_url", "url", "homepage",
+    "git_http_url",
+    "git_ssh_url",
+    "web_url",
+    "http_url",
+    "ssh_url",
+    "url",
+    "homepage",
 )
 
 
@@ -216,7 +222,7 @@ def _push_from(
         return Rejected(HTTPStatus.BAD_REQUEST, "push payload names no repository URL", provider)
     return PushEvent(
         repo_urls=urls,
-        branch=ref[len(_BRANCH_PREFIX):],
+        branch=ref[len(_BRANCH_PREFIX) :],
         after=after,
         provider=provider,
         delivery_id=delivery[:200],

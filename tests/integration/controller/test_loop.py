@@ -141,6 +141,21 @@ def test_one_invalid_app_does_not_stop_the_others(
     assert [rs.state.replicas for rs in adapter.list_replica_sets("shop", "api")] == [2]
 
 
+def test_a_new_app_that_is_invalid_from_the_start_is_reported(
+    git_remote: GitRemote, controller: Controller, adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    broken = deployment("api").replace("replicas: 2", 'replicas: "two"')
+    git_remote.commit_and_push(
+        "two apps, one broken", {"apps/web.yaml": deployment("web"), "apps/api.yaml": broken}
+    )
+    reports = settle(controller, fake_clock)
+    api = reports[AppKey("shop", "api")]
+    assert (api.sync, api.health) == ("InvalidManifest", "Missing")
+    assert "apps/api.yaml:5" in api.message
+    assert reports[AppKey("shop", "web")].sync == "Synced"
+    assert adapter.list_replica_sets("shop", "api") == []
+
+
 def test_an_unreachable_repo_touches_nothing(
     git_remote: GitRemote,
     controller: Controller,
