@@ -216,6 +216,8 @@ class Controller:
             keys = sorted(only) if only is not None else sorted(k for k, t in self.due.items() if t <= now)
             for key in keys:
                 self.due.pop(key, None)
+        if not keys:
+            return []
         by_namespace: dict[str, list[AppKey]] = defaultdict(list)
         for key in keys:
             by_namespace[key.namespace].append(key)
