@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
+from gitdeploy.core.lease import LeaseSpec, ObservedLease, format_micro_time
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import (
     APP_LABEL,
@@ -54,6 +55,14 @@ from gitdeploy.errors import (
 T = TypeVar("T")
 MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
 RECORD_KEY = "record.json"
+IMAGESTREAM_LABEL = "gitdeploy.io/imagestream"
+"""Label of an image stream's state ConfigMap; its value is the stream's name."""
+STREAM_STATE_KEY = "tags.json"
+
+
+def stream_state_name(stream: str) -> str:
+    """The ConfigMap that holds an image stream's tag histories."""
+    return f"gitdeploy-imagestream-{stream}"
 
 
 def _api_error(bad: ApiException, what: str) -> GitdeployError:
@@ -196,12 +205,13 @@ def _event_order(event: Mapping[str, Any]) -> tuple[float, int]:
     return _timestamp(stamp), int(version) if version.isdigit() else 0
 
 
-def _record(raw: Mapping[str, Any]) -> StoredRecord:
+def _record(raw: Mapping[str, Any], label: str = APP_LABEL, key: str = RECORD_KEY) -> StoredRecord:
+    """A stored JSON ConfigMap: an app record, or (``label``/``key`` of streams) an image stream state."""
     meta = raw.get("metadata") or {}
     return StoredRecord(
         namespace=str(meta.get("namespace", "")),
-        app=str((meta.get("labels") or {}).get(APP_LABEL, "")),
-        payload=str((raw.get("data") or {}).get(RECORD_KEY, "{}")),
+        app=str((meta.get("labels") or {}).get(label, "")),
+        payload=str((raw.get("data") or {}).get(key, "{}")),
         resource_version=str(meta.get("resourceVersion", "")),
         uid=str(meta.get("uid", "")),
     )
@@ -273,14 +283,17 @@ class Cluster:
         return [_record(item) for item in raw]
 
     def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
+        raw = self._read_config_map(namespace, record_name(app), f"read the record of {namespace}/{app}")
+        return _record(raw) if raw is not None else None
+
+    def _read_config_map(self, namespace: str, name: str, what: str) -> dict[str, Any] | None:
         try:
-            with _translated(f"read the record of {namespace}/{app}"):
-                response = self.core.read_namespaced_config_map(
-                    record_name(app), namespace, _preload_content=False
-                )
+            with _translated(what):
+                response = self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
         except NotFoundError:
             return None
-        return _record(json.loads(response.data))
+        loaded: dict[str, Any] = json.loads(response.data)
+        return loaded
 
     # -- writing -----------------------------------------------------------------------------------
 
@@ -305,24 +318,70 @@ class Cluster:
         self, namespace: str, app: str, payload: str, resource_version: str | None
     ) -> StoredRecord:
         """Create the record (``resource_version`` None) or replace it; a stale version → ConflictError."""
-        body: dict[str, Any] = {
-            "metadata": {
-                "name": record_name(app),
-                "namespace": namespace,
-                "labels": {RECORD_LABEL: "true", APP_LABEL: app, MANAGED_BY_LABEL: MANAGED_BY_VALUE},
-            },
-            "data": {RECORD_KEY: payload},
-        }
+        labels = {RECORD_LABEL: "true", APP_LABEL: app, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
         what = f"write the record of {namespace}/{app}"
+        raw = self._write_config_map(
+            namespace, record_name(app), labels, {RECORD_KEY: payload}, resource_version, what
+        )
+        return _record(raw)
+
+    def _write_config_map(
+        self,
+        namespace: str,
+        name: str,
+        labels: Mapping[str, str],
+        data: Mapping[str, str],
+        resource_version: str | None,
+        what: str,
+    ) -> dict[str, Any]:
+        """Create (``resource_version`` None) or replace a ConfigMap; a stale version → ConflictError."""
+        meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels)}
+        body: dict[str, Any] = {"metadata": meta, "data": dict(data)}
         with _translated(what):
             if resource_version is None:
                 response = self.core.create_namespaced_config_map(namespace, body, _preload_content=False)
             else:
-                body["metadata"]["resourceVersion"] = resource_version
+                meta["resourceVersion"] = resource_version
                 response = self.core.replace_namespaced_config_map(
-                    record_name(app), namespace, body, _preload_content=False
+                    name, namespace, body, _preload_content=False
                 )
-        return _record(json.loads(response.data))
+        written: dict[str, Any] = json.loads(response.data)
+        return written
+
+    # -- image stream state (gitdeploy.images keeps the payload's format) -------------------------
+
+    def list_stream_states(self, namespace: str | None = None) -> list[StoredRecord]:
+        """Every image stream state, in one namespace (or all), in one list call (``app`` is the stream)."""
+        raw = self._list_selected(
+            self.core.list_config_map_for_all_namespaces,
+            self.core.list_namespaced_config_map,
+            "list image stream states",
+            namespace,
+            IMAGESTREAM_LABEL,
+        )
+        return [_record(item, IMAGESTREAM_LABEL, STREAM_STATE_KEY) for item in raw]
+
+    def read_stream_state(self, namespace: str, stream: str) -> StoredRecord | None:
+        what = f"read the state of image stream {namespace}/{stream}"
+        raw = self._read_config_map(namespace, stream_state_name(stream), what)
+        return _record(raw, IMAGESTREAM_LABEL, STREAM_STATE_KEY) if raw is not None else None
+
+    def write_stream_state(
+        self, namespace: str, stream: str, payload: str, resource_version: str | None
+    ) -> StoredRecord:
+        """Create (``resource_version`` None) or replace a stream's state; a stale version → ConflictError."""
+        labels = {IMAGESTREAM_LABEL: stream, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+        what = f"write the state of image stream {namespace}/{stream}"
+        name = stream_state_name(stream)
+        data = {STREAM_STATE_KEY: payload}
+        try:
+            raw = self._write_config_map(namespace, name, labels, data, resource_version, what)
+        except NotFoundError:
+            if resource_version is not None:
+                raise
+            self.ensure_namespace(namespace)
+            raw = self._write_config_map(namespace, name, labels, data, resource_version, what)
+        return _record(raw, IMAGESTREAM_LABEL, STREAM_STATE_KEY)
 
     def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
         selector = dict(spec.selector_labels) | {TEMPLATE_HASH_LABEL: spec.template_hash}
@@ -492,3 +551,78 @@ class Cluster:
         if name is not None:
             events = [e for e in events if (e.get("involvedObject") or {}).get("name") == name]
         return sorted(events, key=_event_order)
+
+    # -- leases (leader election) --------------------------------------------------------------------
+
+    def _leases(self) -> Any:
+        return client.CoordinationV1Api(self.api)
+
+    def read_lease(self, namespace: str, name: str, timeout: float | None = None) -> ObservedLease | None:
+        """The Lease ``namespace/name``, or None when there is none yet (``timeout``: per request, s)."""
+        try:
+            with _translated(f"read Lease {namespace}/{name}"):
+                response = self._leases().read_namespaced_lease(
+                    name, namespace, _preload_content=False, _request_timeout=timeout
+                )
+        except NotFoundError:
+            return None
+        return _to_observed_lease(json.loads(response.data))
+
+    def write_lease(
+        self,
+        namespace: str,
+        name: str,
+        spec: LeaseSpec,
+        resource_version: str | None,
+        timeout: float | None = None,
+    ) -> ObservedLease:
+        """Create the Lease (``resource_version`` None) or replace it.
+
+        Optimistic concurrency: a stale ``resource_version`` raises ConflictError, and creating a Lease
+        someone else created first raises AlreadyExistsError; either way the other writer won.
+        """
+        body: dict[str, Any] = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": _lease_spec_body(spec),
+        }
+        leases = self._leases()
+        with _translated(f"write Lease {namespace}/{name}"):
+            if resource_version is None:
+                response = leases.create_namespaced_lease(
+                    namespace, body, _preload_content=False, _request_timeout=timeout
+                )
+            else:
+                body["metadata"]["resourceVersion"] = resource_version
+                response = leases.replace_namespaced_lease(
+                    name, namespace, body, _preload_content=False, _request_timeout=timeout
+                )
+        return _to_observed_lease(json.loads(response.data))
+
+
+def _lease_spec_body(spec: LeaseSpec) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "holderIdentity": spec.holder,
+        "leaseDurationSeconds": spec.duration_seconds,
+        "leaseTransitions": spec.transitions,
+    }
+    if spec.acquire_time is not None:
+        body["acquireTime"] = format_micro_time(spec.acquire_time)
+    if spec.renew_time is not None:
+        body["renewTime"] = format_micro_time(spec.renew_time)
+    return body
+
+
+def _to_observed_lease(raw: Mapping[str, Any]) -> ObservedLease:
+    spec = raw.get("spec") or {}
+    return ObservedLease(
+        LeaseSpec(
+            holder=str(spec.get("holderIdentity") or ""),
+            duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
+            acquire_time=parse_timestamp(spec.get("acquireTime")),
+            renew_time=parse_timestamp(spec.get("renewTime")),
+            transitions=int(spec.get("leaseTransitions") or 0),
+        ),
+        resource_version=str((raw.get("metadata") or {}).get("resourceVersion", "")),
+    )

@@ -1,0 +1,237 @@
+"""Leader election for ``gitdeploy run`` through a ``coordination.k8s.io/v1`` Lease.
+
+:class:`LeaderElector` tries to acquire or renew the Lease every retry period on its own thread (the
+rules are :mod:`gitdeploy.core.lease`); the loop asks :meth:`LeaderElector.is_leader` before each pass
+and acts only while it is True. What a leader does when it can no longer renew: the pass in progress
+finishes (its steps are short and every write is level-based), then the loop stops acting and the
+elector keeps trying as a standby. ``is_leader`` turns False by itself once the renew deadline passed,
+even when the elector's own request hangs, so a leader stops acting before the Lease could expire.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import secrets
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from gitdeploy.clock import Clock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.lease import (
+    JITTER_FACTOR,
+    LeaseTimings,
+    ObservedLease,
+    Role,
+    decide_lease,
+    release_lease,
+    renew_deadline_passed,
+)
+from gitdeploy.errors import AlreadyExistsError, ConflictError, GitdeployError, NotFoundError
+
+log = logging.getLogger("gitdeploy.leader")
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_LEASE_NAMESPACE = "gitdeploy-system"
+
+
+def default_lease_namespace(in_cluster: bool, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE) -> str:
+    """The pod's own namespace when running in a pod, else ``gitdeploy-system``."""
+    if in_cluster:
+        try:
+            found = namespace_file.read_text(encoding="utf-8").strip()
+        except OSError:
+            found = ""
+        if found:
+            return found
+    return DEFAULT_LEASE_NAMESPACE
+
+
+def new_identity() -> str:
+    """``<pod or host name>_<random>``: unique even when a restarted process keeps its host name."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{secrets.token_hex(4)}"
+
+
+class LeaderElector:
+    """One process's part in leader election on the Lease ``namespace/name``. Thread-safe."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        namespace: str,
+        name: str,
+        identity: str,
+        clock: Clock,
+        timings: LeaseTimings,
+        on_change: Callable[[Role], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.clock = clock
+        self.timings = timings
+        self.on_change = on_change
+        """Called (on the elector's thread) when the role changes, and with the first decision."""
+        self._lock = threading.Lock()
+        self._role: Role | None = None
+        self._leader = ""
+        self._observed: ObservedLease | None = None
+        self._observed_at = 0.0
+        self._last_renewed = 0.0
+        self._problem = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def lease(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def decided(self) -> bool:
+        """True once this process knows whether it leads (the readiness condition)."""
+        with self._lock:
+            return self._role is not None
+
+    @property
+    def leader(self) -> str:
+        """The holder this process last saw ('' when unknown or free)."""
+        with self._lock:
+            return self._leader
+
+    def is_leader(self) -> bool:
+        """True while this process holds the Lease and renewed it within the renew deadline."""
+        with self._lock:
+            return self._role is Role.LEADER and not renew_deadline_passed(
+                self._last_renewed, self.clock.now(), self.timings.renew_deadline
+            )
+
+    # -- one try ---------------------------------------------------------------------------------
+
+    def step(self) -> None:
+        """Read the Lease once and acquire, renew or stand by (client-go's ``tryAcquireOrRenew``)."""
+        now = self.clock.now()
+        try:
+            current = self.cluster.read_lease(self.namespace, self.name, timeout=self.timings.renew_deadline)
+            self._observe(current, now)
+            decision = decide_lease(
+                current.spec if current else None,
+                identity=self.identity,
+                now=now,
+                observed_at=self._observed_at,
+                lease_duration=self.timings.lease_seconds,
+            )
+            if decision.write is not None:
+                written = self.cluster.write_lease(
+                    self.namespace,
+                    self.name,
+                    decision.write,
+                    current.resource_version if current else None,
+                    timeout=self.timings.renew_deadline,
+                )
+                self._observe(written, now)
+                with self._lock:
+                    self._last_renewed = now
+        except GitdeployError as problem:
+            self._failed(problem, now)
+            return
+        self._problem = ""
+        self._become(decision.role, decision.leader)
+
+    def _observe(self, lease: ObservedLease | None, now: float) -> None:
+        """Remember ``lease``; a new resourceVersion restarts its validity on this process's clock."""
+        changed = (lease is None) != (self._observed is None) or (
+            lease is not None
+            and self._observed is not None
+            and lease.resource_version != self._observed.resource_version
+        )
+        if changed or self._observed_at == 0.0:
+            self._observed_at = now
+        self._observed = lease
+
+    def _failed(self, problem: GitdeployError, now: float) -> None:
+        if isinstance(problem, ConflictError | AlreadyExistsError):
+            log.debug("lease %s: another process wrote it first; re-reading", self.lease)
+        elif problem.message != self._problem:
+            self._problem = problem.message
+            if isinstance(problem, NotFoundError):  # the namespace is missing
+                problem = NotFoundError(
+                    problem.message, hint=f"create namespace {self.namespace}, or pass --lease-namespace"
+                )
+            log.warning("lease %s: %s", self.lease, problem)
+        with self._lock:
+            lost = self._role is Role.LEADER and renew_deadline_passed(
+                self._last_renewed, now, self.timings.renew_deadline
+            )
+        if lost:
+            log.warning(
+                "lost the lease %s: not renewed for %.1f s; stop acting after the step in progress",
+                self.lease,
+                now - self._last_renewed,
+            )
+            self._become(Role.STANDBY, "")
+
+    def _become(self, role: Role, leader: str) -> None:
+        with self._lock:
+            previous, previous_leader = self._role, self._leader
+            self._role, self._leader = role, leader
+        if role is Role.LEADER and previous is not Role.LEADER:
+            log.info("became leader (lease %s, identity %s)", self.lease, self.identity)
+        elif role is Role.STANDBY and (previous is not Role.STANDBY or leader != previous_leader):
+            if previous is Role.LEADER and leader:
+                log.warning(
+                    "lost the lease %s to %s: stop acting after the step in progress", self.lease, leader
+                )
+            log.info("standby: leader is %s (lease %s), waiting", leader or "unknown", self.lease)
+        if role is not previous and self.on_change is not None:
+            self.on_change(role)
+
+    # -- in the background -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Try every retry period on a daemon thread until :meth:`close`."""
+        self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.step()
+            wait = self.timings.retry_period
+            if not self.is_leader():
+                wait *= random.uniform(1.0, JITTER_FACTOR)
+            self._stop.wait(wait)
+
+    def close(self) -> None:
+        """Stop trying, and release the Lease when holding it (graceful shutdown)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.timings.renew_deadline + self.timings.retry_period)
+        self.release()
+
+    def release(self) -> bool:
+        """Give the Lease up so a standby takes over at its next try; True when released."""
+        with self._lock:
+            held = self._role is Role.LEADER
+            self._role = Role.STANDBY if held else self._role
+        observed = self._observed
+        if not held or observed is None or observed.spec.holder != self.identity:
+            return False
+        try:
+            self.cluster.write_lease(
+                self.namespace,
+                self.name,
+                release_lease(observed.spec, self.clock.now()),
+                observed.resource_version,
+                timeout=self.timings.retry_period,
+            )
+        except GitdeployError as problem:
+            log.warning("could not release the lease %s (%s); it expires by itself", self.lease, problem)
+            return False
+        finally:
+            if self.on_change is not None:
+                self.on_change(Role.STANDBY)
+        log.info("released the lease %s", self.lease)
+        return True
