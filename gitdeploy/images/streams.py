@@ -10,6 +10,9 @@ Rules (OpenShift's image import, simplified):
   keep their history and are listed in ``skipped``.
 * A tag is resolved when it is ``scheduled``, when it has no history yet, when its ``from_name``
   changed since the last resolution, or when ``resolve_all`` is set (a manual import).
+* A tag moved by hand (``gitdeploy tag``, :meth:`TagHistory.move_by_hand`) is not resolved again
+  until git changes its ``from_name``: the hand-set digest stays, scheduled or not. A hand-moved
+  tag that was never resolved adopts git's ``from_name`` as its source at the next resolution.
 * A ``from_name`` pinned to a digest (``repo@sha256:...``) needs no resolver call.
 * A newly seen digest is put first in the history, an older entry with the same digest is dropped
   (so the history lists distinct digests, newest first), and the history is cut to ``limit``.
@@ -24,11 +27,12 @@ Worked example: history of ``latest`` is ``[B@t1, A@t0]``; the registry now says
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gitdeploy.core.models import ImageStream, ImageStreamTag
-from gitdeploy.errors import GitdeployError
+from gitdeploy.errors import GitdeployError, PermanentError
 from gitdeploy.images.reference import format_pinned_reference, parse_image_reference
 
 DEFAULT_HISTORY_LIMIT = 10
@@ -58,6 +62,8 @@ class TagHistory:
     source: str = ""
     """The ``from_name`` the newest entry was resolved from; a change forces a new resolution."""
     events: tuple[TagEvent, ...] = ()
+    manual: bool = False
+    """The newest entry was set by hand (``gitdeploy tag``) rather than resolved from ``source``."""
 
     @property
     def latest(self) -> TagEvent | None:
@@ -72,6 +78,11 @@ class TagHistory:
             return TagHistory(self.tag, source, self.events[:limit])
         older = tuple(e for e in self.events if e.digest != event.digest)
         return TagHistory(self.tag, source, ((event, *older))[:limit])
+
+    def move_by_hand(self, event: TagEvent, limit: int = DEFAULT_HISTORY_LIMIT) -> TagHistory:
+        """This history with ``event`` newest, set by hand: it holds until git's ``from`` changes."""
+        moved = self.record_event(event, self.source, limit)
+        return TagHistory(moved.tag, moved.source, moved.events, manual=True)
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,9 @@ def select_tags_to_resolve(
         history = histories.get(tag.name)
         never_resolved = history is None or history.latest is None
         source_changed = history is not None and history.source != tag.from_name
+        held = history is not None and history.manual and (not history.source or not source_changed)
+        if held and not never_resolved:
+            continue  # moved by hand: holds until git's from changes (an empty source adopts git's)
         if resolve_all or tag.scheduled or never_resolved or source_changed:
             due.append(tag)
     return tuple(due)
@@ -152,6 +166,8 @@ def resolve_stream_tags(
     for tag in stream.tags:
         history = previous.get(tag.name, TagHistory(tag.name))
         if tag.name not in due:
+            if history.manual and not history.source:
+                history = TagHistory(history.tag, tag.from_name, history.events, manual=True)
             skipped.append(tag.name)
             updated.append(history)
             continue
@@ -173,3 +189,55 @@ def _resolve_tag_event(tag: ImageStreamTag, resolve: DigestResolver, now: float)
     reference = parse_image_reference(tag.from_name)
     digest = reference.digest if reference.digest is not None else resolve(str(reference))
     return TagEvent(digest=digest, image=format_pinned_reference(reference, digest), observed_at=now)
+
+
+STATE_VERSION = 1
+"""Version of the stored tag-history JSON (:func:`histories_to_json`)."""
+
+
+def histories_to_json(histories: Iterable[TagHistory]) -> str:
+    """The tag histories of one stream as versioned JSON, as kept in the cluster.
+
+    ``{"version": 1, "tags": [{"tag", "source", "manual", "events": [{"digest", "image",
+    "observedAt"}]}]}``, newest event first.
+    """
+    body = {
+        "version": STATE_VERSION,
+        "tags": [
+            {
+                "tag": h.tag,
+                "source": h.source,
+                "manual": h.manual,
+                "events": [
+                    {"digest": e.digest, "image": e.image, "observedAt": e.observed_at} for e in h.events
+                ],
+            }
+            for h in histories
+        ],
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def histories_from_json(text: str) -> tuple[TagHistory, ...]:
+    """Read :func:`histories_to_json`'s output; a damaged or newer payload is a ``PermanentError``."""
+    try:
+        body = json.loads(text)
+        if not isinstance(body, dict) or int(body.get("version", 0)) > STATE_VERSION:
+            raise ValueError("not a tag-history document of a known version")
+        return tuple(
+            TagHistory(
+                tag=str(raw["tag"]),
+                source=str(raw.get("source", "")),
+                events=tuple(
+                    TagEvent(str(e["digest"]), str(e["image"]), float(e["observedAt"]))
+                    for e in raw.get("events") or []
+                ),
+                manual=bool(raw.get("manual", False)),
+            )
+            for raw in body.get("tags") or []
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise PermanentError(
+            f"the stored image stream state is not readable ({exc})",
+            hint="delete its ConfigMap (gitdeploy-imagestream-<name>); the next pass resolves the tags again",
+        ) from None

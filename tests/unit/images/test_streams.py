@@ -11,6 +11,8 @@ from gitdeploy.errors import PermanentError, TransientError
 from gitdeploy.images.streams import (
     TagEvent,
     TagHistory,
+    histories_from_json,
+    histories_to_json,
     resolve_stream_tags,
     select_tags_to_resolve,
 )
@@ -280,3 +282,64 @@ def test_changed_source_with_same_digest_updates_source_without_a_change() -> No
     assert registry.calls == [f"{APP}:1.1"]
     assert result.history("stable") == TagHistory("stable", f"{APP}:1.1", (event(A, T0),))
     assert result.changes == ()
+
+
+# --- tags moved by hand (gitdeploy tag) -----------------------------------------------------------
+
+MANUAL_CASES: list[tuple[str, TagHistory, ImageStreamTag, bool]] = [
+    # (case, history, tag in git, resolved?)
+    ("hand-moved, git unchanged, scheduled", TagHistory("prod", APP, (event(B, T1),), True),
+     docker_tag("prod", APP), False),
+    ("hand-moved before any resolution", TagHistory("prod", "", (event(B, T1),), True),
+     docker_tag("prod", APP), False),
+    ("hand-moved, then git changed its from", TagHistory("prod", APP, (event(B, T1),), True),
+     docker_tag("prod", APP + "2"), True),
+    ("resolved, scheduled", TagHistory("prod", APP, (event(B, T1),)), docker_tag("prod", APP), True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "history", "tag", "resolved"), MANUAL_CASES, ids=[c[0] for c in MANUAL_CASES]
+)
+def test_a_tag_moved_by_hand_holds_until_git_changes_its_from(
+    case: str, history: TagHistory, tag: ImageStreamTag, resolved: bool
+) -> None:
+    due = select_tags_to_resolve([tag], {tag.name: history})
+    assert (due == (tag,)) is resolved, case
+
+
+def test_move_by_hand_records_the_event_and_adopts_gits_source_later() -> None:
+    moved = TagHistory("prod").move_by_hand(event(B, T1))
+    assert moved.manual and moved.latest == event(B, T1) and moved.source == ""
+    registry = FakeRegistry({})
+    result = resolve_stream_tags(make_stream(docker_tag("prod", APP)), [moved], registry.resolve, now=T2)
+    assert registry.calls == [] and result.changes == ()
+    assert result.history("prod") == TagHistory("prod", APP, (event(B, T1),), manual=True)
+
+
+def test_a_resolution_ends_a_hand_move() -> None:
+    moved = TagHistory("prod", APP, (event(A, T0),)).move_by_hand(event(B, T1))
+    registry = FakeRegistry({APP + "2:latest": C})
+    stream = make_stream(docker_tag("prod", APP + "2"))
+    result = resolve_stream_tags(stream, [moved], registry.resolve, now=T2)
+    history = result.history("prod")
+    assert history is not None and not history.manual
+    assert [e.digest for e in history.events] == [C, B, A]
+
+
+# --- the stored JSON --------------------------------------------------------------------------------
+
+
+def test_histories_round_trip_through_json() -> None:
+    histories = (
+        TagHistory("prod", APP, (event(B, T1), event(A, T0)), manual=True),
+        TagHistory("dev", "", ()),
+    )
+    assert histories_from_json(histories_to_json(histories)) == histories
+
+
+@pytest.mark.parametrize("text", ["not json", '{"version": 99, "tags": []}', '{"tags": [{"no": 1}]}', "[]"])
+def test_damaged_state_is_a_permanent_error_naming_the_fix(text: str) -> None:
+    with pytest.raises(PermanentError) as caught:
+        histories_from_json(text)
+    assert "gitdeploy-imagestream-" in caught.value.hint

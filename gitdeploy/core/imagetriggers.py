@@ -1,0 +1,127 @@
+"""Which image each ImageChange-triggered container runs: the decision, without I/O.
+
+For every container named by an ImageChange trigger of an app (worked examples below; the same
+cases are table-driven tests in ``tests/unit/core/test_imagetriggers.py``):
+
+1. the trigger is ``automatic``, the app's triggers are not suspended (a rollback suspends them)
+   and the stream tag has an image -> the tag's digest-pinned image (``registry/repo@sha256:...``);
+2. otherwise the image the app runs now (its newest revision's template), when it has that container;
+3. otherwise, when rule 1 would apply but the tag has no image yet, the app waits for the tag;
+4. otherwise git's image.
+
+The chosen images are written into the template, and the template hash is computed over the
+result, so a moved tag is a new template. The rollout's cause is ``ImageChange`` when the new
+template differs from the running one only in triggered containers' images, else ``ConfigChange``.
+
+Worked examples (tag ``web:prod`` holds ``r/web@sha256:B``; the app runs ``r/web@sha256:A``):
+
+==========  =========  ===========  ==================  ============
+automatic   suspended  tag image    container image     cause
+==========  =========  ===========  ==================  ============
+yes         no         B            r/web@sha256:B      ImageChange
+yes         yes        B            r/web@sha256:A      (no change)
+no          no         B            r/web@sha256:A      (no change)
+yes         no         none         r/web@sha256:A      (no change)
+==========  =========  ===========  ==================  ============
+
+and for an app that never ran: automatic with no tag image -> waits for ``ns/web:prod``;
+suspended or manual -> git's image.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gitdeploy.core.hashing import canonical_template, template_hash
+from gitdeploy.core.models import App, ImageChangeTrigger, PodTemplate
+from gitdeploy.core.observed import APP_LABEL
+from gitdeploy.core.records import Cause
+
+
+def stream_tag_key(trigger: ImageChangeTrigger) -> str:
+    """``namespace/stream:tag``, the key of a trigger's tag in the resolved images."""
+    return f"{trigger.stream_namespace}/{trigger.stream_tag}"
+
+
+@dataclass(frozen=True)
+class ImageDecision:
+    """An app with its triggered containers' images decided, and why it would roll out."""
+
+    app: App
+    """The app with the decided images in its template and the template hash over them."""
+    cause: str = Cause.CONFIG_CHANGE.value
+    waiting_for: tuple[str, ...] = ()
+    """Stream tags (``ns/stream:tag``) the app waits for: followed automatically, no image yet, and
+    no running container to keep."""
+    followed: tuple[str, ...] = ()
+    """Stream tags whose images the app takes now (automatic and not suspended)."""
+
+
+def decide_images(
+    app: App,
+    tag_images: Mapping[str, str],
+    *,
+    suspended: bool,
+    running: PodTemplate | None,
+) -> ImageDecision:
+    """Apply the module's rules. ``tag_images`` maps ``ns/stream:tag`` to the tag's current image;
+    ``running`` is the newest revision's template (``None`` when the app never ran)."""
+    triggers = app.triggers.image_change
+    if not triggers:
+        return ImageDecision(app)
+    running_images = {c.name: c.image for c in running.containers} if running is not None else {}
+    chosen: dict[str, str] = {}
+    waiting: list[str] = []
+    followed: list[str] = []
+    for trigger in triggers:
+        key = stream_tag_key(trigger)
+        follow = trigger.automatic and not suspended
+        image = tag_images.get(key) if follow else None
+        if image is not None and key not in followed:
+            followed.append(key)
+        for name in trigger.container_names:
+            if image is not None:
+                chosen[name] = image
+            elif name in running_images:
+                chosen[name] = running_images[name]
+            elif follow and key not in waiting:
+                waiting.append(key)
+    template = replace_images(app.template, chosen)
+    decided = dataclasses.replace(app, template=template, template_hash=template_hash(template))
+    cause = Cause.CONFIG_CHANGE.value
+    only_images = running is not None and replace_images(running, chosen) == template
+    if only_images and running is not None and template != comparable(running):
+        cause = Cause.IMAGE_CHANGE.value
+    return ImageDecision(decided, cause, tuple(waiting), tuple(followed))
+
+
+def replace_images(template: PodTemplate, images: Mapping[str, str]) -> PodTemplate:
+    """``template`` (made comparable) with the named containers' images replaced.
+
+    >>> t = PodTemplate('{"spec":{"containers":[{"image":"a:1","name":"web"},{"image":"b","name":"x"}]}}')
+    >>> [c.image for c in replace_images(t, {"web": "a@sha256:0f"}).containers]
+    ['a@sha256:0f', 'b']
+    """
+    body = _comparable_dict(template)
+    for container in (body.get("spec") or {}).get("containers") or []:
+        name = container.get("name")
+        if name in images:
+            container["image"] = images[name]
+    return canonical_template(body)
+
+
+def comparable(template: PodTemplate) -> PodTemplate:
+    """A ReplicaSet's template without the labels gitdeploy adds to it, comparable with git's."""
+    return canonical_template(_comparable_dict(template))
+
+
+def _comparable_dict(template: PodTemplate) -> dict[str, Any]:
+    body = json.loads(template.canonical_json)
+    labels = (body.get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        labels.pop(APP_LABEL, None)
+    return dict(body)
