@@ -1,0 +1,233 @@
+"""Leader election (controller/leader.py) against the embedded cluster over HTTP, on a fake clock.
+
+Two electors share one Lease; each ``step()`` is one try (what the background thread does every
+retry period), so the scenarios control exactly who tries when.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.leader import LeaderElector, default_lease_namespace
+from gitdeploy.core.lease import LeaseSpec, LeaseTimings, Role
+from gitdeploy.errors import AlreadyExistsError, ConflictError
+from gitdeploy.localcluster import LocalCluster
+from tests.fixtures.cluster import api_client_for
+
+NAMESPACE, NAME = "gitdeploy-system", "gitdeploy"
+TIMINGS = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
+
+
+@pytest.fixture
+def adapter(kube_client: Any) -> Cluster:
+    cluster = Cluster(kube_client, "embedded")
+    cluster.ensure_namespace(NAMESPACE)
+    return cluster
+
+
+class Elector:
+    """An elector and the roles it reported through ``on_change``."""
+
+    def __init__(self, adapter: Cluster, identity: str, clock: FakeClock) -> None:
+        self.changes: list[Role] = []
+        self.elector = LeaderElector(
+            adapter, NAMESPACE, NAME, identity, clock, TIMINGS, on_change=self.changes.append
+        )
+
+
+def lease(adapter: Cluster) -> LeaseSpec:
+    observed = adapter.read_lease(NAMESPACE, NAME)
+    assert observed is not None
+    return observed.spec
+
+
+def test_first_acquires_second_stands_by_and_takes_over_when_renewals_stop(
+    adapter: Cluster, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="gitdeploy")
+    a, b = Elector(adapter, "a_1", fake_clock), Elector(adapter, "b_2", fake_clock)
+    assert not a.elector.decided and not a.elector.is_leader()
+
+    # Given a leads and b stands by
+    a.elector.step()
+    b.elector.step()
+    assert (a.elector.is_leader(), b.elector.is_leader(), b.elector.leader) == (True, False, "a_1")
+    assert (a.changes, b.changes) == ([Role.LEADER], [Role.STANDBY])
+    assert b.elector.decided
+    held = lease(adapter)
+    assert (held.holder, held.duration_seconds, held.transitions) == ("a_1", 15, 0)
+    assert held.acquire_time == held.renew_time == fake_clock.now()
+    assert "standby: leader is a_1 (lease gitdeploy-system/gitdeploy), waiting" in caplog.messages
+
+    # while a renews every retry period, b keeps standing by
+    for _ in range(10):
+        fake_clock.advance(2)
+        a.elector.step()
+        b.elector.step()
+    assert (a.elector.is_leader(), b.elector.is_leader()) == (True, False)
+    assert lease(adapter).renew_time == fake_clock.now()
+    assert lease(adapter).acquire_time == held.acquire_time
+    assert caplog.messages.count("standby: leader is a_1 (lease gitdeploy-system/gitdeploy), waiting") == 1
+
+    # When a stops renewing (killed): b waits a whole lease duration from the last renewal it saw
+    fake_clock.advance(14.9)
+    b.elector.step()
+    assert not b.elector.is_leader()
+    assert not a.elector.is_leader()  # its renew deadline (10 s) passed: it must not act any more
+    fake_clock.advance(0.1)
+    b.elector.step()
+
+    # Then b leads, with one more transition, and a learns it lost at its next try
+    assert b.elector.is_leader() and b.changes == [Role.STANDBY, Role.LEADER]
+    taken = lease(adapter)
+    assert (taken.holder, taken.transitions, taken.acquire_time) == ("b_2", 1, fake_clock.now())
+    a.elector.step()
+    assert (a.elector.is_leader(), a.elector.leader, a.changes) == (False, "b_2", [Role.LEADER, Role.STANDBY])
+    assert any(
+        m.startswith("became leader (lease gitdeploy-system/gitdeploy, identity b_2") for m in caplog.messages
+    )
+    assert "lost the lease gitdeploy-system/gitdeploy to b_2: stop acting after the step in progress" in (
+        caplog.messages
+    )
+
+
+def test_release_lets_the_standby_take_over_at_its_next_try(adapter: Cluster, fake_clock: FakeClock) -> None:
+    a, b = Elector(adapter, "a_1", fake_clock), Elector(adapter, "b_2", fake_clock)
+    a.elector.step()
+    b.elector.step()
+
+    assert a.elector.release()
+    released = lease(adapter)
+    assert (released.holder, released.duration_seconds, released.transitions) == ("", 1, 0)
+    assert not a.elector.is_leader() and a.changes == [Role.LEADER, Role.STANDBY]
+
+    fake_clock.advance(0.5)  # far less than the 15 s the Lease was held for
+    b.elector.step()
+    assert b.elector.is_leader()
+    assert (lease(adapter).holder, lease(adapter).transitions) == ("b_2", 1)
+    assert not a.elector.release()  # a no longer holds it: nothing to give up
+    assert lease(adapter).holder == "b_2"
+
+
+def test_a_leader_that_cannot_renew_stops_at_the_renew_deadline(
+    adapter: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a = Elector(adapter, "a_1", fake_clock)
+    a.elector.step()
+    assert a.elector.is_leader()
+
+    # When the API becomes unreachable for a
+    embedded_cluster.stop()
+    fake_clock.advance(9)
+    a.elector.step()
+    assert a.elector.is_leader()  # 9 s without renewal: still within the deadline
+    fake_clock.advance(1)
+    a.elector.step()
+
+    # Then it stops acting, well before the 15 s after which another process may take over
+    assert not a.elector.is_leader() and a.changes == [Role.LEADER, Role.STANDBY]
+    assert any("cannot reach the Kubernetes API" in m for m in caplog.messages)
+    assert any(
+        m.startswith("lost the lease gitdeploy-system/gitdeploy: not renewed for 10.0 s")
+        for m in caplog.messages
+    )
+
+
+def test_is_leader_turns_false_at_the_renew_deadline_without_any_try(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    """A try that hangs must not keep a leader acting: ``is_leader`` looks at the clock itself."""
+    a = Elector(adapter, "a_1", fake_clock)
+    a.elector.step()
+    fake_clock.advance(9.9)
+    assert a.elector.is_leader()
+    fake_clock.advance(0.1)
+    assert not a.elector.is_leader()
+
+
+def test_a_restarted_standby_waits_a_whole_lease_duration_from_when_it_first_saw_the_lease(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    """Expiry is judged on this process's clock from when it saw the Lease, never from renewTime."""
+    a = Elector(adapter, "a_1", fake_clock)
+    a.elector.step()
+    fake_clock.advance(60)  # a's renewTime is a minute old, but b has only just seen the Lease
+    b = Elector(adapter, "b_2", fake_clock)
+    b.elector.step()
+    assert not b.elector.is_leader()
+    fake_clock.advance(15)
+    b.elector.step()
+    assert b.elector.is_leader()
+
+
+def test_lease_writes_use_optimistic_concurrency(adapter: Cluster) -> None:
+    spec = LeaseSpec("a_1", 15, 1.0, 1.0, 0)
+    created = adapter.write_lease(NAMESPACE, NAME, spec, None)
+    with pytest.raises(AlreadyExistsError):
+        adapter.write_lease(NAMESPACE, NAME, spec, None)
+    updated = adapter.write_lease(
+        NAMESPACE, NAME, LeaseSpec("b_2", 15, 2.0, 2.0, 1), created.resource_version
+    )
+    with pytest.raises(ConflictError):  # a stale resourceVersion: someone else wrote in between
+        adapter.write_lease(NAMESPACE, NAME, LeaseSpec("c_3", 15, 3.0, 3.0, 2), created.resource_version)
+    assert adapter.read_lease(NAMESPACE, NAME) == updated
+    assert updated.spec == LeaseSpec("b_2", 15, 2.0, 2.0, 1)
+
+
+def test_the_lease_is_what_kubectl_shows(adapter: Cluster, kube_client: Any, fake_clock: FakeClock) -> None:
+    """The official client's typed model reads the Lease gitdeploy wrote (MicroTime and all)."""
+    from kubernetes import client
+
+    Elector(adapter, "a_1", fake_clock).elector.step()
+    typed = client.CoordinationV1Api(kube_client).read_namespaced_lease(NAME, NAMESPACE)
+    assert typed.spec.holder_identity == "a_1"
+    assert typed.spec.lease_duration_seconds == 15
+    assert typed.spec.renew_time.timestamp() == fake_clock.now()
+
+
+def test_a_missing_lease_namespace_is_reported_with_what_to_do(
+    kube_client: Any, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    elector = LeaderElector(Cluster(kube_client), "nowhere", NAME, "a_1", fake_clock, TIMINGS)
+    elector.step()
+    elector.step()
+    assert not elector.decided
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "nowhere" in warning and "--lease-namespace" in warning
+
+
+@pytest.mark.parametrize(
+    ("in_cluster", "content", "expected"),
+    [
+        (True, "apps-system\n", "apps-system"),
+        (True, None, "gitdeploy-system"),
+        (False, "x", "gitdeploy-system"),
+    ],
+)
+def test_default_lease_namespace(tmp_path: Any, in_cluster: bool, content: str | None, expected: str) -> None:
+    path = tmp_path / "namespace"
+    if content is not None:
+        path.write_text(content)
+    assert default_lease_namespace(in_cluster, path) == expected
+
+
+def test_electors_on_separate_clients_agree(
+    embedded_cluster: LocalCluster, adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    """Two processes do not share a client: each elector here has its own connection."""
+    other = api_client_for(embedded_cluster)
+    try:
+        a = Elector(adapter, "a_1", fake_clock)
+        b = Elector(Cluster(other), "b_2", fake_clock)
+        for _ in range(3):
+            b.elector.step()
+            a.elector.step()
+            fake_clock.advance(2)
+        assert [e.elector.is_leader() for e in (a, b)] == [False, True]
+    finally:
+        other.close()
