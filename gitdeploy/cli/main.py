@@ -14,6 +14,7 @@ from gitdeploy.cli.context import CliContext, default_state_dir
 from gitdeploy.cli.plan_cmd import plan
 from gitdeploy.cli.run_cmd import run, sync
 from gitdeploy.cli.status_cmd import history, rollout, status
+from gitdeploy.cli.tag_cmd import tag
 from gitdeploy.cli.validate_cmd import validate
 from gitdeploy.errors import GitdeployError
 
@@ -61,6 +62,7 @@ cli.add_command(sync)
 cli.add_command(status)
 cli.add_command(history)
 cli.add_command(rollout)
+cli.add_command(tag)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,6 +18,7 @@ import click
 
 from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
+from gitdeploy.cli.image_options import image_options, image_settings
 from gitdeploy.cli.output import print_json, print_table
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.clock import SystemClock
@@ -80,7 +81,7 @@ def repo_options(command: Any) -> Any:
         ]
     ):
         command = option(command)
-    return command
+    return image_options(command)  # --image-interval, --registry-config, --insecure-registry
 
 
 def _setup_logging(debug: bool, log_format: str) -> None:
@@ -123,7 +124,13 @@ def _controller(
     cluster = open_cluster(cli)
     with ConfigRepo(repo, ref=branch, subpath=subpath, state_dir=cli.state_dir) as source:
         yield Controller(
-            source, cluster, SystemClock(), prune=prune, workers=workers, namespaces=frozenset(namespaces)
+            source,
+            cluster,
+            SystemClock(),
+            prune=prune,
+            workers=workers,
+            namespaces=frozenset(namespaces),
+            images=image_settings(ctx),
         )
 
 

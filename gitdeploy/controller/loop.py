@@ -30,7 +30,15 @@ from dataclasses import dataclass
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.desired import DesiredStateReader
+from gitdeploy.controller.imagetriggers import (
+    ImageSettings,
+    ImageTriggers,
+    image_message,
+    keep_note_current,
+    target_for_images,
+)
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
+from gitdeploy.core.imagetriggers import stream_tag_key
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
 from gitdeploy.core.records import AppRecord, CommitRef, SyncStatus
@@ -77,8 +85,11 @@ class Controller:
         workers: int = 4,
         resync_seconds: float = 300.0,
         namespaces: frozenset[str] = frozenset(),
+        images: ImageSettings | None = None,
     ) -> None:
         self.repo = repo
+        self.images = ImageTriggers(cluster, clock, images or ImageSettings())
+        """Image stream tags and the ImageChange triggers that follow them."""
         self.cluster = cluster
         self.clock = clock
         self.reader = DesiredStateReader(repo)
@@ -129,6 +140,7 @@ class Controller:
             return False
         desired = self.reader.load(result.head)
         self._apply_desired(desired, result.head)
+        self._refresh_images()
         return True
 
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
@@ -202,9 +214,24 @@ class Controller:
 
     def next_due_in(self) -> float | None:
         with self._lock:
-            if not self.due:
-                return None
-            return max(min(self.due.values()) - self.clock.now(), 0.0)
+            times = [*self.due.values()]
+        if self.images.next_check is not None:
+            times.append(self.images.next_check)
+        if not times:
+            return None
+        return max(min(times) - self.clock.now(), 0.0)
+
+    def _refresh_images(self) -> None:
+        """Resolve the image stream tags; apps with triggers on a tag that changed become due."""
+        streams = [s for s in self.desired.image_streams if self._mine(s.key)] if self.desired else []
+        if not streams and self.images.next_check is None:
+            return
+        changed = self.images.refresh(streams)
+        now = self.clock.now()
+        with self._lock:
+            for key, app in self.apps.items():
+                if any(stream_tag_key(t) in changed for t in app.triggers.image_change):
+                    self.due[key] = min(self.due.get(key, now), now)
 
     def reconcile_due(self, only: Iterable[AppKey] | None = None) -> list[AppReport]:
         """One pass over the apps that are due now (or over ``only``); returns their reports."""
@@ -212,6 +239,8 @@ class Controller:
         if self.source_error is not None:
             return []
         self._resync_if_time(now)
+        if self.images.next_check is not None and now >= self.images.next_check:
+            self._refresh_images()
         with self._lock:
             keys = sorted(only) if only is not None else sorted(k for k, t in self.due.items() if t <= now)
             for key in keys:
@@ -281,24 +310,28 @@ class Controller:
 
     def _step(self, app: App, snapshot: Snapshot, stored: StoredRecord | None) -> AppReport:
         head = self.head or ""
-        provisional = choose_target(app, CommitRef(head), snapshot)
+        images = self.images.decide(app, snapshot)  # ImageChange triggers: images of followed tags
+        app, note = images.app, self.images.note(app, images)
+        provisional = choose_target(app, CommitRef(head), snapshot, cause=images.cause)
         commit = (
             self.commit_for(app) if starts_rollout(provisional.template_hash, snapshot) else CommitRef(head)
         )
-        target = choose_target(app, commit, snapshot)
+        target = target_for_images(choose_target(app, commit, snapshot, cause=images.cause), images)
         problem = self.problems.get(app.key)
 
         def verdict(step: Step) -> tuple[Sync, Health, str]:
             sync, health = classify(step, pinned=target.pin is not None)
             if problem is not None:
                 return Sync.INVALID_MANIFEST, health, problem
-            return sync, health, step.message
+            return sync, health, image_message(step.message, step.phase, images, note)
 
         def amend(step: Step, record: AppRecord) -> AppRecord:
             sync, health, message = verdict(step)
             return self._with_status(record, sync, health, message, str(app.location))
 
-        step = self.runner.run_step(target, snapshot, stored, amend)
+        step = self.runner.run_step(
+            target, snapshot, stored, keep_note_current(amend, note, lambda s: verdict(s)[2])
+        )
         sync, health, message = verdict(step)
         settled = step.requeue_after is None
         report = AppReport(app.key, sync, health, step.phase, message, step.revision, settled)
