@@ -15,6 +15,8 @@ from gitdeploy.cli.plan_output import (
     render_markdown,
     summary_line,
 )
+from gitdeploy.cli.target import open_cluster
+from gitdeploy.controller.liveplan import plan_live
 from gitdeploy.controller.planreader import PlanReader
 from gitdeploy.core.planning import Plan
 from gitdeploy.source.repo import ConfigRepo
@@ -60,7 +62,10 @@ def _print_text(plan: Plan, refs: PlanRefs) -> None:
     help="The config repository (URL or path); both refs are read from it without a checkout.",
 )
 @click.option(
-    "--base", "base_ref", required=True, help="What the change merges into: branch, tag, full ref or sha."
+    "--base",
+    "base_ref",
+    default=None,
+    help="What the change merges into: branch, tag, full ref or sha (required without --live).",
 )
 @click.option(
     "--head",
@@ -70,6 +75,12 @@ def _print_text(plan: Plan, refs: PlanRefs) -> None:
     help="The change: branch, tag, full ref or sha (HEAD: the repo's current commit).",
 )
 @click.option("--path", "subpath", default="", help="The directory of the repo that holds the config.")
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Compare HEAD with what the cluster runs now (--kubeconfig/--context, else the embedded "
+    "cluster) instead of with --base: pinned apps, image-trigger images, drift, orphans.",
+)
 @click.option(
     "-o", "--output", type=click.Choice(["text", "markdown", "json"]), default="text", help="Output format."
 )
@@ -82,18 +93,25 @@ def _print_text(plan: Plan, refs: PlanRefs) -> None:
 def plan(
     ctx: click.Context,
     repo: str,
-    base_ref: str,
+    base_ref: str | None,
     head_ref: str,
     subpath: str,
+    live: bool,
     output: str,
     detailed_exitcode: bool,
 ) -> None:
-    """Show what merging HEAD into BASE will do to each app, without touching a cluster.
+    """Show what merging HEAD into BASE will do to each app, without touching a cluster;
+    with --live, what deploying HEAD will do to what the cluster runs now.
 
     Per app: rollout (with the template diff, the strategy and hooks), rollback (back to the
     template of an earlier commit), manual (would roll out, but is paused or has no ConfigChange
     trigger), scale, settings, add, remove (and whether prune is on), or invalid (the problems,
     as `gitdeploy validate` prints them); with the commits of the change that touched the app.
+
+    With --live (reads the cluster, changes nothing): rollout is diffed against the running
+    ReplicaSet; manual also covers an app pinned by a rollback (with how to end the pin); drift
+    says a ReplicaSet differs from the app record (scaled or edited by hand); remove is an app only
+    in the cluster; images that image triggers resolved are kept, not reported as changes.
 
     Exit codes: 0 valid (with --detailed-exitcode: 0 no changes, 2 changes), 1 invalid or error.
 
@@ -102,18 +120,31 @@ def plan(
       gitdeploy plan --base main --head feature/bump-web
       gitdeploy plan --repo . --base refs/remotes/origin/main --head HEAD -o markdown
       gitdeploy plan --repo https://git.example.com/config.git --base main --head pr-42 -o json
+      gitdeploy --kubeconfig ~/.kube/prod plan --live --head main
     """
-    state_dir = get_context(ctx).state_dir
+    if live == (base_ref is not None):
+        raise click.UsageError(
+            "give either --base REF (compare two commits) or --live (compare with the cluster)"
+        )
+    cli = get_context(ctx)
+    state_dir = cli.state_dir
 
     def open_repo(ref: str) -> ConfigRepo:
         return ConfigRepo(repo, ref=None if ref == "HEAD" else ref, subpath=subpath, state_dir=state_dir)
 
-    with open_repo(base_ref) as base_source:
-        base_sha = base_source.poll().head
-    with open_repo(head_ref) as source:
-        head_sha = source.poll().head
-        refs = PlanRefs(base_ref, base_sha, head_ref, head_sha)
-        result = PlanReader(source).plan(base_sha, head_sha, label=refs.base_label)
+    if base_ref is None:
+        cluster = open_cluster(cli)
+        with open_repo(head_ref) as source:
+            head_sha = source.poll().head
+            refs = PlanRefs(cluster.description, "", head_ref, head_sha)
+            result = plan_live(PlanReader(source), cluster, head_sha, label=refs.base_label)
+    else:
+        with open_repo(base_ref) as base_source:
+            base_sha = base_source.poll().head
+        with open_repo(head_ref) as source:
+            head_sha = source.poll().head
+            refs = PlanRefs(base_ref, base_sha, head_ref, head_sha)
+            result = PlanReader(source).plan(base_sha, head_sha, label=refs.base_label)
     if output == "json":
         print_json(plan_to_json(result, refs))
     elif output == "markdown":

@@ -22,7 +22,8 @@ JSON_VERSION = 1
 
 @dataclass(frozen=True)
 class PlanRefs:
-    """The two commits a plan compares, as the user named them and as shas."""
+    """The two commits a plan compares, as the user named them and as shas. A live plan has no base
+    commit: ``base_ref`` describes the cluster and ``base_sha`` is empty."""
 
     base_ref: str
     base_sha: str
@@ -30,8 +31,12 @@ class PlanRefs:
     head_sha: str
 
     @property
+    def live(self) -> bool:
+        return not self.base_sha
+
+    @property
     def base_label(self) -> str:
-        return f"{self.base_ref} ({shorten_sha(self.base_sha)})"
+        return f"{self.base_ref} ({shorten_sha(self.base_sha)})" if self.base_sha else self.base_ref
 
     @property
     def head_label(self) -> str:
@@ -123,6 +128,8 @@ def _app_json(a: AppPlan) -> dict[str, Any]:
         "prune": a.prune,
         "errors": [_diagnostic_json(d) for d in a.diagnostics],
         "commits": [_commit_json(c) for c in a.commits],
+        "drift": list(a.drift),
+        "notes": list(a.notes),
     }
 
 
@@ -132,7 +139,9 @@ def plan_to_json(plan: Plan, refs: PlanRefs) -> dict[str, Any]:
     Top level::
 
         version   1
-        base      {"ref": str, "sha": str}           what the head is compared with
+        base      {"ref": str, "sha": str}           what the head is compared with; with --live
+                                                     the cluster: "ref" describes it, "sha" is ""
+        live      bool                               true: compared with what the cluster runs
         head      {"ref": str, "sha": str}
         valid     bool                               false: some app or file is invalid (exit 1)
         changed   bool                               true: at least one app is not unchanged
@@ -143,7 +152,11 @@ def plan_to_json(plan: Plan, refs: PlanRefs) -> dict[str, Any]:
         apps      [app]                              apps that change, in kind order, then by app
         errors    [error]                            problems not tied to a listed app
 
-    Kinds, in order: invalid, add, remove, manual, rollback, rollout, scale, settings, unchanged.
+    Kinds, in order: invalid, add, remove, manual, rollback, rollout, scale, settings, drift,
+    unchanged. With ``--live``: ``add`` is an app not deployed yet, ``remove`` one only in the
+    cluster (orphaned), ``manual`` includes apps pinned by a rollback, ``drift`` an app whose
+    ReplicaSets differ from its record while git changes nothing; settings are not compared
+    (the cluster does not hold them).
 
     ``app``::
 
@@ -167,7 +180,12 @@ def plan_to_json(plan: Plan, refs: PlanRefs) -> dict[str, Any]:
         prune                           for "remove": whether the app is deleted (else null)
         errors                          [error] for "invalid"
         commits                         [{"sha", "author", "email", "subject"}] between base and
-                                        head that changed the app's manifest, newest first
+                                        head that changed the app's manifest, newest first (with
+                                        --live: from the commit of the running revision)
+        drift                           [str] with --live: how the ReplicaSets differ from the
+                                        app record (scaled or edited by hand); else []
+        notes                           [str] with --live: the running revision, images image
+                                        triggers keep, suspended triggers, how to end a pin; else []
 
     ``error``: ``{"file", "line", "column", "app", "path", "message", "hint", "text"}``, where
     ``text`` is the line ``gitdeploy validate`` prints.
@@ -176,6 +194,7 @@ def plan_to_json(plan: Plan, refs: PlanRefs) -> dict[str, Any]:
         "version": JSON_VERSION,
         "base": {"ref": refs.base_ref, "sha": refs.base_sha},
         "head": {"ref": refs.head_ref, "sha": refs.head_sha},
+        "live": refs.live,
         "valid": plan.valid,
         "changed": plan.has_changes,
         "summary": {k.value: n for k, n in plan.counts().items()},
@@ -248,6 +267,14 @@ def _md_app(a: AppPlan) -> list[str]:
             out.append("")
     if a.prune is not None:
         out += [f"**Prune** is {'on' if a.prune else 'off'} in gitdeploy.yaml", ""]
+    if a.drift:
+        out += ["**Drift** (the cluster differs from the app record)", ""]
+        out += [f"- {_md_text(d)}" for d in a.drift]
+        out.append("")
+    if a.notes:
+        out += ["**In the cluster**", ""]
+        out += [f"- {_md_text(n)}" for n in a.notes]
+        out.append("")
     if a.commits:
         out += ["**Commits**", ""]
         out += [
@@ -295,6 +322,7 @@ _KIND_STYLE = {
     ChangeKind.ROLLOUT: "cyan",
     ChangeKind.SCALE: "blue",
     ChangeKind.SETTINGS: "blue",
+    ChangeKind.DRIFT: "yellow",
 }
 
 
@@ -314,6 +342,8 @@ def detail_lines(a: AppPlan) -> list[Text]:
         out += [Text(f"  hook {h.render()}") for h in a.rollout.hooks]
     if a.prune is not None:
         out.append(Text(f"  prune is {'on' if a.prune else 'off'} (gitdeploy.yaml)"))
+    out += [Text(f"  drift: {d}", style="yellow") for d in a.drift]
+    out += [Text(f"  cluster: {n}") for n in a.notes]
     if a.commits:
         out.append(Text("  commits:"))
         out += [Text(f"    {describe_commit(c)}", style="dim") for c in a.commits]

@@ -14,6 +14,7 @@ rollback    the template changes back to one the app had at an earlier commit (a
 rollout     the template changes (a new revision)
 scale       only ``replicas`` changes (no new revision)
 settings    strategy, triggers, history limit, deadlines, labels... change; no rollout
+drift       (live plans) nothing changes, but the cluster differs from what gitdeploy recorded
 unchanged   nothing gitdeploy acts on changes
 ==========  =======================================================================================
 
@@ -53,6 +54,7 @@ class ChangeKind(StrEnum):
     ROLLOUT = "rollout"
     SCALE = "scale"
     SETTINGS = "settings"
+    DRIFT = "drift"
     UNCHANGED = "unchanged"
 
 
@@ -78,13 +80,16 @@ class Baseline:
     ``base 1a2b3c4d5e6f``). A live plan will build one from what the cluster runs: ``apps`` from the
     app records (the running template, replicas and settings), and ``pinned`` from the records'
     control state: app -> why it does not follow git now (``rolled back to revision 3``). A
-    template change of a pinned app is ``manual``.
+    template change of a pinned app is ``manual``. ``drift`` says how an app's ReplicaSets differ
+    from its record, ``notes`` what else the cluster says of it (see :mod:`gitdeploy.core.liveplan`).
     """
 
     label: str
     apps: tuple[App, ...]
     invalid_apps: tuple[AppKey, ...] = ()
     pinned: Mapping[AppKey, str] = field(default_factory=dict)
+    drift: Mapping[AppKey, tuple[str, ...]] = field(default_factory=dict)
+    notes: Mapping[AppKey, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,10 @@ class AppPlan:
     commits: tuple[CommitInfo, ...] = ()
     files: tuple[str, ...] = ()
     """Every manifest file this app was in at the base or the head (for its commit history)."""
+    drift: tuple[str, ...] = ()
+    """Live plans: how the cluster differs from what gitdeploy recorded for the running revision."""
+    notes: tuple[str, ...] = ()
+    """Live plans: what else the cluster says (running revision, kept images, how to end a pin)."""
 
 
 @dataclass(frozen=True)
@@ -506,6 +515,10 @@ def plan_changes(
             pinned=baseline.pinned.get(key),
             invalid_at_base=key in baseline.invalid_apps,
         )
+        plan = replace(plan, drift=baseline.drift.get(key, ()), notes=baseline.notes.get(key, ()))
+        if plan.kind is ChangeKind.UNCHANGED and plan.drift:
+            more = f" (and {len(plan.drift) - 1} more)" if len(plan.drift) > 1 else ""
+            plan = replace(plan, kind=ChangeKind.DRIFT, reason=f"{plan.drift[0]}{more}")
         if plan.kind is ChangeKind.UNCHANGED:
             unchanged += 1
         else:

@@ -380,18 +380,20 @@ def test_json_shape_is_stable(run_cli: RunCli, git_remote: GitRemote) -> None:
     _, report = plan_json(run_cli, git_remote)
 
     assert set(report) == {
-        "version", "base", "head", "valid", "changed", "summary", "untouched_files", "apps", "errors"
+        "version", "base", "head", "live", "valid", "changed", "summary", "untouched_files", "apps", "errors"
     }  # fmt: skip
+    assert report["live"] is False
     assert report["version"] == 1
     assert report["base"]["ref"] == "main" and len(report["base"]["sha"]) == 40
     assert set(report["summary"]) == {
-        "invalid", "add", "remove", "manual", "rollback", "rollout", "scale", "settings", "unchanged"
+        "invalid", "add", "remove", "manual", "rollback", "rollout", "scale", "settings", "drift", "unchanged"
     }  # fmt: skip
     assert set(report["apps"][0]) == {
         "app", "namespace", "name", "kind", "change", "reason", "file", "line", "template_hash", "replicas",
         "template_changes", "settings_changes", "strategy", "rollback_to", "manual_reasons", "prune",
-        "errors", "commits",
+        "errors", "commits", "drift", "notes",
     }  # fmt: skip
+    assert (report["apps"][0]["drift"], report["apps"][0]["notes"]) == ([], [])
 
 
 def test_ci_checkout_plans_head_against_the_remote_tracking_base(
