@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,9 +20,11 @@ from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.image_options import image_options, image_settings
 from gitdeploy.cli.output import print_json, print_table
-from gitdeploy.cli.target import open_cluster
+from gitdeploy.cli.target import open_cluster, resolve_target
 from gitdeploy.clock import SystemClock
+from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.syncstate import Health, Sync
 from gitdeploy.errors import PermanentError
@@ -84,6 +86,49 @@ def repo_options(command: Any) -> Any:
     return image_options(command)  # --image-interval, --registry-config, --insecure-registry
 
 
+def leader_options(command: Any) -> Any:
+    """Leader election options of ``run`` (client-go's defaults: 15 s, 10 s, 2 s)."""
+    for option in reversed(
+        [
+            click.option(
+                "--leader-elect/--no-leader-elect",
+                default=True,
+                show_default=True,
+                help="Act only while holding the leader Lease; otherwise stand by.",
+            ),
+            click.option("--lease-name", default="gitdeploy", show_default=True, help="The Lease's name."),
+            click.option(
+                "--lease-namespace",
+                default=None,
+                help="The Lease's namespace (default: the pod's own in a cluster, else gitdeploy-system).",
+            ),
+            click.option(
+                "--lease-duration",
+                type=Duration(),
+                default="15s",
+                show_default=True,
+                help="How long a standby waits after the last renewal before taking over.",
+            ),
+            click.option(
+                "--renew-deadline",
+                type=Duration(),
+                default="10s",
+                show_default=True,
+                help="A leader that could not renew for this long stops acting.",
+            ),
+            click.option(
+                "--retry-period",
+                type=Duration(),
+                default="2s",
+                show_default=True,
+                help="How often to renew, or to try to acquire.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
 def _setup_logging(debug: bool, log_format: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":
@@ -134,6 +179,48 @@ def _controller(
         )
 
 
+@contextmanager
+def _leadership(
+    ctx: click.Context,
+    controller: Controller,
+    lease: tuple[str | None, str, LeaseTimings | None],
+    wake: threading.Event,
+    metrics: Metrics,
+    readiness: Readiness,
+) -> Iterator[Callable[[], bool]]:
+    """Yield "may this process act now?"; with leader election, hold the Lease while it runs.
+
+    The Lease namespace is created when missing on the embedded cluster only (on a real cluster,
+    deploy/ makes it, and gitdeploy's service account may not create namespaces).
+    """
+    namespace, name, timings = lease
+    if timings is None:
+        readiness.set_lease_decided()
+        metrics.set_leader(True)
+        yield lambda: True
+        return
+    target = resolve_target(get_context(ctx), start_embedded=False)
+    namespace = namespace or default_lease_namespace(target.in_cluster)
+    if target.embedded:
+        controller.cluster.ensure_namespace(namespace)
+
+    def changed(role: Role) -> None:
+        readiness.set_lease_decided()
+        metrics.set_leader(role is Role.LEADER)
+        if role is Role.LEADER:
+            controller.mark_all_due()  # the other leader may have changed anything meanwhile
+        wake.set()
+
+    elector = LeaderElector(
+        controller.cluster, namespace, name, new_identity(), controller.clock, timings, on_change=changed
+    )
+    elector.start()
+    try:
+        yield elector.is_leader
+    finally:
+        elector.close()
+
+
 def _report_row(report: AppReport) -> list[str]:
     return [str(report.key), report.sync, report.health, str(report.revision or ""), report.message]
 
@@ -156,6 +243,7 @@ def _report_row(report: AppReport) -> list[str]:
     default=None,
     help="Accept signed GitHub/GitLab push webhooks on /hooks/git (needs --listen).",
 )
+@leader_options
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -169,8 +257,17 @@ def run(
     log_format: str,
     listen: str | None,
     webhook_secret_file: str | None,
+    leader_elect: bool,
+    lease_name: str,
+    lease_namespace: str | None,
+    lease_duration: float,
+    renew_deadline: float,
+    retry_period: float,
 ) -> None:
     """Keep the cluster at what the config repo says, until stopped (SIGTERM/Ctrl-C).
+
+    With several `run` against one cluster, one leads (holds the Lease) and acts; the others stand
+    by, read git, and take over when the leader stops renewing or exits.
 
     \b
     Examples:
@@ -191,7 +288,7 @@ def run(
     wake = threading.Event()
     metrics = Metrics(version=__version__)
     readiness = Readiness()
-    readiness.set_lease_decided()  # no leader election yet: this process always acts
+    timings = LeaseTimings(lease_duration, renew_deadline, retry_period) if leader_elect else None
     server = None
     if webhook_secret_file and not listen:
         raise PermanentError("--webhook-secret-file needs --listen", hint="add --listen :8080")
@@ -212,8 +309,13 @@ def run(
         )
         server.start()
     try:
-        with _controller(ctx, repo, branch, subpath, prune, workers, namespaces) as controller:
-            _loop(controller, stop, wake, interval, metrics, readiness, f"{repo} ({branch})")
+        with (
+            _controller(ctx, repo, branch, subpath, prune, workers, namespaces) as controller,
+            _leadership(
+                ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
+            ) as acting,
+        ):
+            _loop(controller, stop, wake, interval, metrics, readiness, f"{repo} ({branch})", acting)
     finally:
         if server is not None:
             server.stop()
@@ -227,8 +329,12 @@ def _loop(
     metrics: Metrics,
     readiness: Readiness,
     source: str,
+    acting: Callable[[], bool],
 ) -> None:
-    """Poll at ``interval`` (at once on a webhook push), and run each pass when apps are due."""
+    """Poll at ``interval`` (at once on a webhook push), and run each pass when apps are due.
+
+    Only while ``acting()`` (this process leads): a standby polls git but reconciles nothing.
+    """
     log = logging.getLogger("gitdeploy")
     where = controller.cluster.description
     log.info("gitdeploy run: %s on %s, polling every %.1f s", source, where, interval)
@@ -243,11 +349,11 @@ def _loop(
                 readiness.set_repo_read()
             next_poll = now + (interval if controller.source_error is None else min(interval * 2, 60.0))
         started = time.monotonic()
-        if controller.reconcile_due():
+        if acting() and controller.reconcile_due():
             metrics.observe_reconcile(time.monotonic() - started, "success")
             states = list(controller.reports.values())
             metrics.set_app_states(Counter(r.sync for r in states), Counter(r.health for r in states))
-        wait = controller.next_due_in()
+        wait = controller.next_due_in() if acting() else None
         timeout = next_poll - time.monotonic()
         if wait is not None:
             timeout = min(timeout, wait)
