@@ -30,6 +30,7 @@ from gitdeploy.core.rollout import (
     Target,
     plan_pass,
 )
+from gitdeploy.core.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError
 
 log = logging.getLogger("gitdeploy.rollout")
@@ -98,6 +99,9 @@ class RolloutRunner:
         self.cluster = cluster
         self.clock = clock
         self.statuses: dict[AppKey, DeploymentStatus] = {}
+        # -- observers (metrics, notifications) --
+        self.observers: list[Callable[[RolloutTransition], None]] = []
+        """Told of every rollout a step started or ended, after the step was carried out."""
 
     def read_snapshot(self, key: AppKey) -> tuple[Snapshot, StoredRecord | None]:
         """Three reads for one app (the loop uses namespace-wide lists instead)."""
@@ -130,7 +134,18 @@ class RolloutRunner:
             step = dataclasses.replace(step, record=record)
         self.execute(target.app, snapshot, stored, step)
         self.statuses[target.app.key] = step.status
+        if self.observers:
+            self._tell(rollout_transitions(target, snapshot.record, step, now))
         return step
+
+    def _tell(self, transitions: Iterable[RolloutTransition]) -> None:
+        """Observers run on the reconcile thread: a failing one is logged, never fails the step."""
+        for transition in transitions:
+            for observer in self.observers:
+                try:
+                    observer(transition)
+                except Exception:  # an observer's bug must not stop rollouts
+                    log.exception("[%s] rollout observer failed", transition.app)
 
     # -- execution -----------------------------------------------------------------------------------
 

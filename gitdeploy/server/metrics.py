@@ -8,7 +8,7 @@ The loop reports through methods named for its events::
 
     metrics = Metrics()
     metrics.observe_poll(0.21)                        # one fetch of the config repo
-    metrics.rollout_started("config-change")          # a new revision began
+    metrics.observe_rollout(transition)               # a rollout began or ended (core.transitions)
     metrics.observe_reconcile(0.034, "success")       # one pass over one app
     metrics.set_app_states(sync={"Synced": 41, "OutOfSync": 1}, health={"Healthy": 42})
     metrics.api_request("patch", 200)                 # one Kubernetes API call
@@ -25,7 +25,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 from typing import Final
 
 from prometheus_client import (
@@ -40,29 +39,21 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from gitdeploy.core.syncstate import Health, Sync
+from gitdeploy.core.transitions import RolloutEvent, RolloutTransition
+
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 """The ``Content-Type`` of :meth:`Metrics.render`'s output (the Prometheus text exposition format)."""
 
 NAMESPACE: Final = "gitdeploy"
 
 
-class SyncState(StrEnum):
-    """Whether an app's cluster state matches git. Always exported, at 0 when no app is in it."""
+SyncState = Sync
+"""Whether an app's cluster state matches git (``gitdeploy status``'s SYNC). Every state is always
+exported, at 0 when no app is in it."""
 
-    SYNCED = "Synced"
-    OUT_OF_SYNC = "OutOfSync"
-    UNKNOWN = "Unknown"
-
-
-class HealthState(StrEnum):
-    """How an app's current rollout and pods are doing. Always exported, at 0 when no app is in it."""
-
-    HEALTHY = "Healthy"
-    PROGRESSING = "Progressing"
-    DEGRADED = "Degraded"
-    SUSPENDED = "Suspended"
-    MISSING = "Missing"
-    UNKNOWN = "Unknown"
+HealthState = Health
+"""How an app's current rollout and pods are doing. Every state is always exported, at 0 when none."""
 
 
 # Buckets: a reconcile pass is milliseconds on a quiet app and seconds when the API is slow; a git
@@ -242,7 +233,7 @@ class Metrics:
     # -- rollouts -------------------------------------------------------------------------------
 
     def rollout_started(self, cause: str) -> None:
-        """A rollout began (``cause``: e.g. ``config-change``, ``image-change``, ``rollback``, ``manual``)."""
+        """A rollout began (``cause``: the revision's, e.g. ``ConfigChange``, ``AutoRollback``)."""
         self._rollouts_started.labels(cause=cause).inc()
 
     def rollout_completed(self, cause: str, seconds: float | None = None) -> None:
@@ -260,6 +251,18 @@ class Metrics:
     def rollback_requested(self) -> None:
         """A rollback to an earlier revision was requested."""
         self._rollbacks.inc()
+
+    def observe_rollout(self, transition: RolloutTransition) -> None:
+        """Count a rollout that began or ended (a cancelled one counts as failed)."""
+        cause = transition.cause
+        if transition.event in (RolloutEvent.STARTED, RolloutEvent.ROLLED_BACK):
+            self.rollout_started(cause)
+            if transition.event is RolloutEvent.ROLLED_BACK:
+                self.rollback_requested()
+        elif transition.event is RolloutEvent.COMPLETED:
+            self.rollout_completed(cause, transition.seconds)
+        else:
+            self.rollout_failed(cause, transition.seconds)
 
     # -- source, API, leadership, webhooks ------------------------------------------------------
 

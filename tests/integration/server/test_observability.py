@@ -1,0 +1,196 @@
+"""Metrics and notifications fed by real rollouts: a git repo, the embedded cluster on a fake clock,
+the controller wired as ``gitdeploy run`` wires it, /metrics scraped over HTTP and notifications
+received by a real HTTP server."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gitdeploy.cli.run_cmd import instrument, publish_app_states
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.notify import Notifier
+from gitdeploy.core.models import AppKey
+from gitdeploy.localcluster import LocalCluster
+from gitdeploy.server.http import HttpServer, Readiness
+from gitdeploy.server.metrics import Metrics
+from gitdeploy.source.repo import ConfigRepo
+from tests.fixtures.gitrepo import GitRemote
+from tests.integration.server.notify_receiver import Receiver
+
+SECRET = b"notify-secret-0123"
+SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
+WEB = AppKey("shop", "web")
+
+
+def web(image: str) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations: {{gitdeploy.io/auto-rollback: "true"}}
+spec:
+  replicas: 2
+  progressDeadlineSeconds: 30
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: main, image: "{image}"}}]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_git_config(isolated_git_config: None) -> None:
+    """git runs without the machine's configuration."""
+
+
+@pytest.fixture
+def controller(
+    git_remote: GitRemote, kube_client: Any, fake_clock: FakeClock, tmp_path: Path
+) -> Iterator[Controller]:
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        yield Controller(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
+
+
+def settle(controller: Controller, clock: FakeClock, metrics: Metrics, limit: float = 600) -> None:
+    """What ``run`` does, with the fake clock following the requeue delays, until nothing is due."""
+    controller.poll()
+    start = clock.now()
+    while clock.now() - start < limit:
+        if controller.reconcile_due():
+            publish_app_states(controller, metrics)
+        wait = controller.next_due_in()
+        if wait is None:
+            return
+        clock.advance(min(max(wait, 0.5), 1.0))
+    raise AssertionError(f"not settled: {controller.reports}")
+
+
+def scrape(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """GET /metrics over HTTP, parsed: {(sample name, sorted labels): value}."""
+    with HttpServer(metrics=metrics, readiness=Readiness(), host="127.0.0.1", port=0) as server:
+        text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def total(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
+    wanted = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and wanted <= set(ls))
+
+
+def test_metrics_and_notifications_follow_a_rollout_a_failure_and_its_automatic_rollback(
+    git_remote: GitRemote,
+    controller: Controller,
+    fake_clock: FakeClock,
+    embedded_cluster: LocalCluster,
+) -> None:
+    # Given gitdeploy wired as `run --notify-url ... --notify-secret-file ...` wires it
+    metrics = Metrics(version="test", process_collectors=False)
+    embedded_cluster.stats.reset()
+    with Receiver() as receiver:
+        notifier = Notifier(receiver.url, SECRET)
+        instrument(controller, metrics, notifier)
+        try:
+            # When web deploys, then a typo'd image fails at its deadline and is rolled back
+            git_remote.commit_and_push("Deploy web", {"apps/web.yaml": web("nginx:1.25")})
+            settle(controller, fake_clock, metrics)
+            git_remote.commit_and_push("Typo", {"apps/web.yaml": web("nginx:missing")})
+            settle(controller, fake_clock, metrics)
+            messages = receiver.wait_for(6)
+        finally:
+            notifier.close()
+
+    # Then every rollout is counted by cause
+    samples = scrape(metrics)
+    assert total(samples, "gitdeploy_rollouts_started_total", cause="ConfigChange") == 2
+    assert total(samples, "gitdeploy_rollouts_started_total", cause="AutoRollback") == 1
+    assert total(samples, "gitdeploy_rollouts_completed_total", cause="ConfigChange") == 1
+    assert total(samples, "gitdeploy_rollouts_completed_total", cause="AutoRollback") == 1
+    assert total(samples, "gitdeploy_rollouts_failed_total", cause="ConfigChange") == 1
+    assert total(samples, "gitdeploy_rollouts_failed_total") == 1
+    assert total(samples, "gitdeploy_rollbacks_total") == 1
+    assert total(samples, "gitdeploy_rollout_duration_seconds_count", outcome="completed") == 2
+    assert total(samples, "gitdeploy_rollout_duration_seconds_count", outcome="failed") == 1
+    assert total(samples, "gitdeploy_rollout_duration_seconds_sum", outcome="failed") >= 30
+
+    # ... every API request by verb and code, as many as the cluster served
+    served = embedded_cluster.stats.snapshot()
+    for verb in ("list", "create", "patch", "update"):
+        counted = total(samples, "gitdeploy_kube_api_requests_total", verb=verb)
+        assert counted > 0, verb
+        assert counted == sum(n for (v, _), n in served.items() if v == verb), verb
+    assert total(samples, "gitdeploy_kube_api_requests_total") == sum(served.values())
+    assert total(samples, "gitdeploy_kube_api_requests_total", verb="create", code="201") > 0
+
+    # ... the reconcile passes, the polls, and where the app stands now
+    passes = total(samples, "gitdeploy_reconcile_duration_seconds_count", result="success")
+    assert passes >= 6
+    assert (
+        total(samples, "gitdeploy_reconcile_duration_seconds_bucket", result="success", le="+Inf") == passes
+    )
+    assert total(samples, "gitdeploy_source_poll_duration_seconds_count") == 2
+    assert total(samples, "gitdeploy_source_poll_errors_total") == 0
+    assert total(samples, "gitdeploy_source_last_successful_poll_timestamp_seconds") > 0
+    assert total(samples, "gitdeploy_apps_sync_state", state="Pinned") == 1
+    assert total(samples, "gitdeploy_apps_sync_state", state="Synced") == 0
+    assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 1
+    assert total(samples, "gitdeploy_leader") == 0  # set by leader election, exported from the start
+
+    # And the receiver got each transition, in order, signed, with the revision record
+    assert all(m.signed_with(SECRET) for m in messages)
+    bodies = [m.message for m in messages]
+    assert [(b["event"], b["revision"]["revision"], b["revision"]["cause"]) for b in bodies] == [
+        ("started", 1, "ConfigChange"),
+        ("completed", 1, "ConfigChange"),
+        ("started", 2, "ConfigChange"),
+        ("failed", 2, "ConfigChange"),
+        ("rolled_back", 3, "AutoRollback"),
+        ("completed", 3, "AutoRollback"),
+    ]
+    assert [m.headers["x-gitdeploy-event"] for m in messages] == [b["event"] for b in bodies]
+    assert all(b["app"] == {"namespace": "shop", "name": "web"} for b in bodies)
+    failed = bodies[3]["revision"]
+    assert (failed["outcome"], failed["reason"], failed["commit"]["subject"]) == (
+        "Failed",
+        "ProgressDeadlineExceeded",
+        "Typo",
+    )
+    assert failed["images"] == [{"container": "main", "image": "nginx:missing"}]
+    assert bodies[3]["durationSeconds"] >= 30
+    assert (bodies[4]["revision"]["rolledBackFrom"], bodies[4]["revision"]["rolledBackTo"]) == (2, 1)
+    assert len({m.headers["x-gitdeploy-delivery"] for m in messages}) == 6
+
+
+def test_a_receiver_that_is_down_does_not_stop_rollouts(
+    git_remote: GitRemote, controller: Controller, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    metrics = Metrics(version="test", process_collectors=False)
+    notifier = Notifier(f"http://127.0.0.1:{port}/hook", retries=1, backoff=0.01)
+    instrument(controller, metrics, notifier)
+    with caplog.at_level(logging.WARNING, logger="gitdeploy.notify"):
+        git_remote.commit_and_push("Deploy web", {"apps/web.yaml": web("nginx:1.25")})
+        settle(controller, fake_clock, metrics)
+        notifier.close(timeout=10)
+    assert controller.reports[WEB].sync == "Synced"
+    assert controller.reports[WEB].health == "Healthy"
+    assert notifier.delivered == 0
+    assert "not delivered: ConnectError" in caplog.text
