@@ -22,8 +22,10 @@ from gitdeploy.cli.image_options import image_options, image_settings
 from gitdeploy.cli.output import print_json, print_table
 from gitdeploy.cli.target import open_cluster, resolve_target
 from gitdeploy.clock import SystemClock
+from gitdeploy.cluster.apirequests import observe_api_requests
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.controller.notify import Notifier
 from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.syncstate import Health, Sync
@@ -243,6 +245,18 @@ def _report_row(report: AppReport) -> list[str]:
     default=None,
     help="Accept signed GitHub/GitLab push webhooks on /hooks/git (needs --listen).",
 )
+@click.option(
+    "--notify-url",
+    default=None,
+    metavar="URL",
+    help="POST a JSON message here when a rollout starts, completes, fails or rolls back.",
+)
+@click.option(
+    "--notify-secret-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Sign notifications with this secret (X-Gitdeploy-Signature-256: sha256=HMAC).",
+)
 @leader_options
 @click.pass_context
 def run(
@@ -257,6 +271,8 @@ def run(
     log_format: str,
     listen: str | None,
     webhook_secret_file: str | None,
+    notify_url: str | None,
+    notify_secret_file: str | None,
     leader_elect: bool,
     lease_name: str,
     lease_namespace: str | None,
@@ -292,6 +308,13 @@ def run(
     server = None
     if webhook_secret_file and not listen:
         raise PermanentError("--webhook-secret-file needs --listen", hint="add --listen :8080")
+    if notify_secret_file and not notify_url:
+        raise PermanentError("--notify-secret-file needs --notify-url", hint="add --notify-url URL")
+    notifier = (
+        Notifier(notify_url, read_secret_file(notify_secret_file) if notify_secret_file else None)
+        if notify_url
+        else None
+    )
     if listen:
         host, port = parse_listen_address(listen)
         webhook = (
@@ -315,10 +338,30 @@ def run(
                 ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
             ) as acting,
         ):
+            instrument(controller, metrics, notifier)
             _loop(controller, stop, wake, interval, metrics, readiness, f"{repo} ({branch})", acting)
     finally:
+        if notifier is not None:
+            notifier.close()
         if server is not None:
             server.stop()
+
+
+def instrument(controller: Controller, metrics: Metrics, notifier: Notifier | None = None) -> None:
+    """Feed ``metrics`` (and ``notifier``) from the controller's observers and its API client."""
+    observe_api_requests(controller.cluster.api, metrics.api_request)
+    controller.poll_observers.append(metrics.observe_poll)
+    controller.reconcile_observers.append(metrics.observe_reconcile)
+    controller.runner.observers.append(metrics.observe_rollout)
+    if notifier is not None:
+        notifier.start()
+        controller.runner.observers.append(notifier)
+
+
+def publish_app_states(controller: Controller, metrics: Metrics) -> None:
+    """Set the apps-by-state gauges from the controller's latest reports."""
+    reports = list(controller.reports.values())
+    metrics.set_app_states(Counter(r.sync for r in reports), Counter(r.health for r in reports))
 
 
 def _loop(
@@ -344,15 +387,11 @@ def _loop(
         if now >= next_poll or wake.is_set():
             wake.clear()
             controller.poll()
-            metrics.observe_poll(time.monotonic() - now, error=controller.source_error is not None)
             if controller.head is not None:
                 readiness.set_repo_read()
             next_poll = now + (interval if controller.source_error is None else min(interval * 2, 60.0))
-        started = time.monotonic()
         if acting() and controller.reconcile_due():
-            metrics.observe_reconcile(time.monotonic() - started, "success")
-            states = list(controller.reports.values())
-            metrics.set_app_states(Counter(r.sync for r in states), Counter(r.health for r in states))
+            publish_app_states(controller, metrics)
         wait = controller.next_due_in() if acting() else None
         timeout = next_poll - time.monotonic()
         if wait is not None:

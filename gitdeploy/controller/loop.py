@@ -22,10 +22,12 @@ import dataclasses
 import logging
 import random
 import threading
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
@@ -113,6 +115,11 @@ class Controller:
         """Commit that last changed each manifest file, at the current head (cleared when it moves)."""
         self._next_resync = 0.0
         self._lock = threading.Lock()
+        # -- observers (metrics): called on the loop's threads; they must be cheap and not raise --
+        self.poll_observers: list[Callable[[float, bool], None]] = []
+        """(seconds, failed) after every poll of the config repo."""
+        self.reconcile_observers: list[Callable[[float, str], None]] = []
+        """(seconds, "success" or "error") after every pass over one app."""
 
     @property
     def prune(self) -> bool:
@@ -124,9 +131,11 @@ class Controller:
 
     def poll(self) -> bool:
         """Ask git for news; load desired state only when the head moved. True when it did."""
+        started = time.perf_counter()
         try:
             result = self.repo.poll()
         except GitdeployError as problem:
+            self._observe(self.poll_observers, time.perf_counter() - started, True)
             self.source_error = problem.message
             last = self.head[:7] if self.head else "none yet"
             log.warning(
@@ -135,6 +144,7 @@ class Controller:
             for key in self.apps:
                 self._report_source_unavailable(key)
             return False
+        self._observe(self.poll_observers, time.perf_counter() - started, False)
         self.source_error = None
         if result.head == self.head:
             return False
@@ -289,6 +299,7 @@ class Controller:
         records: Mapping[str, StoredRecord],
     ) -> AppReport | None:
         stored = records.get(key.name)
+        started = time.perf_counter()
         try:
             if key in self.orphans and key not in self.apps:
                 return self._handle_orphan(key, replica_sets, stored)
@@ -304,9 +315,16 @@ class Controller:
             report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
         except GitdeployError as problem:
             self._failed(key, problem)
+            self._observe(self.reconcile_observers, time.perf_counter() - started, "error")
             return self.reports.get(key)
         self.failures.pop(key, None)
+        self._observe(self.reconcile_observers, time.perf_counter() - started, "success")
         return report
+
+    @staticmethod
+    def _observe(observers: list[Callable[[float, Any], None]], seconds: float, outcome: Any) -> None:
+        for observer in observers:
+            observer(seconds, outcome)
 
     def _step(self, app: App, snapshot: Snapshot, stored: StoredRecord | None) -> AppReport:
         head = self.head or ""
