@@ -1,18 +1,35 @@
-"""Printing helpers shared by the commands: tables on a terminal, stable JSON for machines."""
+"""Printing helpers shared by the commands: tables on a terminal, stable JSON or YAML for machines."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
+import yaml
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from gitdeploy.cli.context import get_context
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MACHINE_FORMATS = ("json", "yaml")
+
+
+def output_option(*extra: str) -> Callable[[F], F]:
+    """``-o/--output text|json|yaml`` (plus ``extra`` formats), the same on every command."""
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Choice(["text", *MACHINE_FORMATS, *extra]),
+        default="text",
+        show_default=True,
+        help="Output format: a table for people, or JSON/YAML for machines (same fields).",
+    )
 
 
 def console(err: bool = False) -> Console:
@@ -40,3 +57,11 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
 
 def print_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=False))
+
+
+def print_data(value: Any, output: str) -> None:
+    """``value`` (plain lists, dicts, strings, numbers) as ``json`` or ``yaml``; same fields in both."""
+    if output == "yaml":
+        click.echo(yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=1000), nl=False)
+    else:
+        print_json(value)

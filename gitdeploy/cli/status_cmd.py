@@ -10,10 +10,18 @@ from typing import Any
 import click
 
 from gitdeploy.cli.context import get_context
-from gitdeploy.cli.output import console, print_json, print_table
+from gitdeploy.cli.output import console, output_option, print_data, print_table
+from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.run_cmd import Duration
 from gitdeploy.cli.target import open_cluster
-from gitdeploy.controller.inspect import AppView, list_app_views, revision_history
+from gitdeploy.controller.inspect import (
+    AppView,
+    TemplateDiff,
+    commit_message,
+    list_app_views,
+    revision_history,
+    template_diff,
+)
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import Outcome, RevisionEntry
 from gitdeploy.errors import NotFoundError
@@ -56,26 +64,33 @@ def _find(cluster: Any, name: str, namespace: str | None) -> AppKey:
     return views[0].key
 
 
+NAMESPACE_HELP = "The app's namespace (or write APP as namespace/name)."
+
+
 @click.command("status")
 @click.argument("app", required=False)
 @click.option("-n", "--namespace", default=None, help="Only this namespace.")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_option()
 @click.pass_context
 def status(ctx: click.Context, app: str | None, namespace: str | None, output: str) -> None:
     """What each app runs, whether it matches git (SYNC), how well it runs (HEALTH), and why.
+
+    Reads the cluster only, so it works from any machine. Exit codes: 0 listed (whatever the
+    apps' state), 1 APP not found or the cluster cannot be read.
 
     \b
     Examples:
       gitdeploy status
       gitdeploy status shop/web -o json
+      gitdeploy status -n shop -o yaml
     """
     cluster = open_cluster(get_context(ctx))
     ns, name = split_app(app, namespace) if app else (namespace, None)
     views = list_app_views(cluster, ns, name)
     if app and not views:
         raise NotFoundError(f"no app {app!r}", hint="`gitdeploy status` lists the apps gitdeploy runs")
-    if output == "json":
-        print_json([{**dataclasses.asdict(v), "key": str(v.key)} for v in views])
+    if output != "text":
+        print_data([{**dataclasses.asdict(v), "key": str(v.key)} for v in views], output)
         return
     if not views:
         click.echo(
@@ -120,33 +135,65 @@ def _status_text(entry: RevisionEntry) -> str:
 
 @click.command("history")
 @click.argument("app")
-@click.option("-n", "--namespace", default=None, help="The app's namespace (or write APP as namespace/name).")
-@click.option("--revision", type=int, default=None, help="Show one revision in full.")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-n", "--namespace", default=None, help=NAMESPACE_HELP)
+@click.option(
+    "--revision", type=int, default=None, help="Show one revision in full: message, record, template diff."
+)
+@click.option(
+    "--repo",
+    default=None,
+    help="With --revision: the config repo (URL or path) to read the full commit message from "
+    "(default: the mirror `run`/`sync` keep in the state dir).",
+)
+@click.option(
+    "--branch", default=None, help="With --repo: the branch to fetch (default: the repo's default)."
+)
+@output_option()
 @click.pass_context
-def history(ctx: click.Context, app: str, namespace: str | None, revision: int | None, output: str) -> None:
+def history(
+    ctx: click.Context,
+    app: str,
+    namespace: str | None,
+    revision: int | None,
+    repo: str | None,
+    branch: str | None,
+    output: str,
+) -> None:
     """The app's revisions, each tied to the commit that caused it.
+
+    With --revision N: the whole record (commit, cause, ReplicaSet, times, images, hooks), the
+    full commit message and what changed in the pod template since the revision before.
+
+    Exit codes: 0 shown, 1 no such app or revision, or the cluster cannot be read.
 
     \b
     Examples:
       gitdeploy history web
       gitdeploy history shop/web --revision 3
+      gitdeploy history shop/web --revision 3 --repo https://github.com/acme/deploy -o yaml
     """
-    cluster = open_cluster(get_context(ctx))
+    cli = get_context(ctx)
+    cluster = open_cluster(cli)
     key = _find(cluster, app, namespace)
     entries = revision_history(cluster, key)
-    if revision is not None:
-        entries = [e for e in entries if e.revision == revision]
-        if not entries:
-            raise NotFoundError(
-                f"{key} has no revision {revision}", hint=f"`gitdeploy history {key}` lists them"
-            )
-    if output == "json":
-        print_json([_entry_json(e) for e in entries])
+    if revision is None:
+        if output != "text":
+            print_data([_entry_json(e) for e in entries], output)
+            return
+        _print_history(entries)
         return
-    if revision is not None:
-        _print_revision(entries[0])
+    entry = next((e for e in entries if e.revision == revision), None)
+    if entry is None:
+        raise NotFoundError(f"{key} has no revision {revision}", hint=f"`gitdeploy history {key}` lists them")
+    message = commit_message(cli.state_dir, entry.commit.sha, repo, branch) if entry.commit.sha else None
+    diff = template_diff(cluster, key, entries, revision)
+    if output != "text":
+        print_data({**_entry_json(entry), "message": message, "diff": _diff_json(diff)}, output)
         return
+    _print_revision(key, entry, message, diff, repo)
+
+
+def _print_history(entries: list[RevisionEntry]) -> None:
     print_table(
         ["revision", "commit", "author", "age", "cause", "status", "images"],
         [
@@ -169,7 +216,20 @@ def _entry_json(e: RevisionEntry) -> dict[str, Any]:
     body["outcome"] = e.outcome.value
     body["commit"] = {"sha": e.commit.sha, "author": e.commit.author, "subject": e.commit.subject}
     body["images"] = [{"container": c, "image": i} for c, i in e.images]
+    body["hooks"] = [dataclasses.asdict(h) for h in e.hooks]
     return body
+
+
+def _diff_json(diff: TemplateDiff) -> dict[str, Any]:
+    return {
+        "against": diff.against,
+        "changes": None
+        if diff.changes is None
+        else [
+            {"scope": c.scope, "field": c.field, "before": c.before, "after": c.after} for c in diff.changes
+        ],
+        "missingReplicaSets": list(diff.missing),
+    }
 
 
 def _when(at: float | None) -> str:
@@ -178,8 +238,9 @@ def _when(at: float | None) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") + f" ({age(at)} ago)"
 
 
-def _print_revision(e: RevisionEntry) -> None:
-    out = console()
+def _print_revision(
+    key: AppKey, e: RevisionEntry, message: str | None, diff: TemplateDiff, repo: str | None
+) -> None:
     lines = [
         f"Revision:      {e.revision}",
         f"Status:        {_status_text(e)}" + (f": {e.message}" if e.message else ""),
@@ -199,67 +260,99 @@ def _print_revision(e: RevisionEntry) -> None:
     for hook in e.hooks:
         lines.append(f"Hook {hook.phase}: {hook.outcome} after {hook.attempts} attempt(s), pod {hook.pod}")
         lines += [f"  | {line}" for line in hook.log.splitlines()[-10:]]
+    lines += ["", *_message_lines(e, message, repo), "", *_diff_lines(key, diff)]
+    out = console()
     for line in lines:
         out.print(line, markup=False)
 
 
+def _message_lines(e: RevisionEntry, message: str | None, repo: str | None) -> list[str]:
+    if message is not None:
+        return ["Commit message:", *[f"  {line}".rstrip() for line in message.rstrip().splitlines()]]
+    if not e.commit.sha:
+        return ["Commit message: (no commit recorded)"]
+    where = f"in {repo}" if repo else "in the state dir's repo mirrors"
+    hint = "pass --repo URL|PATH of the config repo"
+    return [f"Commit message: (commit {e.commit.short} not found {where}; {hint})"]
+
+
+def _diff_lines(key: AppKey, diff: TemplateDiff) -> list[str]:
+    if diff.against is None:
+        return ["Template: the first revision (nothing to compare with)"]
+    title = f"Template changes since revision {diff.against}:"
+    if diff.changes is None:
+        return [
+            f"{title} unknown: ReplicaSet {', '.join(diff.missing)} was removed by the history limit",
+            f"  (the commits still hold it: `gitdeploy plan --base <commit of revision {diff.against}> "
+            f"--head <commit of revision {diff.revision}>`; `gitdeploy history {key}` lists the commits)",
+        ]
+    if not diff.changes:
+        return [f"{title} none (the same template)"]
+    lines = [title]
+    for scope in dict.fromkeys(c.scope for c in diff.changes):
+        lines.append(f"  {scope}")
+        lines += [f"    {c.render()}" for c in diff.changes if c.scope == scope]
+    return lines
+
+
 @click.group("rollout")
 def rollout() -> None:
-    """Follow rollouts (as `kubectl rollout`)."""
+    """Follow rollouts (as `kubectl rollout`).
+
+    \b
+    Examples:
+      gitdeploy rollout status shop/web
+    """
 
 
 @rollout.command("status")
 @click.argument("app")
-@click.option("-n", "--namespace", default=None, help="The app's namespace (or write APP as namespace/name).")
+@click.option("-n", "--namespace", default=None, help=NAMESPACE_HELP)
 @click.option("--timeout", type=Duration(), default="10m", show_default=True, help="Give up after this.")
 @click.option("--interval", type=Duration(), default="1s", show_default=True, hidden=True)
 @click.pass_context
 def rollout_status(
     ctx: click.Context, app: str, namespace: str | None, timeout: float, interval: float
 ) -> None:
-    """Wait for the app's current rollout to finish; exit 0 when it completes, 1 when it fails.
+    """Wait for the app's current rollout to finish, as `kubectl rollout status` does.
+
+    A live progress bar on a terminal; otherwise one line each time what it waits for changes
+    ("Waiting for rollout to finish: 2 of 3 updated replicas are available...").
+
+    Exit codes: 0 the current revision completed, 1 it failed, --timeout passed, or no such app.
 
     \b
-    Example:
+    Examples:
+      gitdeploy rollout status web
       gitdeploy rollout status shop/web --timeout 5m
     """
     cluster = open_cluster(get_context(ctx))
     key = _find(cluster, app, namespace)
     deadline = time.monotonic() + timeout
-    said = ""
-    while True:
-        view = list_app_views(cluster, key.namespace, key.name)[0]
-        if view.phase == Outcome.COMPLETE.value:
-            click.echo(f'app "{key}" successfully rolled out (revision {view.revision})')
-            return
-        if view.phase == Outcome.FAILED.value:
-            click.echo(
-                f'error: app "{key}" revision {view.revision} failed: {view.message} '
-                f"(details: `gitdeploy history {key} --revision {view.revision}`; "
-                "fix the manifest and push, or revert the commit)",
-                err=True,
-            )
-            ctx.exit(1)
-        line = _waiting_line(view)
-        if line != said:
-            click.echo(line)
-            said = line
-        if time.monotonic() >= deadline:
-            click.echo(
-                f"error: timed out waiting for the rollout of {key} after {timeout:.0f} s "
-                "(it goes on; run again or raise --timeout)",
-                err=True,
-            )
-            ctx.exit(1)
-        time.sleep(interval)
-
-
-def _waiting_line(v: AppView) -> str:
-    if v.up_to_date < v.replicas:
-        done = f"{v.up_to_date} out of {v.replicas}"
-        return f"Waiting for rollout to finish: {done} new replicas have been updated..."
-    if v.available < v.replicas:
-        return (
-            f"Waiting for rollout to finish: {v.available} of {v.replicas} updated replicas are available..."
+    with RolloutProgress() as progress:
+        while True:
+            view = list_app_views(cluster, key.namespace, key.name)[0]
+            if view.phase in (Outcome.COMPLETE.value, Outcome.FAILED.value):
+                progress.finish(view, view.phase)
+                break
+            progress.show(view)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(interval)
+    if view.phase == Outcome.COMPLETE.value:
+        click.echo(f'app "{key}" successfully rolled out (revision {view.revision})')
+        return
+    if view.phase == Outcome.FAILED.value:
+        click.echo(
+            f'error: app "{key}" revision {view.revision} failed: {view.message} '
+            f"(details: `gitdeploy history {key} --revision {view.revision}`; "
+            "fix the manifest and push, or revert the commit)",
+            err=True,
         )
-    return f"Waiting for rollout to finish: {v.ready - v.up_to_date} old replicas are pending termination..."
+    else:
+        click.echo(
+            f"error: timed out waiting for the rollout of {key} after {timeout:.0f} s "
+            "(it goes on; run again or raise --timeout)",
+            err=True,
+        )
+    ctx.exit(1)

@@ -1,20 +1,26 @@
 """Read-only views of what gitdeploy runs, for ``status``, ``history`` and ``rollout status``.
 
 Everything comes from the cluster (ReplicaSets and app records, two list calls per namespace), so
-these commands work from any machine, with or without a running loop.
+these commands work from any machine, with or without a running loop. Only a revision's full commit
+message comes from git (the config repo, or the mirror ``run``/``sync`` keep in the state dir).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet
 from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry
 from gitdeploy.core.rollout import revision_entry_of
+from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import NotFoundError
+from gitdeploy.source.gitcmd import GitFailure, GitRunner
+from gitdeploy.source.history import read_commit
+from gitdeploy.source.repo import CommitNotFoundError, ConfigRepo
 
 
 @dataclass(frozen=True)
@@ -102,3 +108,66 @@ def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
             phase = Outcome(rs.annotation(PHASE_ANNOTATION, Outcome.RUNNING.value))
             entries[revision] = revision_entry_of(rs, phase)
     return [entries[r] for r in sorted(entries)]
+
+
+_GITDEPLOY_LABELS = ("labels.gitdeploy.io/", "labels.app.kubernetes.io/managed-by")
+
+
+@dataclass(frozen=True)
+class TemplateDiff:
+    """How revision ``revision``'s template differs from the one of ``against`` (the revision before).
+
+    ``changes`` is None when a template cannot be read: ``missing`` names the ReplicaSets that the
+    history limit removed.
+    """
+
+    revision: int
+    against: int | None
+    changes: tuple[FieldChange, ...] | None
+    missing: tuple[str, ...] = ()
+
+
+def template_diff(cluster: Cluster, key: AppKey, entries: list[RevisionEntry], revision: int) -> TemplateDiff:
+    """The template diff of ``revision`` against the revision before it in ``entries`` (oldest first).
+
+    Templates come from the ReplicaSets (one list call); gitdeploy's own labels are left out.
+    """
+    earlier = [e for e in entries if e.revision < revision]
+    if not earlier:
+        return TemplateDiff(revision, None, ())
+    before, after = earlier[-1], next(e for e in entries if e.revision == revision)
+    templates = {
+        rs.state.template_hash: rs.template
+        for rs in cluster.list_replica_sets(key.namespace, key.name)
+        if rs.template is not None
+    }
+    old, new = templates.get(before.template_hash), templates.get(after.template_hash)
+    if old is None or new is None:
+        gone = tuple(e.replica_set for e, t in ((before, old), (after, new)) if t is None)
+        return TemplateDiff(revision, before.revision, None, gone)
+    changes = tuple(c for c in diff_templates(old, new) if not c.field.startswith(_GITDEPLOY_LABELS))
+    return TemplateDiff(revision, before.revision, changes)
+
+
+def commit_message(
+    state_dir: Path, sha: str, repo: str | None = None, branch: str | None = None
+) -> str | None:
+    """The full message of commit ``sha``: from ``repo`` (fetched at ``branch``) when given, else from
+    the repo mirrors ``run``/``sync`` left in ``state_dir``. None when none of them has the commit.
+    """
+    if repo is not None:
+        with ConfigRepo(repo, ref=branch, state_dir=state_dir) as source:
+            source.poll()
+            try:
+                return source.commit(sha).message
+            except CommitNotFoundError:
+                return None
+    for mirror in sorted((state_dir / "source").glob("*.git")):
+        runner = GitRunner(str(mirror), redact=str)
+        try:
+            return read_commit(runner, sha).message
+        except GitFailure:
+            continue
+        finally:
+            runner.close()
+    return None
