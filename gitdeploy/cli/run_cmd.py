@@ -19,10 +19,12 @@ import click
 from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.image_options import image_options, image_settings
-from gitdeploy.cli.output import print_json, print_table
+from gitdeploy.cli.output import output_option, print_data, print_table
+from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.target import open_cluster, resolve_target
 from gitdeploy.clock import SystemClock
 from gitdeploy.cluster.apirequests import observe_api_requests
+from gitdeploy.controller.inspect import list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.controller.notify import Notifier
@@ -409,7 +411,7 @@ def _loop(
 @click.option(
     "--timeout", type=Duration(), default="10m", show_default=True, help="Give up waiting after this."
 )
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_option()
 @click.pass_context
 def sync(
     ctx: click.Context,
@@ -445,14 +447,20 @@ def sync(
         keys = _select(controller, apps)
         deadline = time.monotonic() + timeout
         reports = {r.key: r for r in controller.reconcile_due(only=keys)}
-        while wait and time.monotonic() < deadline and not all(r.settled for r in reports.values()):
-            pending = [k for k, r in reports.items() if not r.settled]
-            time.sleep(min(max(controller.next_due_in() or 0.2, 0.05), 1.0))
-            for report in controller.reconcile_due(only=pending):
-                reports[report.key] = report
+        followed: set[AppKey] = set()  # the apps whose rollout --wait waits for
+        with RolloutProgress(err=True, name_apps=True) as progress:
+            while wait and time.monotonic() < deadline and not all(r.settled for r in reports.values()):
+                pending = [k for k, r in reports.items() if not r.settled]
+                followed.update(pending)
+                _show_progress(progress, controller, {k: reports[k] for k in followed})
+                time.sleep(min(max(controller.next_due_in() or 0.2, 0.05), 1.0))
+                for report in controller.reconcile_due(only=pending):
+                    reports[report.key] = report
+            if followed:
+                _show_progress(progress, controller, {k: reports[k] for k in followed})
         rows = [reports[k] for k in sorted(reports)]
-    if output == "json":
-        print_json(
+    if output != "text":
+        print_data(
             [
                 {
                     "app": str(r.key),
@@ -462,7 +470,8 @@ def sync(
                     "message": r.message,
                 }
                 for r in rows
-            ]
+            ],
+            output,
         )
     else:
         print_table(["app", "sync", "health", "revision", "message"], [_report_row(r) for r in rows])
@@ -476,6 +485,19 @@ def sync(
         )
         ctx.exit(1)
     ctx.exit(0 if good else 1)
+
+
+def _show_progress(
+    progress: RolloutProgress, controller: Controller, reports: dict[AppKey, AppReport]
+) -> None:
+    """Where each rollout ``sync --wait`` follows stands (two list calls per namespace involved)."""
+    for namespace in sorted({k.namespace for k in reports}):
+        for view in list_app_views(controller.cluster, namespace):
+            report = reports.get(view.key)
+            if report is not None and report.settled:
+                progress.finish(view, report.phase or report.health)
+            elif report is not None:
+                progress.show(view)
 
 
 def _select(controller: Controller, apps: tuple[str, ...]) -> list[AppKey]:
