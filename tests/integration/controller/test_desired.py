@@ -59,3 +59,65 @@ def test_settings_file_selects_paths_at_that_commit(git_remote: GitRemote, tmp_p
         result = DesiredStateReader(repo).load(repo.poll().head)
     assert result.ok, [d.render() for d in result.diagnostics]
     assert [str(a.key) for a in result.apps] == ["shop/web"]
+
+
+def test_incremental_loads_match_a_fresh_load_after_adds_edits_and_removals(
+    git_remote: GitRemote, tmp_path: Path
+) -> None:
+    git_remote.commit_and_push("Add apps", {f"apps/app{i}.yaml": _deployment(f"app{i}") for i in range(5)})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        reader = DesiredStateReader(repo)
+        reader.load(repo.poll().head)
+        git_remote.commit_and_push(
+            "Edit, add, break",
+            {
+                "apps/app1.yaml": _deployment("app1", "nginx:1.27"),
+                "apps/new.yaml": _deployment("new"),
+                "apps/app2.yaml": "kind: [",
+            },
+        )
+        git_remote.remove_file("apps/app3.yaml")
+        git_remote.commit_all("Remove app3")
+        git_remote.push()
+        head = repo.poll().head
+
+        incremental = reader.load(head)
+        fresh = DesiredStateReader(repo).load(head)
+
+    assert incremental == fresh
+    assert [a.name for a in incremental.apps] == ["app0", "app1", "app4", "new"]
+    assert [d.file for d in incremental.diagnostics] == ["apps/app2.yaml"]
+    assert reader.files_parsed == 5 + 3
+
+
+def test_a_settings_change_reloads_every_path(git_remote: GitRemote, tmp_path: Path) -> None:
+    git_remote.commit_and_push(
+        "Two dirs", {"apps/web.yaml": _deployment("web"), "more/api.yaml": _deployment("api")}
+    )
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        reader = DesiredStateReader(repo)
+        assert len(reader.load(repo.poll().head).apps) == 2
+        git_remote.commit_and_push("Only apps/", {"gitdeploy.yaml": "paths: [apps]\n"})
+        narrowed = reader.load(repo.poll().head)
+    assert [a.name for a in narrowed.apps] == ["web"]
+
+
+def test_with_a_sub_path_its_gitdeploy_yaml_is_the_settings_file(
+    git_remote: GitRemote, tmp_path: Path
+) -> None:
+    git_remote.commit_and_push(
+        "Prod config in a monorepo",
+        {
+            "clusters/prod/gitdeploy.yaml": "paths: [apps]\ndefaultNamespace: shop\n",
+            "clusters/prod/apps/web.yaml": _deployment("web"),
+            "clusters/prod/scratch/ignored.yaml": "not: a manifest\n",
+            "clusters/dev/apps/other.yaml": _deployment("other"),
+        },
+    )
+    with ConfigRepo(git_remote.url, subpath="clusters/prod", state_dir=tmp_path / "state") as repo:
+        result = DesiredStateReader(repo).load(repo.poll().head)
+
+    assert result.ok, [d.render() for d in result.diagnostics]
+    assert [(a.namespace, a.name, a.location.file) for a in result.apps] == [
+        ("shop", "web", "clusters/prod/apps/web.yaml")
+    ]
