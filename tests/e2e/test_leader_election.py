@@ -1,0 +1,233 @@
+"""Two real ``gitdeploy run`` processes against one embedded cluster and one git repo: one leads, the
+other stands by (reads git, writes nothing) and takes over when the leader is killed or exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.cluster.connection import connect
+from gitdeploy.core.lease import LeaseSpec
+from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.gitrepo import GitRemote
+
+SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
+LEASE_NAMESPACE, LEASE_NAME = "gitdeploy-system", "gitdeploy"
+FAST_LEASE = ["--lease-duration", "2s", "--renew-deadline", "1.5s", "--retry-period", "0.2s"]
+T = TypeVar("T")
+
+
+def web(image: str) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: "{image}"}}]
+"""
+
+
+def eventually(probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
+    """Poll ``probe`` until it returns something truthy (a timeout fails the test; nothing is timed)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"gave up waiting: {what}")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Run:
+    """One ``gitdeploy run`` in the background; its log goes to a file (no pipe to fill up)."""
+
+    def __init__(self, state: Path, log: Path, *args: str) -> None:
+        env = {**os.environ, "GITDEPLOY_STATE_DIR": str(state), "NO_COLOR": "1"}
+        env.pop("KUBECONFIG", None)
+        self.log_path = log
+        with log.open("w") as out:
+            self.process = subprocess.Popen(
+                [gitdeploy_executable(), "run", *args], env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def identity(self) -> str:
+        found = eventually(
+            lambda: re.search(r"became leader \(lease \S+, identity (\S+)\)", self.log), "became leader"
+        )
+        return found.group(1)
+
+    def stop(self, signum: int) -> int:
+        self.process.send_signal(signum)
+        return self.process.wait(timeout=30)
+
+
+class Embedded:
+    """What the tests read from the embedded cluster: the Lease, app status, request counts."""
+
+    def __init__(self, state: Path, run_cli: RunCli) -> None:
+        connection = connect(state / "kubeconfig")
+        self.api: Any = connection.api
+        self.adapter = Cluster(connection.api)
+        self.token = (state / "token").read_text().strip()
+        self.run_cli = run_cli
+
+    def lease(self) -> LeaseSpec | None:
+        observed = self.adapter.read_lease(LEASE_NAMESPACE, LEASE_NAME)
+        return observed.spec if observed else None
+
+    def lease_taken_from(self, leader: str) -> LeaseSpec | None:
+        """The Lease once someone other than ``leader`` holds it."""
+        lease = self.lease()
+        return lease if lease is not None and lease.holder not in ("", leader) else None
+
+    def web(self) -> dict[str, Any] | None:
+        status = self.run_cli("status", "-o", "json")
+        views = json.loads(status.stdout) if status.returncode == 0 else []
+        return next((v for v in views if v["key"] == "shop/web"), None)
+
+    def stats(self, method: str = "GET") -> dict[tuple[str, str], int]:
+        configuration = self.api.configuration
+        response = httpx.request(
+            method,
+            f"{configuration.host}/gitdeploy/v1/stats",
+            headers={"Authorization": f"Bearer {self.token}"},
+            verify=ssl.create_default_context(cafile=configuration.ssl_ca_cert),
+        )
+        response.raise_for_status()
+        return {(r["verb"], r["resource"]): r["count"] for r in response.json()["requests"]}
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_git_config(isolated_git_config: None) -> None:
+    """git runs without the machine's configuration."""
+
+
+@pytest.fixture
+def cluster(run_cli: RunCli, tmp_path: Path) -> Iterator[Embedded]:
+    up = run_cli("cluster", "up", "--pod-start-seconds", "0.2", "--job-seconds", "0.3")
+    assert up.returncode == 0, up.stderr
+    try:
+        yield Embedded(tmp_path / "state", run_cli)
+    finally:
+        run_cli("cluster", "down")
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Iterator[Callable[..., Run]]:
+    started: list[Run] = []
+
+    def start(name: str, *args: str) -> Run:
+        run = Run(tmp_path / "state", tmp_path / f"{name}.log", *args)
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        if run.process.poll() is None:
+            run.process.kill()
+            run.process.wait(timeout=30)
+
+
+def test_the_standby_writes_nothing_and_takes_over_when_the_leader_is_killed(
+    git_remote: GitRemote, cluster: Embedded, runs: Callable[..., Run]
+) -> None:
+    # Given a leader that holds the Lease but manages another namespace, so that nothing it does
+    # touches shop/web, and a commit that adds shop/web
+    git_remote.commit_and_push("Add web", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1.25")})
+    repo = ["--repo", git_remote.url, "--interval", "0.5s", *FAST_LEASE]
+    first = runs("first", *repo, "-n", "elsewhere")
+    leader = first.identity()
+
+    # When a second run starts for every namespace
+    port = free_port()
+    second = runs("second", *repo, "--listen", f"127.0.0.1:{port}")
+
+    # Then it stands by: its log names the leader, and it is ready (repo read, Lease decided)
+    standby_line = f"standby: leader is {leader} (lease {LEASE_NAMESPACE}/{LEASE_NAME}), waiting"
+    eventually(lambda: standby_line in second.log, "the standby line")
+    eventually(lambda: _ready(port), "/readyz of the standby")
+    assert "gitdeploy_leader 0.0" in httpx.get(f"http://127.0.0.1:{port}/metrics").text
+    cluster.stats("DELETE")
+    # ... and while the leader renews the Lease many times over, the standby writes nothing at all
+    eventually(lambda: cluster.stats().get(("update", "leases"), 0) >= 15, "15 renewals of the Lease")
+    writes = {k: n for k, n in cluster.stats().items() if k[0] in ("create", "update", "patch", "delete")}
+    assert writes == {("update", "leases"): writes[("update", "leases")]}, writes
+    assert cluster.web() is None and cluster.adapter.list_replica_sets("shop") == []
+    assert second.log.count(standby_line) == 1
+    assert "became leader" not in second.log
+
+    # When the leader is killed (no release)
+    first.process.send_signal(signal.SIGKILL)
+    first.process.wait(timeout=30)
+
+    # Then the standby takes over once the Lease expired, and deploys
+    taken = eventually(lambda: cluster.lease_taken_from(leader), "takeover")
+    assert taken.holder == second.identity() and taken.transitions == 1
+    eventually(
+        lambda: (view := cluster.web()) and view["sync"] == "Synced" and view["revision"] == 1, "rev 1"
+    )
+    git_remote.commit_and_push("Bump web", {"apps/web.yaml": web("nginx:1.26")})
+    eventually(
+        lambda: (view := cluster.web()) and view["revision"] == 2 and view["health"] == "Healthy", "rev 2"
+    )
+    assert "gitdeploy_leader 1.0" in httpx.get(f"http://127.0.0.1:{port}/metrics").text
+    assert second.stop(signal.SIGTERM) == 0
+
+
+def test_sigterm_releases_the_lease_so_the_standby_takes_over_before_it_expires(
+    git_remote: GitRemote, cluster: Embedded, runs: Callable[..., Run]
+) -> None:
+    git_remote.commit_and_push("Add web", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1.25")})
+    # A Lease of 10 minutes: a takeover within the test can only come from the release.
+    slow = ["--lease-duration", "10m", "--renew-deadline", "5m", "--retry-period", "0.2s"]
+    repo = ["--repo", git_remote.url, "--interval", "0.5s", *slow]
+    first = runs("first", *repo)
+    leader = first.identity()
+    eventually(lambda: (view := cluster.web()) and view["health"] == "Healthy", "web deployed")
+    second = runs("second", *repo)
+    eventually(lambda: f"standby: leader is {leader}" in second.log, "the standby line")
+
+    assert first.stop(signal.SIGTERM) == 0
+    assert "released the lease gitdeploy-system/gitdeploy" in first.log
+
+    taken = eventually(lambda: cluster.lease_taken_from(leader), "takeover")
+    assert (taken.holder, taken.transitions, taken.duration_seconds) == (second.identity(), 1, 600)
+    assert second.stop(signal.SIGTERM) == 0
+    released = cluster.lease()
+    assert released is not None and (released.holder, released.transitions) == ("", 1)
+
+
+def _ready(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200
+    except httpx.HTTPError:
+        return False
