@@ -10,12 +10,16 @@ pointing at ``file:line:col``, never a crash or a hang.
 from __future__ import annotations
 
 import json
+import threading
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.resolver import VersionedResolver
+from ruamel.yaml.tag import Tag
 
 from gitdeploy.core.diagnostics import Diagnostic
 
@@ -29,6 +33,65 @@ FieldPath = tuple[str | int, ...]
 
 _YAML_TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_YAML_TAG}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
+
+# Speed (profiled: ruamel's resolver and tag objects were half of parsing). Implicitly resolved
+# nodes share one Tag object per tag, so the builder knows their kind by identity and reads the
+# tag text only for the rare explicit tag.
+_SHARED_TAGS: dict[str, Tag] = {}
+_KIND_OF_SHARED_TAG: dict[int, str] = {}
+
+
+def _shared_tag(suffix: str) -> Tag:
+    tag = _SHARED_TAGS.get(suffix)
+    if tag is None:
+        tag = _SHARED_TAGS.setdefault(suffix, Tag(suffix=suffix))
+        _KIND_OF_SHARED_TAG[id(tag)] = suffix.removeprefix(_YAML_TAG)
+    return tag
+
+
+class _FastResolver(VersionedResolver):
+    """ruamel's YAML 1.2 implicit resolution, with its per-scalar version lookup done once.
+
+    The stock resolver asks which YAML version is being parsed three times for every scalar; the
+    C parser never reports a ``%YAML`` directive to it, so the answer is fixed per instance.
+    """
+
+    _table: dict[Any, list[tuple[str, Any]]] | None = None
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)
+        if kind is not ScalarNode:
+            return _MAP_TAG if kind is MappingNode else _SEQ_TAG
+        if implicit[0]:
+            table = self._table
+            if table is None:
+                table = self._table = self.versioned_resolver
+            for tag, regexp in (*table.get(value[0] if value else "", ()), *table.get(None, ())):
+                if regexp.match(value):
+                    return _shared_tag(tag)
+        return _STR_TAG
+
+
+_STR_TAG = _shared_tag(f"{_YAML_TAG}str")
+_MAP_TAG = _shared_tag(f"{_YAML_TAG}map")
+_SEQ_TAG = _shared_tag(f"{_YAML_TAG}seq")
+_PER_THREAD = threading.local()
+
+
+def _yaml() -> YAML:
+    """This thread's parser (making one costs as much as parsing a small file)."""
+    parser: YAML | None = getattr(_PER_THREAD, "yaml", None)
+    if parser is None:
+        parser = YAML(typ="safe", pure=False)
+        parser.Resolver = _FastResolver
+        _PER_THREAD.yaml = parser
+    return parser
+
+
+def _tag_of(node: Node) -> str:
+    kind = _KIND_OF_SHARED_TAG.get(id(node.ctag))
+    return _YAML_TAG + kind if kind is not None else str(node.tag)
 
 
 @dataclass(frozen=True)
@@ -94,14 +157,14 @@ class _Builder:
             return self.build_scalar(node)
         active = active | {id(node)}
         if isinstance(node, SequenceNode):
-            self.require_tag(node, f"{_YAML_TAG}seq")
+            self.require_tag(node, _SEQ_TAG)
             out = []
             for i, item in enumerate(node.value):
                 self.positions.setdefault((*path, i), _at(item))
                 out.append(self.build(item, (*path, i), active))
             return out
         if isinstance(node, MappingNode):
-            self.require_tag(node, f"{_YAML_TAG}map")
+            self.require_tag(node, _MAP_TAG)
             return self.build_mapping(node, path, active)
         raise _Invalid(node, f"unsupported YAML node {type(node).__name__}")
 
@@ -110,7 +173,7 @@ class _Builder:
         seen: dict[str, Node] = {}
         merged: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if isinstance(key_node, ScalarNode) and str(key_node.tag) == f"{_YAML_TAG}merge":
+            if isinstance(key_node, ScalarNode) and _tag_of(key_node) == f"{_YAML_TAG}merge":
                 merged.update(self.build_merge(value_node, path, active))
                 continue
             if not isinstance(key_node, ScalarNode):
@@ -142,17 +205,21 @@ class _Builder:
                 merged.setdefault(key, item)
         return merged
 
-    def require_tag(self, node: Node, expected: str) -> None:
-        tag = str(node.tag)
-        if tag != expected:
+    def require_tag(self, node: Node, expected: Tag) -> None:
+        if node.ctag is expected:
+            return
+        tag = _tag_of(node)
+        if tag != str(expected):
             raise _Invalid(node, f"custom YAML tag '{tag}' is not allowed", "remove the tag")
 
     def build_scalar(self, node: ScalarNode) -> Any:
-        tag = str(node.tag)
         text = str(node.value)
-        if tag not in _SCALAR_TAGS:
-            raise _Invalid(node, f"custom YAML tag '{tag}' is not allowed", "remove the tag")
-        kind = tag[len(_YAML_TAG) :]
+        kind = _KIND_OF_SHARED_TAG.get(id(node.ctag))
+        if kind is None:
+            tag = str(node.tag)
+            if tag not in _SCALAR_TAGS:
+                raise _Invalid(node, f"custom YAML tag '{tag}' is not allowed", "remove the tag")
+            kind = tag[len(_YAML_TAG) :]
         if kind in ("str", "timestamp"):
             return text
         if kind == "null":
@@ -263,16 +330,17 @@ def _compose(path: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
     budget = max(MIN_NODE_BUDGET, MAX_NODES_PER_BYTE * len(text))
     documents: list[Document] = []
     try:
-        for index, root in enumerate(YAML(typ="safe", pure=False).compose_all(text)):
-            if root is None:
-                continue
-            builder = _Builder(budget)
-            data = builder.build(root, (), frozenset())
-            budget = builder.budget
-            if data is None:  # an empty document, as between two '---' lines
-                continue
-            line, column = _at(root)
-            documents.append(Document(path, index, line, column, data, builder.positions))
+        with closing(_yaml().compose_all(text)) as roots:
+            for index, root in enumerate(roots):
+                if root is None:
+                    continue
+                builder = _Builder(budget)
+                data = builder.build(root, (), frozenset())
+                budget = builder.budget
+                if data is None:  # an empty document, as between two '---' lines
+                    continue
+                line, column = _at(root)
+                documents.append(Document(path, index, line, column, data, builder.positions))
     except _Invalid as bad:
         line, column = _at(bad.node) if bad.node is not None else (1, 1)
         return [], [_problem(path, line, column, bad.message, bad.hint)]
