@@ -20,6 +20,7 @@ from gitdeploy.images.streams import histories_from_json
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.registry import RunningRegistry
+from tests.integration.controller.test_loop import deployment
 
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
 INTERVAL = 60.0
@@ -64,18 +65,7 @@ spec:
 
 
 def other(image: str) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: other}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: other}}}}
-  template:
-    metadata: {{labels: {{app: other}}}}
-    spec:
-      containers: [{{name: main, image: "{image}"}}]
-"""
+    return deployment("other", image, replicas=1)
 
 
 @pytest.fixture(autouse=True)
