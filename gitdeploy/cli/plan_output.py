@@ -292,7 +292,8 @@ def render_markdown(plan: Plan, refs: PlanRefs) -> str:
     are HTML blocks, the blank line after ``</summary>`` lets the section body be markdown again.
     """
     counts = plan.counts()
-    kinds = [k for k in CHANGE_ORDER if k is not ChangeKind.UNCHANGED]
+    hidden = {ChangeKind.UNCHANGED} if refs.live else {ChangeKind.UNCHANGED, ChangeKind.DRIFT}
+    kinds = [k for k in CHANGE_ORDER if k not in hidden]  # drift: only a live plan can see it
     status = "" if plan.valid else " — **invalid**"
     lines = [
         f"### gitdeploy plan: {_md_code(refs.base_label)} → {_md_code(refs.head_label)}{status}",

@@ -7,8 +7,9 @@ the cluster says:
   labels removed) and template hash, and the replicas gitdeploy wants for it;
 * a rollback pin that still holds (the caller says whether it holds: the head's manifest is the one
   the pin was set on): a new template in git is then ``manual``, with the command that undoes it;
-* images an image trigger resolved: a container named by an ImageChange trigger that runs a
-  digest (``repo@sha256:...``) keeps it, so git's tag for that container is no change;
+* images an image trigger resolved: a container named by an ImageChange trigger keeps the image
+  it runs (a digest, ``repo@sha256:...``), so git's tag for that container is no change (a live
+  plan does not ask the registry whether the tag moved);
 * drift: the ReplicaSets differ from what the record says gitdeploy made (a ReplicaSet scaled or
   edited by hand, an old ReplicaSet that still has pods after the rollout completed);
 * earlier revisions: a head template equal to one a Complete revision ran is a ``rollback``.
@@ -29,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gitdeploy.core.commits import CommitInfo
-from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL, canonical_template, template_hash
+from gitdeploy.core.imagetriggers import comparable, decide_images
 from gitdeploy.core.models import (
     App,
     AppKey,
@@ -41,11 +42,9 @@ from gitdeploy.core.models import (
     StrategyType,
     Triggers,
 )
-from gitdeploy.core.observed import APP_LABEL, COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet
+from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet
 from gitdeploy.core.planning import Baseline, EarlierTemplate
 from gitdeploy.core.records import AppRecord, Outcome, Pin
-
-DIGEST_MARK = "@sha256:"
 
 
 @dataclass(frozen=True)
@@ -83,39 +82,10 @@ class LiveInputs:
     """The commit each app's running revision came from (where its commit list starts)."""
 
 
-def app_template_of(rs_template: PodTemplate) -> PodTemplate:
-    """A ReplicaSet's pod template without the labels gitdeploy adds (template hash, app)."""
-    raw = rs_template.to_dict()
-    metadata = raw.get("metadata")
-    labels = metadata.get("labels") if isinstance(metadata, dict) else None
-    if isinstance(labels, dict):
-        labels.pop(APP_LABEL, None)
-        labels.pop(TEMPLATE_HASH_LABEL, None)
-    return canonical_template(raw)
-
-
-def with_images(template: PodTemplate, images: Mapping[str, str]) -> PodTemplate:
-    """``template`` with the named containers' images replaced."""
-    raw = template.to_dict()
-    spec = raw.get("spec")
-    for container in spec.get("containers") or [] if isinstance(spec, dict) else []:
-        if isinstance(container, dict) and container.get("name") in images:
-            container["image"] = images[str(container["name"])]
-    return canonical_template(raw)
-
-
-def kept_trigger_images(head: App, running: PodTemplate) -> dict[str, str]:
-    """Containers an ImageChange trigger names that run a digest other than git's image: the
-    digest stays (the trigger, not git, sets those images)."""
-    runs = {c.name: c.image for c in running.containers}
-    git = {c.name: c.image for c in head.template.containers}
-    kept: dict[str, str] = {}
-    for trigger in head.triggers.image_change:
-        for name in trigger.container_names:
-            image = runs.get(name, "")
-            if DIGEST_MARK in image and name in git and git[name] != image:
-                kept[name] = image
-    return kept
+def kept_trigger_images(head: App, running: PodTemplate, *, suspended: bool) -> App:
+    """``head`` as the loop deploys it when no stream tag moved: containers an ImageChange trigger
+    names keep the image they run (:func:`gitdeploy.core.imagetriggers.decide_images`)."""
+    return decide_images(head, {}, suspended=suspended, running=running).app
 
 
 def find_drift(app: RunningApp) -> tuple[str, ...]:
@@ -232,7 +202,7 @@ def live_inputs(
         said: list[str] = []
         if current is None or current.template is None:
             continue
-        template = app_template_of(current.template)
+        template = comparable(current.template)
         replicas = current.state.desired_replicas_annotation or current.state.replicas
         commits[key] = current.annotation(COMMIT_ANNOTATION)
         outcome = app.outcome()
@@ -241,15 +211,13 @@ def live_inputs(
             baseline_apps.append(_orphan_app(key, record, template, current.state.template_hash, replicas))
             notes[key] = tuple(said)
             continue
-        kept = kept_trigger_images(head, template)
-        if kept:
-            kept_template = with_images(head.template, kept)
-            head = replace(head, template=kept_template, template_hash=template_hash(kept_template))
-            adjusted[key] = head
-            said += [
-                f"image trigger: container {name} keeps {image} (git says {image_of(head_by_key[key], name)})"
-                for name, image in sorted(kept.items())
-            ]
+        git_images = {c.name: c.image for c in head.template.containers}
+        head = adjusted[key] = kept_trigger_images(head, template, suspended=record.triggers_suspended)
+        said += [
+            f"image trigger: container {c.name} keeps {c.image} (git says {git_images[c.name]})"
+            for c in head.template.containers
+            if git_images.get(c.name, c.image) != c.image
+        ]
         if record.triggers_suspended:
             reason = f": {record.suspended_reason}" if record.suspended_reason else ""
             said.append(f"image triggers are suspended{reason}")
@@ -274,7 +242,3 @@ def live_inputs(
         notes[key] = tuple(said)
     baseline = Baseline(label, tuple(baseline_apps), pinned=pinned, drift=drift, notes=notes)
     return LiveInputs(baseline, tuple(adjusted.values()), earlier, commits)
-
-
-def image_of(app: App, container: str) -> str:
-    return next((c.image for c in app.template.containers if c.name == container), "")

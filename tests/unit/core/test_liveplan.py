@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
-from gitdeploy.core.liveplan import RunningApp, app_template_of, find_drift, live_inputs
+from gitdeploy.core.liveplan import RunningApp, find_drift, live_inputs
 from gitdeploy.core.models import App, ImageChangeTrigger, PodTemplate, Triggers
 from gitdeploy.core.observed import APP_LABEL, ObservedReplicaSet
 from gitdeploy.core.planning import ChangeKind, DesiredSnapshot, plan_changes
@@ -68,10 +68,6 @@ def entry(revision: int, ran: App, outcome: Outcome = Outcome.COMPLETE) -> Revis
 
 
 V1, V2 = app("nginx:1.25"), app("nginx:1.26")
-
-
-def test_a_replica_sets_template_without_gitdeploys_labels_is_the_apps() -> None:
-    assert app_template_of(replica_set(V1, 1).template or PodTemplate("{}")) == V1.template
 
 
 @pytest.mark.parametrize(
