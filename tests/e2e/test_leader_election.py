@@ -231,3 +231,37 @@ def _ready(port: int) -> bool:
         return httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200
     except httpx.HTTPError:
         return False
+
+
+IMAGE_STREAM = """\
+apiVersion: image.openshift.io/v1
+kind: ImageStream
+metadata: {name: web}
+spec:
+  tags:
+  - name: latest
+    from: {kind: DockerImage, name: "docker.io/library/nginx@sha256:%s"}
+""" % ("a" * 64)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug (images): Controller.poll() refreshes image streams and saves their tag state, "
+    "so a standby writes ConfigMaps; the refresh should wait for a leader's pass",
+)
+def test_a_standby_does_not_save_image_stream_state(
+    git_remote: GitRemote, cluster: Embedded, runs: Callable[..., Run]
+) -> None:
+    git_remote.commit_and_push(
+        "Add a stream", {"gitdeploy.yaml": SETTINGS, "apps/streams.yaml": IMAGE_STREAM}
+    )
+    repo = ["--repo", git_remote.url, "--interval", "0.5s", *FAST_LEASE]
+    leader = runs("first", *repo, "-n", "elsewhere").identity()
+    port = free_port()
+    second = runs("second", *repo, "--listen", f"127.0.0.1:{port}")
+    eventually(lambda: f"standby: leader is {leader}" in second.log, "the standby line")
+    eventually(lambda: _ready(port), "/readyz of the standby")
+    eventually(lambda: cluster.stats().get(("update", "leases"), 0) >= 15, "15 renewals of the Lease")
+    # (both processes create the Lease namespace at start; only the first created the Lease)
+    writes = {k for k in cluster.stats() if k[0] in ("create", "update", "patch", "delete")}
+    assert writes - {("create", "namespaces"), ("create", "leases")} == {("update", "leases")}
