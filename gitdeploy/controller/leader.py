@@ -143,12 +143,10 @@ class LeaderElector:
 
     def _observe(self, lease: ObservedLease | None, now: float) -> None:
         """Remember ``lease``; a new resourceVersion restarts its validity on this process's clock."""
-        changed = (lease is None) != (self._observed is None) or (
-            lease is not None
-            and self._observed is not None
-            and lease.resource_version != self._observed.resource_version
-        )
-        if changed or self._observed_at == 0.0:
+        version = lease.resource_version if lease else None
+        if self._observed_at == 0.0 or version != (
+            self._observed.resource_version if self._observed else None
+        ):
             self._observed_at = now
         self._observed = lease
 
