@@ -15,7 +15,14 @@ from gitdeploy.localcluster.daemon import ssl_context
 
 @click.group("cluster")
 def cluster() -> None:
-    """Run the embedded cluster (a local Kubernetes API with simulated pods)."""
+    """Run the embedded cluster (a local Kubernetes API with simulated pods).
+
+    \b
+    Examples:
+      gitdeploy cluster up --pod-start-seconds 0.5
+      gitdeploy cluster status -o json
+      gitdeploy cluster down
+    """
 
 
 @cluster.command("up")
@@ -41,7 +48,15 @@ def up(
     image_crash: tuple[str, ...],
     image_unready: tuple[str, ...],
 ) -> None:
-    """Start the embedded cluster in the background (does nothing when it already runs)."""
+    """Start the embedded cluster in the background (does nothing when it already runs).
+
+    Exit codes: 0 it runs, 1 it could not start.
+
+    \b
+    Examples:
+      gitdeploy cluster up
+      gitdeploy cluster up --pod-start-seconds 0.2 --image-pull-failure '*:missing'
+    """
     state_dir = get_context(ctx).state_dir
     saved = SimulationConfig.load(state_dir / "simulation.json") or SimulationConfig()
     wanted = SimulationConfig(
@@ -65,7 +80,14 @@ def up(
 @cluster.command("down")
 @click.pass_context
 def down(ctx: click.Context) -> None:
-    """Stop the embedded cluster, keeping its state."""
+    """Stop the embedded cluster, keeping its state.
+
+    Exit codes: 0 stopped or not running.
+
+    \b
+    Example:
+      gitdeploy cluster down
+    """
     state_dir = get_context(ctx).state_dir
     if stop(state_dir):
         click.echo(f"embedded cluster of {state_dir} stopped (state kept)")
@@ -87,7 +109,15 @@ def _info(running: ClusterInfo) -> dict[str, Any]:
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
 def cluster_status(ctx: click.Context, output: str) -> None:
-    """Say whether the embedded cluster runs, where, and what it holds (exit 1 when it does not run)."""
+    """Say whether the embedded cluster runs, where, and what it holds.
+
+    Exit codes: 0 it runs, 1 it does not run.
+
+    \b
+    Examples:
+      gitdeploy cluster status
+      gitdeploy --state-dir /tmp/demo cluster status -o json
+    """
     state_dir = get_context(ctx).state_dir
     running = status(state_dir)
     if running is None:

@@ -1,0 +1,120 @@
+"""Every command feels the same: help with examples, the same global options, -o json|yaml, one-line
+errors with an exit code, shell completion. The walk over registered commands covers new ones too."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import click
+import pytest
+import yaml
+
+from gitdeploy.cli.main import cli
+from tests.fixtures.cli import RunCli
+
+
+def _commands(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    yield path
+    if isinstance(command, click.Group):
+        for name, sub in sorted(command.commands.items()):
+            yield from _commands(sub, (*path, name))
+
+
+EVERY_COMMAND = list(_commands(cli))
+
+
+def test_the_walk_finds_the_commands_of_the_readme() -> None:
+    names = {" ".join(path) for path in EVERY_COMMAND}
+    assert {"validate", "plan", "run", "sync", "status", "history", "rollout status", "completion"} <= names
+
+
+@pytest.mark.parametrize("path", EVERY_COMMAND, ids=lambda p: " ".join(p) or "gitdeploy")
+def test_every_command_has_help_with_an_example(run_cli: RunCli, path: tuple[str, ...]) -> None:
+    done = run_cli(*path, "--help")
+    assert done.returncode == 0, done.stderr
+    assert f"Usage: gitdeploy {' '.join(path)}".rstrip() in done.stdout
+    assert "Example" in done.stdout, f"`gitdeploy {' '.join(path)} --help` shows no example"
+    for line in done.stdout.split("Example", 1)[1].splitlines()[1:]:
+        if line.strip():
+            assert line.strip().startswith(("gitdeploy", "eval", "#")), line
+            break
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        p
+        for p in EVERY_COMMAND
+        if p and not isinstance(cli.get_command(click.Context(cli), p[0]), click.Group)
+    ],
+    ids=" ".join,
+)
+def test_every_command_takes_the_global_options_after_its_name(
+    run_cli: RunCli, path: tuple[str, ...]
+) -> None:
+    done = run_cli(
+        *path, "--state-dir", "/nonexistent/x", "--context", "c", "--no-color", "--debug", "--help"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_global_option_after_the_command_is_used(run_cli: RunCli) -> None:
+    missing = "/nonexistent/kubeconfig.yaml"
+    done = run_cli("status", "--kubeconfig", missing)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: ") and missing in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, "one line, no traceback"
+    traced = run_cli("status", "--kubeconfig", missing, "--debug")
+    assert "Traceback" in traced.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["history"], 2, "Missing argument 'APP'"),
+        (["status", "-o", "xml"], 2, "'xml' is not one of 'text', 'json', 'yaml'"),
+        (["rollout", "status", "web", "--timeout", "soon"], 2, "is not a duration"),
+        (["completion", "tcsh"], 2, "'tcsh' is not one of"),
+        (["history", "nope"], 1, "error: no app 'nope' (`gitdeploy status` lists the apps gitdeploy runs)"),
+        (["rollout", "status", "shop/nope"], 1, "error: no app 'nope' in namespace shop"),
+    ],
+)
+def test_errors_are_one_line_with_an_exit_code(
+    run_cli: RunCli, args: list[str], code: int, says: str
+) -> None:
+    done = run_cli(*args)
+    assert done.returncode == code
+    assert says in done.stderr
+    assert "Traceback" not in done.stderr
+    run_cli("cluster", "down")
+
+
+def test_machine_output_is_the_same_in_json_and_yaml(run_cli: RunCli) -> None:
+    try:
+        as_json = run_cli("status", "-o", "json")
+        as_yaml = run_cli("status", "-n", "shop", "-o", "yaml")
+        assert (as_json.returncode, as_yaml.returncode) == (0, 0)
+        assert json.loads(as_json.stdout) == yaml.safe_load(as_yaml.stdout) == []
+    finally:
+        run_cli("cluster", "down")
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts_use_clicks_variable(run_cli: RunCli, shell: str) -> None:
+    done = run_cli("completion", shell)
+    assert done.returncode == 0
+    assert f"_GITDEPLOY_COMPLETE={shell}_complete" in done.stdout
+
+
+def test_completion_completes_commands_and_options(run_cli: RunCli) -> None:
+    env = {"_GITDEPLOY_COMPLETE": "bash_complete", "COMP_WORDS": "gitdeploy rollout st", "COMP_CWORD": "2"}
+    assert run_cli(env=env).stdout.split() == ["plain,status"]
+    env = {**env, "COMP_WORDS": "gitdeploy history web --re", "COMP_CWORD": "3"}
+    assert set(run_cli(env=env).stdout.split()) == {"plain,--revision", "plain,--repo"}
+
+
+@pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"NO_COLOR": "anything"}, {"NO_COLOR": ""}])
+def test_no_color_in_any_form_is_no_error(run_cli: RunCli, env: dict[str, str]) -> None:
+    done = run_cli("--help", env=env)
+    assert done.returncode == 0 and "\x1b[" not in done.stdout
