@@ -205,7 +205,7 @@ class Controller:
         assert self.head is not None
         found = self._commits.get(app.location.file)
         if found is None:
-            info = self.repo.last_change(app.location.file, self.head)
+            info = self.repo.attribute(app.location.file, self.head)  # BENCH: one history walk for all apps
             found = (
                 CommitRef(info.sha, info.author_name, info.subject)
                 if info is not None
