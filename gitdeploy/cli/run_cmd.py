@@ -28,6 +28,7 @@ from gitdeploy.controller.inspect import list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.controller.notify import Notifier
+from gitdeploy.controller.watcher import watch_records
 from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.syncstate import Health, Sync
@@ -294,16 +295,17 @@ def run(
     """
     _setup_logging(get_context(ctx).debug, log_format)
     stop = threading.Event()
+    wake = threading.Event()
 
     def request_stop(signum: int, _frame: Any) -> None:
         logging.getLogger("gitdeploy").info(
             "received %s: finishing the step in progress", signal.Signals(signum).name
         )
         stop.set()
+        wake.set()  # the loop may be waiting for the next poll
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    wake = threading.Event()
     metrics = Metrics(version=__version__)
     readiness = Readiness()
     timings = LeaseTimings(lease_duration, renew_deadline, retry_period) if leader_elect else None
@@ -341,6 +343,7 @@ def run(
             ) as acting,
         ):
             instrument(controller, metrics, notifier)
+            watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
             _loop(controller, stop, wake, interval, metrics, readiness, f"{repo} ({branch})", acting)
     finally:
         if notifier is not None:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
@@ -281,6 +281,27 @@ class Cluster:
             f"{RECORD_LABEL}=true",
         )
         return [_record(item) for item in raw]
+
+    def watch_app_records(
+        self, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 300
+    ) -> Iterator[tuple[str, StoredRecord]]:
+        """``(event type, record)`` for every change of an app record, until the server ends the
+        watch (after ``timeout_seconds``). Without ``resource_version`` it starts with every
+        record as ``ADDED``. A ``410 Gone`` surfaces as :class:`TransientError`: start over."""
+        selector = f"{RECORD_LABEL}=true"
+        kwargs: dict[str, Any] = {"label_selector": selector, "timeout_seconds": timeout_seconds}
+        if resource_version:
+            kwargs["resource_version"] = resource_version
+        if namespace is not None:
+            call, kwargs["namespace"] = self.core.list_namespaced_config_map, namespace
+        else:
+            call = self.core.list_config_map_for_all_namespaces
+        with _translated("watch app records"):
+            for event in watch.Watch().stream(call, **kwargs):  # type: ignore[no-untyped-call]
+                raw = event.get("raw_object") or {}
+                if event.get("type") == "ERROR":
+                    raise TransientError(f"the watch of app records ended: {raw.get('message', raw)}")
+                yield str(event.get("type")), _record(raw)
 
     def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
         raw = self._read_config_map(namespace, record_name(app), f"read the record of {namespace}/{app}")

@@ -43,7 +43,7 @@ from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_
 from gitdeploy.core.imagetriggers import stream_tag_key
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
-from gitdeploy.core.records import AppRecord, CommitRef, SyncStatus
+from gitdeploy.core.records import AppRecord, Cause, CommitRef, SyncStatus
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
 from gitdeploy.core.syncstate import Health, Sync, classify
 from gitdeploy.errors import GitdeployError, TransientError
@@ -216,6 +216,17 @@ class Controller:
 
     # -- passes --------------------------------------------------------------------------------------
 
+    def notice(self, key: AppKey, resource_version: str) -> bool:
+        """An app record changed outside this loop (a rollback, a deploy request): pass over the app
+        now. The loop's own writes are ignored. True when the app was marked due."""
+        if self.runner.record_versions.get(key) == resource_version:
+            return False
+        with self._lock:
+            if key not in self.apps:
+                return False
+            self.due[key] = self.clock.now()
+        return True
+
     def mark_all_due(self) -> None:
         now = self.clock.now()
         with self._lock:
@@ -338,14 +349,23 @@ class Controller:
         problem = self.problems.get(app.key)
 
         def verdict(step: Step) -> tuple[Sync, Health, str]:
-            sync, health = classify(step, pinned=target.pin is not None)
+            pin = target.pin
+            sync, health = classify(step, pinned=pin is not None)
             if problem is not None:
                 return Sync.INVALID_MANIFEST, health, problem
+            if pin is not None and step.phase is AppPhase.COMPLETE:
+                how = "rollback" if pin.cause == Cause.ROLLBACK.value else "automatic rollback"
+                return sync, health, (
+                    f"pinned to revision {pin.revision}'s template by {how} ({pin.reason}); a commit "
+                    f"that changes the manifest, or `gitdeploy deploy {app.key} --latest`, rolls forward"
+                )
             return sync, health, image_message(step.message, step.phase, images, note)
 
         def amend(step: Step, record: AppRecord) -> AppRecord:
             sync, health, message = verdict(step)
-            return self._with_status(record, sync, health, message, str(app.location))
+            return self._with_status(
+                record, sync, health, message, str(app.location), target.manifest_digest, app.paused
+            )
 
         step = self.runner.run_step(
             target, snapshot, stored, keep_note_current(amend, note, lambda s: verdict(s)[2])
@@ -357,14 +377,28 @@ class Controller:
         return report
 
     def _with_status(
-        self, record: AppRecord, sync: str, health: str, message: str, location: str
+        self,
+        record: AppRecord,
+        sync: str,
+        health: str,
+        message: str,
+        location: str,
+        digest: str = "",
+        paused: bool = False,
     ) -> AppRecord:
         """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing)."""
         current = record.status
-        verdict = (sync, health, location)
-        if current is not None and (current.sync, current.health, current.location) == verdict:
+        verdict = (sync, health, location, digest, paused)
+        if current is not None and (
+            current.sync,
+            current.health,
+            current.location,
+            current.manifest_digest,
+            current.paused,
+        ) == verdict:
             return record
-        status = SyncStatus(sync, health, message, self.head or "", location, self.clock.now())
+        now = self.clock.now()
+        status = SyncStatus(sync, health, message, self.head or "", location, now, digest, paused)
         return dataclasses.replace(record, status=status, last_synced_commit=self.head or "")
 
     def _remember(self, report: AppReport, requeue_after: float | None) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.core.models import App, AppKey
+from gitdeploy.core.models import App, AppKey, PodTemplate
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
 from gitdeploy.core.progress import DeploymentStatus
 from gitdeploy.core.records import AppRecord, CommitRef
@@ -44,10 +44,12 @@ def manifest_digest(app: App) -> str:
 def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str = "ConfigChange") -> Target:
     """What ``app`` should run: git's template, unless a rollback pinned a revision.
 
-    A pin holds while the app's manifest is the one it was set on and its ReplicaSet still exists;
-    a changed manifest rolls forward from git as usual.
+    A pin holds while the app's manifest is the one it was set on (a pin set without a digest is
+    bound to the manifest the loop sees first) and its template is at hand: on its ReplicaSet, or
+    rebuilt from git into the pin. A changed manifest rolls forward from git as usual.
     """
     digest = manifest_digest(app)
+    record = snapshot.record
     git_target = Target(
         app=app,
         template=app.template,
@@ -55,25 +57,29 @@ def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str
         commit=commit,
         cause=cause,
         change_cause=app.change_cause,
-        auto_start=app.triggers.config_change,
+        auto_start=app.triggers.config_change or record.deploy_requested,
         manifest_digest=digest,
     )
-    pin = snapshot.record.pin
-    if pin is None or pin.manifest_digest != digest:
+    pin = record.pin
+    if pin is None or pin.manifest_digest not in ("", digest):
         return git_target
     pinned = next((rs for rs in snapshot.replica_sets if rs.state.template_hash == pin.template_hash), None)
-    if pinned is None or pinned.template is None:
+    if pinned is not None and pinned.template is not None:
+        template = pinned.template
+    elif pin.template:
+        template = PodTemplate(pin.template)
+    else:
         return git_target
-    entry = snapshot.record.entry(pin.revision)
+    entry = record.entry(pin.revision)
     return dataclasses.replace(
         git_target,
-        template=pinned.template,
+        template=template,
         template_hash=pin.template_hash,
         commit=entry.commit if entry is not None else commit,
         cause=pin.cause,
         change_cause=f"rollback to revision {pin.revision}: {pin.reason}",
         auto_start=True,
-        pin=pin,
+        pin=dataclasses.replace(pin, manifest_digest=digest),
     )
 
 
@@ -99,6 +105,8 @@ class RolloutRunner:
         self.cluster = cluster
         self.clock = clock
         self.statuses: dict[AppKey, DeploymentStatus] = {}
+        self.record_versions: dict[AppKey, str] = {}
+        """The resourceVersion of each app record this runner wrote last (its own changes)."""
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
@@ -163,6 +171,7 @@ class RolloutRunner:
                 self.cluster.ensure_namespace(ns)  # a new app in a new namespace
                 written = self.cluster.write_app_record(ns, app.name, record.to_json(), None)
             record_uid = written.uid
+            self.record_versions[app.key] = written.resource_version
         for action in step.actions:
             if isinstance(action, CreateReplicaSet):
                 spec = dataclasses.replace(action.spec, owner_uid=action.spec.owner_uid or record_uid)

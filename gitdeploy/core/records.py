@@ -112,6 +112,9 @@ class Pin:
     cause: str = Cause.ROLLBACK.value
     rolled_back_from: int | None = None
     by: str = ""
+    template: str = ""
+    """The pinned template as canonical JSON, when it was rebuilt from git because the revision's
+    ReplicaSet was gone; empty when the ReplicaSet holds it."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,10 @@ class SyncStatus:
     location: str = ""
     """``file:line`` of the app's manifest."""
     updated_at: float = 0.0
+    manifest_digest: str = ""
+    """Digest of the app's manifest at ``commit`` (a rollback pin is set against it)."""
+    paused: bool = False
+    """The manifest says ``paused: true``."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +146,9 @@ class AppRecord:
     suspended_reason: str = ""
     last_synced_commit: str = ""
     status: SyncStatus | None = None
+    deploy_requested: bool = False
+    """``gitdeploy deploy --latest`` asked for a rollout of git's template although the app has no
+    ConfigChange trigger; cleared when that rollout starts."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Keys this version does not know, kept so that writing the record back loses nothing."""
 
@@ -177,6 +187,7 @@ class AppRecord:
                 "suspendedReason": self.suspended_reason,
                 "lastSyncedCommit": self.last_synced_commit,
                 "status": None if self.status is None else _status_to_json(self.status),
+                "deployRequested": self.deploy_requested,
             }
         )
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
@@ -198,6 +209,7 @@ class AppRecord:
                 "suspendedReason",
                 "lastSyncedCommit",
                 "status",
+                "deployRequested",
             }
             return cls(
                 revisions=tuple(_entry_from_json(e) for e in body.get("revisions") or []),
@@ -206,6 +218,7 @@ class AppRecord:
                 suspended_reason=str(body.get("suspendedReason", "")),
                 last_synced_commit=str(body.get("lastSyncedCommit", "")),
                 status=None if not body.get("status") else _status_from_json(body["status"]),
+                deploy_requested=bool(body.get("deployRequested", False)),
                 extra={k: v for k, v in body.items() if k not in known},
             )
         except (ValueError, TypeError, KeyError, AttributeError) as bad:
@@ -304,6 +317,7 @@ def _pin_to_json(pin: Pin) -> dict[str, Any]:
         "cause": pin.cause,
         "rolledBackFrom": pin.rolled_back_from,
         "by": pin.by,
+        "template": pin.template,
     }
 
 
@@ -316,6 +330,7 @@ def _pin_from_json(raw: Mapping[str, Any]) -> Pin:
         cause=str(raw.get("cause", Cause.ROLLBACK.value)),
         rolled_back_from=_optional_int(raw.get("rolledBackFrom")),
         by=str(raw.get("by", "")),
+        template=str(raw.get("template", "")),
     )
 
 
@@ -327,6 +342,8 @@ def _status_to_json(status: SyncStatus) -> dict[str, Any]:
         "commit": status.commit,
         "location": status.location,
         "updatedAt": status.updated_at,
+        "manifestDigest": status.manifest_digest,
+        "paused": status.paused,
     }
 
 
@@ -338,4 +355,6 @@ def _status_from_json(raw: Mapping[str, Any]) -> SyncStatus:
         commit=str(raw.get("commit", "")),
         location=str(raw.get("location", "")),
         updated_at=float(raw.get("updatedAt", 0.0) or 0.0),
+        manifest_digest=str(raw.get("manifestDigest", "")),
+        paused=bool(raw.get("paused", False)),
     )

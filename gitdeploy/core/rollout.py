@@ -967,11 +967,21 @@ def plan_pass(target: Target, snap: Snapshot, now: float, previous: DeploymentSt
 
     ``previous`` is the status the last pass returned (kept in memory by the caller; ``None``
     after a restart, when progress times are read from the cluster instead). A rollback pin the
-    target no longer honours (git moved on) is cleared in the record this step writes.
+    target no longer honours (git moved on) is cleared in the record this step writes, and a
+    served ``deploy --latest`` request too.
     """
     step = _plan(target, snap, now, previous)
-    if snap.record.pin is not None and target.pin is None and not step.create_record:
-        step = dataclasses.replace(step, record=dataclasses.replace(step.record or snap.record, pin=None))
+    if step.create_record:
+        return step
+    record = step.record or snap.record
+    if record.pin == snap.record.pin != target.pin:
+        # The step left the pin alone: clear it when git moved on, or bind it to the manifest.
+        record = dataclasses.replace(record, pin=target.pin)
+    starting = step.phase is AppPhase.PROGRESSING and starts_rollout(target.template_hash, snap)
+    if record.deploy_requested and starting:
+        record = dataclasses.replace(record, deploy_requested=False)  # `deploy --latest` is served
+    if record != (step.record or snap.record):
+        step = dataclasses.replace(step, record=record)
     return step
 
 

@@ -115,6 +115,7 @@ def test_json_round_trip_keeps_every_field(record: AppRecord) -> None:
 def test_json_form_uses_the_documented_keys() -> None:
     body = json.loads(FULL_RECORD.to_json())
     assert sorted(body) == [
+        "deployRequested",
         "lastSyncedCommit",
         "pin",
         "revisions",
@@ -132,6 +133,7 @@ def test_json_form_uses_the_documented_keys() -> None:
         "cause": "AutoRollback",
         "rolledBackFrom": 6,
         "by": "alice",
+        "template": "",
     }
     full = body["revisions"][1]
     assert full["commit"] == {
@@ -170,6 +172,8 @@ def test_json_form_uses_the_documented_keys() -> None:
         "commit": "e" * 40,
         "location": "apps/web.yaml:3",
         "updatedAt": 1_700_000_100.0,
+        "manifestDigest": "",
+        "paused": False,
     }
     # optional rollback fields are left out when unset
     plain = body["revisions"][0]

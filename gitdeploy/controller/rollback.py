@@ -1,0 +1,177 @@
+"""``gitdeploy rollback`` and ``gitdeploy deploy``: read an app's record and ReplicaSets, decide
+(:mod:`gitdeploy.core.rollback`), write the record back. The loop carries the change out.
+
+Writes use the record's resourceVersion, so a rollback that races with the loop's own write fails
+with a conflict instead of losing either (the command says to try again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.desired import DesiredStateReader
+from gitdeploy.core.hashing import template_hash
+from gitdeploy.core.imagetriggers import comparable, replace_images
+from gitdeploy.core.models import AppKey, PodTemplate
+from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry
+from gitdeploy.core.rollback import RollbackChoice, apply_rollback, choose_rollback
+from gitdeploy.core.rollout import revision_entry_of
+from gitdeploy.errors import NotFoundError, PermanentError
+from gitdeploy.source.repo import ConfigRepo
+
+Rebuild = Callable[[AppKey, RevisionEntry], PodTemplate]
+"""Rebuilds a revision's template from git (its commit's manifest with its recorded images)."""
+
+
+@dataclass(frozen=True)
+class AppState:
+    key: AppKey
+    record: AppRecord
+    stored: StoredRecord
+    replica_sets: tuple[ObservedReplicaSet, ...]
+
+    @property
+    def current(self) -> ObservedReplicaSet | None:
+        return max(self.replica_sets, key=lambda rs: (rs.state.revision, rs.state.created_at), default=None)
+
+    @property
+    def current_revision(self) -> int:
+        current = self.current
+        return current.state.revision if current is not None else self.record.latest_revision
+
+    @property
+    def current_entry(self) -> RevisionEntry | None:
+        """The current revision's log entry; built from its ReplicaSet while it is in flight."""
+        entry = self.record.entry(self.current_revision)
+        current = self.current
+        if entry is None and current is not None:
+            phase = Outcome(current.annotation(PHASE_ANNOTATION, Outcome.RUNNING.value))
+            entry = revision_entry_of(current, phase)
+        return entry
+
+    @property
+    def in_progress(self) -> bool:
+        entry = self.current_entry
+        return entry is not None and entry.outcome is Outcome.RUNNING
+
+    def template_of(self, entry: RevisionEntry) -> PodTemplate | None:
+        found = next((rs for rs in self.replica_sets if rs.state.template_hash == entry.template_hash), None)
+        return found.template if found is not None else None
+
+
+def read_app(cluster: Cluster, key: AppKey) -> AppState:
+    stored = cluster.read_app_record(key.namespace, key.name)
+    if stored is None:
+        raise NotFoundError(
+            f"no app {key} in the cluster",
+            hint="check the name and namespace (-n); `gitdeploy status` lists the apps",
+        )
+    replica_sets = tuple(cluster.list_replica_sets(key.namespace, key.name))
+    return AppState(key, AppRecord.from_json(stored.payload), stored, replica_sets)
+
+
+def write_record(cluster: Cluster, state: AppState, record: AppRecord) -> None:
+    key = state.key
+    cluster.write_app_record(key.namespace, key.name, record.to_json(), state.stored.resource_version)
+
+
+@dataclass(frozen=True)
+class RollbackPlan:
+    """What a rollback of one app will do; :func:`apply` writes it."""
+
+    state: AppState
+    choice: RollbackChoice
+    record: AppRecord
+    """The record to write: the pin and the suspended triggers."""
+    template: PodTemplate
+    current_template: PodTemplate | None
+    rebuilt: bool
+    """The target's ReplicaSet is gone: its template was rebuilt from git at its commit."""
+
+    @property
+    def next_revision(self) -> int:
+        return max(self.state.current_revision, self.state.record.latest_revision) + 1
+
+
+def plan_rollback(
+    cluster: Cluster,
+    key: AppKey,
+    *,
+    to_revision: int | None,
+    to_commit: str | None,
+    message: str,
+    by: str,
+    now: float,
+    rebuild: Rebuild | None,
+) -> RollbackPlan:
+    state = read_app(cluster, key)
+    status = state.record.status
+    if status is not None and status.paused:
+        raise PermanentError(
+            f"{key} is paused: a rollback would not progress",
+            hint="resume it first (remove `paused: true` from its manifest and push)",
+        )
+    choice = choose_rollback(
+        state.record,
+        state.current_entry,
+        to_revision=to_revision,
+        to_commit=to_commit,
+        app=str(key),
+    )
+    current = state.current
+    current_template = current.template if current is not None else None
+    template = state.template_of(choice.target)
+    rebuilt = template is None
+    if template is None:
+        if rebuild is None:
+            raise PermanentError(
+                f"revision {choice.target.revision}'s ReplicaSet was removed by the history limit",
+                hint="pass --repo so gitdeploy can rebuild its template from commit "
+                f"{choice.target.commit.short}",
+            )
+        template = rebuild(key, choice.target)
+    record = apply_rollback(
+        state.record,
+        choice,
+        manifest_digest=status.manifest_digest if status is not None else "",
+        by=by,
+        message=message,
+        now=now,
+        template=template.canonical_json if rebuilt else "",
+        template_hash=template_hash(template) if rebuilt else "",
+    )
+    return RollbackPlan(state, choice, record, template, current_template, rebuilt)
+
+
+def apply(cluster: Cluster, plan: RollbackPlan) -> None:
+    write_record(cluster, plan.state, plan.record)
+
+
+def git_rebuilder(repo: ConfigRepo) -> Rebuild:
+    """Rebuild a revision's template from the manifest at its commit, with the images it ran."""
+    reader = DesiredStateReader(repo)
+
+    def rebuild(key: AppKey, entry: RevisionEntry) -> PodTemplate:
+        try:
+            desired = reader.load(repo.resolve_commit(entry.commit.sha))
+        except PermanentError as problem:
+            raise PermanentError(
+                f"cannot read commit {entry.commit.short} of revision {entry.revision} from the repo: "
+                f"{problem.message}",
+                hint="check --repo/--branch, or pick another revision with --to-revision",
+            ) from problem
+        app = next((a for a in desired.apps if a.key == key), None)
+        if app is None:
+            raise PermanentError(
+                f"{key} is not a valid app at commit {entry.commit.short} (revision {entry.revision})",
+                hint="pick another revision with --to-revision",
+            )
+        return replace_images(comparable(app.template), dict(entry.images))
+
+    return rebuild
+
+
+__all__ = ["AppState", "RollbackPlan", "apply", "git_rebuilder", "plan_rollback", "read_app", "write_record"]
