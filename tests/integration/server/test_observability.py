@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from gitdeploy.cli.run_cmd import instrument, publish_app_states
 from gitdeploy.clock import FakeClock
@@ -26,6 +25,7 @@ from gitdeploy.server.metrics import Metrics
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.integration.server.notify_receiver import Receiver
+from tests.integration.server.scrape import Samples, parse, total
 
 SECRET = b"notify-secret-0123"
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
@@ -78,20 +78,10 @@ def settle(controller: Controller, clock: FakeClock, metrics: Metrics, limit: fl
     raise AssertionError(f"not settled: {controller.reports}")
 
 
-def scrape(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """GET /metrics over HTTP, parsed: {(sample name, sorted labels): value}."""
+def scrape(metrics: Metrics) -> Samples:
+    """GET /metrics over HTTP, parsed."""
     with HttpServer(metrics=metrics, readiness=Readiness(), host="127.0.0.1", port=0) as server:
-        text = httpx.get(f"{server.url}/metrics", timeout=10).text
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def total(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
-    wanted = set(labels.items())
-    return sum(v for (n, ls), v in samples.items() if n == name and wanted <= set(ls))
+        return parse(httpx.get(f"{server.url}/metrics", timeout=10).text)
 
 
 def test_metrics_and_notifications_follow_a_rollout_a_failure_and_its_automatic_rollback(
