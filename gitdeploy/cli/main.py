@@ -14,6 +14,7 @@ from click.shell_completion import get_completion_class
 from gitdeploy import __version__
 from gitdeploy.cli.cluster_cmd import cluster
 from gitdeploy.cli.context import CliContext, default_state_dir
+from gitdeploy.cli.demo_cmd import demo
 from gitdeploy.cli.deploy_cmd import deploy
 from gitdeploy.cli.plan_cmd import plan
 from gitdeploy.cli.rollback_cmd import rollback
@@ -173,6 +174,7 @@ cli.add_command(tag)
 cli.add_command(rollback)
 cli.add_command(deploy)
 cli.add_command(completion)
+cli.add_command(demo)
 
 
 def main(argv: list[str] | None = None) -> None:
