@@ -14,25 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.e2e.test_sync_history import SETTINGS, web
 from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
-
-SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
-
-
-def web(image: str, replicas: int = 2, env: str = "") -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers: [{{name: web, image: "{image}"{env}}}]
-"""
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +37,8 @@ def cluster(run_cli: RunCli) -> Iterator[None]:
 def _two_revisions(git_remote: GitRemote, run_cli: RunCli) -> str:
     git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1.25")})
     assert run_cli("sync", "--repo", git_remote.url, "--wait", "--timeout", "60s").returncode == 0
-    git_remote.write_files({"apps/web.yaml": web("nginx:1.26", env=", env: [{name: MODE, value: fast}]")})
+    fast = web("nginx:1.26").replace('"nginx:1.26"', '"nginx:1.26", env: [{name: MODE, value: fast}]')
+    git_remote.write_files({"apps/web.yaml": fast})
     git_remote.commit_all("web: nginx 1.26, fast mode\n\nThe 1.25 line leaks memory.\nRefs: OPS-42")
     git_remote.push()
     return git_remote.head_sha()
