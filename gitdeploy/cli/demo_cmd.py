@@ -24,7 +24,7 @@ from pathlib import Path
 import click
 from rich.text import Text
 
-from gitdeploy.cli.context import get_context
+from gitdeploy.cli.context import CliContext, get_context
 from gitdeploy.cli.output import console
 from gitdeploy.errors import PermanentError
 from gitdeploy.localcluster import stop
@@ -94,6 +94,8 @@ class Narrator:
             code = 0
         except SystemExit as done:
             code = done.code if isinstance(done.code, int) else 1
+        if code == 130:  # Ctrl-C inside the command: stop the demo (it still cleans up)
+            raise click.Abort
         if code != 0:
             raise StepFailed(f"`gitdeploy {shlex.join(args)}` exited {code}")
 
@@ -268,14 +270,17 @@ def _explore(say: Narrator, state: Path, keep: bool) -> None:
 
 
 @contextlib.contextmanager
-def _demo_environment(state: Path, color: bool) -> Iterator[None]:
-    """Point every command at the demo's embedded cluster, never at a kubeconfig or the pod's."""
+def _demo_environment(state: Path, cli: CliContext) -> Iterator[None]:
+    """Point every command at the demo's embedded cluster, never at a kubeconfig or the pod's;
+    pass on the demo's --no-color and --debug."""
     saved = dict(os.environ)
-    for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "GITDEPLOY_DEBUG"):
+    for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
         os.environ.pop(name, None)
     os.environ["GITDEPLOY_STATE_DIR"] = str(state)
-    if not color:
+    if not cli.color:
         os.environ["NO_COLOR"] = "1"
+    if cli.debug:
+        os.environ["GITDEPLOY_DEBUG"] = "1"
     try:
         yield
     finally:
@@ -309,6 +314,11 @@ def demo(ctx: click.Context, fast: bool, keep: bool) -> None:
     """
     if shutil.which("git") is None:
         raise PermanentError("the demo needs git", hint="install git and run it again")
+    if not EXAMPLES.is_dir():
+        raise PermanentError(
+            f"the demo needs the examples of a gitdeploy clone, and {EXAMPLES} is missing",
+            hint="run it from a clone: scripts/demo",
+        )
     work = Path(tempfile.mkdtemp(prefix="gitdeploy-demo-"))
     state = work / "state"
     say = Narrator(work, FAST if fast else NARRATED, STEPS)
@@ -317,7 +327,7 @@ def demo(ctx: click.Context, fast: bool, keep: bool) -> None:
     say.note(f"working in {work}; every command acts on the embedded cluster of {state}")
     try:
         os.chdir(work)
-        with _demo_environment(state, get_context(ctx).color):
+        with _demo_environment(state, get_context(ctx)):
             try:
                 _scenario(say)
             except StepFailed as problem:
