@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import getpass
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,9 @@ from gitdeploy.cli.output import print_json
 from gitdeploy.cli.status_cmd import _find
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.controller import rollback as control
+from gitdeploy.controller.gitrevert import GitRevert
+from gitdeploy.controller.restore import SCALING, STRATEGY, TRIGGERS
+from gitdeploy.core.commits import Author
 from gitdeploy.core.imagetriggers import comparable
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.rollback import SkippedRollback
@@ -66,12 +70,28 @@ def _describe(plan: control.RollbackPlan) -> list[str]:
         )
     else:
         lines.append(f"  reuses ReplicaSet {target.replica_set}")
+    restored = plan.restored
+    if restored is not None:
+        restore = plan.record.pin.restore if plan.record.pin is not None else ()
+        if SCALING in restore:
+            lines.append(f"  restores replicas: {restored.replicas}, selector: {_selector(restored)}")
+        if STRATEGY in restore:
+            lines.append(f"  restores strategy: {restored.strategy.type.value}")
+        if TRIGGERS in restore:
+            lines.append(f"  restores triggers: {', '.join(restored.triggers.names()) or 'none'}")
     lines.append(f"  image triggers: suspended (`gitdeploy deploy {key} --enable-triggers` resumes them)")
     lines.append(
         f"  pinned while {key}'s manifest in git is unchanged; a commit that changes it, or "
         f"`gitdeploy deploy {key} --latest`, rolls forward"
     )
     return lines
+
+
+def _selector(app: Any) -> str:
+    labels = ",".join(f"{k}={v}" for k, v in app.selector.match_labels)
+    return labels + (
+        f" (+{len(app.selector.match_expressions)} expressions)" if app.selector.match_expressions else ""
+    )
 
 
 def _plan_json(plan: control.RollbackPlan, done: bool) -> dict[str, Any]:
@@ -85,8 +105,113 @@ def _plan_json(plan: control.RollbackPlan, done: bool) -> dict[str, Any]:
         "rebuiltFromGit": plan.rebuilt,
         "images": [{"container": c, "image": i} for c, i in target.images],
         "triggersSuspended": True,
+        "restores": list(plan.record.pin.restore) if plan.record.pin is not None else [],
         "applied": done,
     }
+
+
+def parse_author(text: str | None) -> Author:
+    """``--author "Name <email>"``; else git's user.name/user.email; else gitdeploy's own."""
+    if text is not None:
+        name, _, rest = text.partition("<")
+        email = rest.removesuffix(">").strip() if rest.endswith(">") else ""
+        if not name.strip() or "@" not in email:
+            raise click.BadParameter(f"{text!r} is not 'Name <email>'", param_hint="--author")
+        return Author(name.strip(), email)
+    found = []
+    for key in ("user.name", "user.email"):
+        try:
+            done = subprocess.run(
+                ["git", "config", "--get", key], capture_output=True, text=True, check=False
+            )
+        except OSError:
+            break
+        found.append(done.stdout.strip() if done.returncode == 0 else "")
+    if len(found) == 2 and all(found):
+        return Author(found[0], found[1])
+    return Author("gitdeploy", "gitdeploy@localhost")
+
+
+def _git_revert(
+    ctx: click.Context,
+    apps: tuple[str, ...],
+    namespace: str | None,
+    choose: dict[str, Any],
+    *,
+    repo: str,
+    base: str,
+    branch: str | None,
+    subpath: str,
+    push: bool,
+    note: str,
+    author: Author,
+    restore: tuple[str, ...],
+    output: str,
+) -> None:
+    cluster = open_cluster(get_context(ctx))
+    failed = False
+    chosen = []
+    for name in apps:
+        try:
+            key: AppKey = _find(cluster, name, namespace)
+            chosen.append((key, control.choose(cluster, key, **choose)[1]))
+        except SkippedRollback as skipped:
+            click.echo(str(skipped))
+        except GitdeployError as problem:
+            click.echo(f"error: {name}: {problem}", err=True)
+            failed = True
+    with ConfigRepo(repo, ref=base, subpath=subpath, state_dir=get_context(ctx).state_dir) as source:
+        revert = GitRevert(source, source.poll().head)
+        # bottom-up within a file, so the lines of the documents above stay where the loader saw them
+        for key, choice in sorted(chosen, key=lambda kc: revert.line_of(kc[0]), reverse=True):
+            try:
+                revert.add(key, choice)
+            except SkippedRollback as skipped:
+                click.echo(str(skipped))
+            except GitdeployError as problem:
+                click.echo(f"error: {key}: {problem}", err=True)
+                failed = True
+        if revert.apps:
+            onto = branch or base
+            message = revert.message(note, by=who())
+            sha = revert.push(onto, message, author) if push else None
+            if output == "json":
+                print_json(
+                    {
+                        "apps": [
+                            {"app": str(a.key), "from": a.choice.current.revision, "to": a.target.revision,
+                             "commit": a.target.commit.sha, "file": a.path}
+                            for a in revert.apps
+                        ],
+                        "branch": onto,
+                        "base": revert.base_sha,
+                        "message": message,
+                        "diff": revert.diff(),
+                        "pushed": sha,
+                    }
+                )  # fmt: skip
+            else:
+                _print_revert(revert, message, onto, base, sha, restore)
+    if failed:
+        ctx.exit(1)
+
+
+def _print_revert(
+    revert: GitRevert, message: str, onto: str, base: str, sha: str | None, restore: tuple[str, ...]
+) -> None:
+    if restore:
+        click.echo(f"--change-* ({', '.join(restore)}): implied, the target's whole manifest is written back")
+    if sha is None:
+        click.echo(f"would commit on {onto} (on top of {base} at {revert.base_sha[:7]}):")
+        click.echo("\n".join(f"    {line}".rstrip() for line in message.splitlines()))
+        click.echo(revert.diff(), nl=False)
+        click.echo("nothing changed: add --push to commit and push")
+        return
+    click.echo(f"pushed {sha[:7]} to {onto}: {message.splitlines()[0]}")
+    if onto == base:
+        click.echo("the loop deploys it on its next poll (or now: gitdeploy sync --wait)")
+    else:
+        click.echo(f"{base} is unchanged: open a pull request from {onto} into {base}")
 
 
 @click.command("rollback")
@@ -96,14 +221,39 @@ def _plan_json(plan: control.RollbackPlan, done: bool) -> dict[str, Any]:
     "--to-revision", type=int, default=None, help="Go back to this revision (`gitdeploy history APP`)."
 )
 @click.option("--to-commit", default=None, help="Go back to the newest revision deployed from this commit.")
-@click.option("-m", "--message", default="", help="Why: kept in the revision log.")
+@click.option("-m", "--message", default="", help="Why: kept in the revision log (and the commit).")
 @click.option("--dry-run", is_flag=True, help="Print what would change, change nothing.")
+@click.option(
+    "--change-scaling-settings",
+    is_flag=True,
+    help="Also restore the target's replicas and selector (needs --repo).",
+)
+@click.option("--change-strategy", is_flag=True, help="Also restore the target's strategy (needs --repo).")
+@click.option("--change-triggers", is_flag=True, help="Also restore the target's triggers (needs --repo).")
+@click.option(
+    "--git-revert",
+    is_flag=True,
+    help="Instead of pinning, write the target's manifest back into git as one commit (needs --repo).",
+)
+@click.option(
+    "--branch",
+    default=None,
+    help="With --git-revert: put the commit on this new branch, for a pull request, instead of --base.",
+)
+@click.option("--push", is_flag=True, help="With --git-revert: make the commit and push it (else print it).")
+@click.option(
+    "--author",
+    default=None,
+    help="With --git-revert: 'Name <email>' of the commit [default: git's user.name/user.email, "
+    "else gitdeploy <gitdeploy@localhost>].",
+)
 @click.option(
     "--repo",
     default=None,
-    help="Config repo (URL or path): needed when the target's ReplicaSet is gone, to rebuild it from git.",
+    help="Config repo (URL or path): to rebuild a template whose ReplicaSet is gone, for --change-*, "
+    "and for --git-revert.",
 )
-@click.option("--branch", default="main", show_default=True, help="The branch gitdeploy tracks.")
+@click.option("--base", default="main", show_default=True, help="The branch gitdeploy tracks.")
 @click.option("--path", "subpath", default="", help="The repo directory gitdeploy reads (monorepos).")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
@@ -115,8 +265,15 @@ def rollback(
     to_commit: str | None,
     message: str,
     dry_run: bool,
+    change_scaling_settings: bool,
+    change_strategy: bool,
+    change_triggers: bool,
+    git_revert: bool,
+    branch: str | None,
+    push: bool,
+    author: str | None,
     repo: str | None,
-    branch: str,
+    base: str,
     subpath: str,
     output: str,
 ) -> None:
@@ -126,6 +283,13 @@ def rollback(
     revision (the target's ReplicaSet is reused when it still exists). The app's image triggers are
     suspended and it stays pinned while its manifest in git is unchanged: `gitdeploy status` shows
     Pinned. A running `gitdeploy run` carries the rollback out; without one, run `gitdeploy sync`.
+    Only the template rolls back unless --change-scaling-settings, --change-strategy or
+    --change-triggers restore those settings of the target's manifest too.
+
+    With --git-revert git stays the source of truth: the target's manifest is written back into
+    the app's file (only its own document) as one commit for all the apps, on --base or on a new
+    --branch; nothing is pinned and no trigger suspended. It prints the commit and its diff; with
+    --push it commits and pushes (fast-forward only) and the loop deploys it.
 
     \b
     Exit codes: 0 done (or skipped: already at that template), 1 refused or failed.
@@ -135,17 +299,44 @@ def rollback(
       gitdeploy rollback shop/web
       gitdeploy rollback web -n shop --to-revision 3 -m "checkout errors since 4"
       gitdeploy rollback web --to-commit 1a2b3c4 --dry-run
+      gitdeploy rollback shop/web --to-revision 2 --change-strategy --repo https://git.example/cfg
+      gitdeploy rollback shop/web shop/api --git-revert --repo https://git.example/cfg --branch undo --push
     """
     if to_revision is not None and to_commit is not None:
         raise click.UsageError("give --to-revision or --to-commit, not both")
+    restore = tuple(
+        group
+        for group, wanted in (
+            (SCALING, change_scaling_settings),
+            (STRATEGY, change_strategy),
+            (TRIGGERS, change_triggers),
+        )
+        if wanted
+    )
+    if git_revert:
+        if repo is None:
+            raise click.UsageError("--git-revert writes to the config repo: give it with --repo")
+        _git_revert(
+            ctx, apps, namespace, {"to_revision": to_revision, "to_commit": to_commit},
+            repo=repo, base=base, branch=branch, subpath=subpath, push=push and not dry_run,
+            note=message, author=parse_author(author), restore=restore, output=output,
+        )  # fmt: skip
+        return
+    if branch is not None or push or author is not None:
+        raise click.UsageError("--branch, --push and --author go with --git-revert")
+    if restore and repo is None:
+        raise click.UsageError(
+            "--change-* restore settings of the target revision's manifest, read from git: "
+            "give the repo with --repo"
+        )
     cluster = open_cluster(get_context(ctx))
     failed = False
     results: list[dict[str, Any]] = []
-    with optional_repo(ctx, repo, branch, subpath) as source:
-        rebuild = control.git_rebuilder(source) if source is not None else None
+    with optional_repo(ctx, repo, base, subpath) as source:
+        load_app = control.git_app_loader(source) if source is not None else None
         for name in apps:
             try:
-                key: AppKey = _find(cluster, name, namespace)
+                key = _find(cluster, name, namespace)
                 plan = control.plan_rollback(
                     cluster,
                     key,
@@ -154,7 +345,8 @@ def rollback(
                     message=message,
                     by=who(),
                     now=time.time(),
-                    rebuild=rebuild,
+                    load_app=load_app,
+                    restore=restore,
                 )
             except SkippedRollback as skipped:
                 click.echo(str(skipped))

@@ -14,7 +14,7 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.core.hashing import template_hash
 from gitdeploy.core.imagetriggers import comparable, replace_images
-from gitdeploy.core.models import AppKey, PodTemplate
+from gitdeploy.core.models import App, AppKey, PodTemplate
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet, StoredRecord
 from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry
 from gitdeploy.core.rollback import RollbackChoice, apply_rollback, choose_rollback
@@ -22,8 +22,8 @@ from gitdeploy.core.rollout import revision_entry_of
 from gitdeploy.errors import NotFoundError, PermanentError
 from gitdeploy.source.repo import ConfigRepo
 
-Rebuild = Callable[[AppKey, RevisionEntry], PodTemplate]
-"""Rebuilds a revision's template from git (its commit's manifest with its recorded images)."""
+LoadApp = Callable[[AppKey, RevisionEntry], App]
+"""Reads the app as a revision's commit in git declared it."""
 
 
 @dataclass(frozen=True)
@@ -90,10 +90,29 @@ class RollbackPlan:
     current_template: PodTemplate | None
     rebuilt: bool
     """The target's ReplicaSet is gone: its template was rebuilt from git at its commit."""
+    restored: App | None = None
+    """The target's app from git, when ``--change-*`` flags restore some of its settings."""
 
     @property
     def next_revision(self) -> int:
         return max(self.state.current_revision, self.state.record.latest_revision) + 1
+
+
+def choose(
+    cluster: Cluster, key: AppKey, *, to_revision: int | None, to_commit: str | None
+) -> tuple[AppState, RollbackChoice]:
+    """The app's state and the revision to go back to; refuses a paused app."""
+    state = read_app(cluster, key)
+    status = state.record.status
+    if status is not None and status.paused:
+        raise PermanentError(
+            f"{key} is paused: a rollback would not progress",
+            hint="resume it first (remove `paused: true` from its manifest and push)",
+        )
+    choice = choose_rollback(
+        state.record, state.current_entry, to_revision=to_revision, to_commit=to_commit, app=str(key)
+    )
+    return state, choice
 
 
 def plan_rollback(
@@ -105,34 +124,31 @@ def plan_rollback(
     message: str,
     by: str,
     now: float,
-    rebuild: Rebuild | None,
+    load_app: LoadApp | None,
+    restore: tuple[str, ...] = (),
 ) -> RollbackPlan:
-    state = read_app(cluster, key)
+    """``restore`` names the settings groups (:data:`gitdeploy.controller.restore.GROUPS`) that
+    roll back with the template; they are read from git, so they need ``load_app``."""
+    state, choice = choose(cluster, key, to_revision=to_revision, to_commit=to_commit)
+    target = choice.target
     status = state.record.status
-    if status is not None and status.paused:
-        raise PermanentError(
-            f"{key} is paused: a rollback would not progress",
-            hint="resume it first (remove `paused: true` from its manifest and push)",
-        )
-    choice = choose_rollback(
-        state.record,
-        state.current_entry,
-        to_revision=to_revision,
-        to_commit=to_commit,
-        app=str(key),
-    )
     current = state.current
     current_template = current.template if current is not None else None
-    template = state.template_of(choice.target)
+    template = state.template_of(target)
     rebuilt = template is None
+    if load_app is None and (rebuilt or restore):
+        why = (
+            f"revision {target.revision}'s ReplicaSet was removed by the history limit"
+            if rebuilt
+            else f"restoring {' and '.join(restore)} settings needs revision {target.revision}'s manifest"
+        )
+        raise PermanentError(
+            why, hint=f"pass --repo so gitdeploy can read it from git at commit {target.commit.short}"
+        )
+    from_git = load_app(key, target) if load_app is not None and (rebuilt or restore) else None
     if template is None:
-        if rebuild is None:
-            raise PermanentError(
-                f"revision {choice.target.revision}'s ReplicaSet was removed by the history limit",
-                hint="pass --repo so gitdeploy can rebuild its template from commit "
-                f"{choice.target.commit.short}",
-            )
-        template = rebuild(key, choice.target)
+        assert from_git is not None
+        template = replace_images(comparable(from_git.template), dict(target.images))
     record = apply_rollback(
         state.record,
         choice,
@@ -142,19 +158,23 @@ def plan_rollback(
         now=now,
         template=template.canonical_json if rebuilt else "",
         template_hash=template_hash(template) if rebuilt else "",
+        restore=restore,
+        manifest=from_git.manifest_json if from_git is not None and restore else "",
     )
-    return RollbackPlan(state, choice, record, template, current_template, rebuilt)
+    restored = from_git if restore else None
+    return RollbackPlan(state, choice, record, template, current_template, rebuilt, restored)
 
 
 def apply(cluster: Cluster, plan: RollbackPlan) -> None:
     write_record(cluster, plan.state, plan.record)
 
 
-def git_rebuilder(repo: ConfigRepo) -> Rebuild:
-    """Rebuild a revision's template from the manifest at its commit, with the images it ran."""
+def git_app_loader(repo: ConfigRepo) -> LoadApp:
+    """Read an app from the manifest at a revision's commit (to rebuild its template with the
+    images it ran, or to restore its settings)."""
     reader = DesiredStateReader(repo)
 
-    def rebuild(key: AppKey, entry: RevisionEntry) -> PodTemplate:
+    def load(key: AppKey, entry: RevisionEntry) -> App:
         try:
             desired = reader.load(repo.resolve_commit(entry.commit.sha))
         except PermanentError as problem:
@@ -169,9 +189,18 @@ def git_rebuilder(repo: ConfigRepo) -> Rebuild:
                 f"{key} is not a valid app at commit {entry.commit.short} (revision {entry.revision})",
                 hint="pick another revision with --to-revision",
             )
-        return replace_images(comparable(app.template), dict(entry.images))
+        return app
 
-    return rebuild
+    return load
 
 
-__all__ = ["AppState", "RollbackPlan", "apply", "git_rebuilder", "plan_rollback", "read_app", "write_record"]
+__all__ = [
+    "AppState",
+    "RollbackPlan",
+    "apply",
+    "choose",
+    "git_app_loader",
+    "plan_rollback",
+    "read_app",
+    "write_record",
+]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.restore import restore_settings
 from gitdeploy.core.models import App, AppKey, PodTemplate
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
 from gitdeploy.core.progress import DeploymentStatus
@@ -73,6 +74,7 @@ def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str
     entry = record.entry(pin.revision)
     return dataclasses.replace(
         git_target,
+        app=restore_settings(app, pin),
         template=template,
         template_hash=pin.template_hash,
         commit=entry.commit if entry is not None else commit,

@@ -115,6 +115,11 @@ class Pin:
     template: str = ""
     """The pinned template as canonical JSON, when it was rebuilt from git because the revision's
     ReplicaSet was gone; empty when the ReplicaSet holds it."""
+    restore: tuple[str, ...] = ()
+    """Settings of the revision's manifest restored with its template (``rollback --change-*``):
+    any of ``scaling`` (replicas, selector), ``strategy``, ``triggers``."""
+    manifest: str = ""
+    """The revision's manifest as canonical JSON, read from git, when ``restore`` is set."""
 
 
 @dataclass(frozen=True)
@@ -318,6 +323,8 @@ def _pin_to_json(pin: Pin) -> dict[str, Any]:
         "rolledBackFrom": pin.rolled_back_from,
         "by": pin.by,
         "template": pin.template,
+        "restore": list(pin.restore),
+        "manifest": pin.manifest,
     }
 
 
@@ -331,6 +338,8 @@ def _pin_from_json(raw: Mapping[str, Any]) -> Pin:
         rolled_back_from=_optional_int(raw.get("rolledBackFrom")),
         by=str(raw.get("by", "")),
         template=str(raw.get("template", "")),
+        restore=tuple(str(r) for r in raw.get("restore") or ()),
+        manifest=str(raw.get("manifest", "")),
     )
 
 

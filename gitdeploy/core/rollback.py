@@ -113,11 +113,14 @@ def apply_rollback(
     now: float,
     template: str = "",
     template_hash: str = "",
+    restore: tuple[str, ...] = (),
+    manifest: str = "",
 ) -> AppRecord:
     """``record`` with the pin and the suspended image triggers a rollback sets.
 
     ``template``/``template_hash`` are given when the target's ReplicaSet is gone and its template
-    was rebuilt from git.
+    was rebuilt from git; ``restore`` names the settings of the target's ``manifest`` (canonical
+    JSON, from git) that roll back with the template.
     """
     target = choice.target
     reason = message or f"rolled back by {by}"
@@ -130,6 +133,8 @@ def apply_rollback(
         rolled_back_from=choice.current.revision,
         by=by,
         template=template,
+        restore=restore,
+        manifest=manifest,
     )
     return dataclasses.replace(
         record,

@@ -70,6 +70,8 @@ FULL_PIN = Pin(
     cause=Cause.AUTO_ROLLBACK.value,
     rolled_back_from=6,
     by="alice",
+    restore=("scaling", "strategy"),
+    manifest='{"kind":"Deployment"}',
 )
 FULL_RECORD = AppRecord(
     revisions=(entry(5, template_hash="zzxx998877"), FULL_ENTRY),
@@ -134,6 +136,8 @@ def test_json_form_uses_the_documented_keys() -> None:
         "rolledBackFrom": 6,
         "by": "alice",
         "template": "",
+        "restore": ["scaling", "strategy"],
+        "manifest": '{"kind":"Deployment"}',
     }
     full = body["revisions"][1]
     assert full["commit"] == {

@@ -1,0 +1,243 @@
+"""Rollback that writes git (``--git-revert``) and rollback that restores settings (``--change-*``),
+through the real CLI on a real git repo and the embedded cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from tests.e2e.test_rollback import _deploy_three, _history, _status, _sync, read_record
+from tests.e2e.test_sync_history import SETTINGS, cluster, web
+from tests.fixtures.cli import RunCli
+from tests.fixtures.gitrepo import GitRemote
+
+__all__ = ["cluster", "read_record"]  # fixtures
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_git_config(isolated_git_config: None) -> None:
+    """git runs without the machine's configuration."""
+
+
+def _show(git_remote: GitRemote, rev: str, path: str) -> bytes:
+    """The file's exact bytes at ``rev`` of the remote."""
+    shown = subprocess.run(
+        ["git", "-C", str(git_remote.bare), "show", f"{rev}:{path}"],
+        env=git_remote.env,
+        capture_output=True,
+        check=True,
+    )
+    return shown.stdout
+
+
+def test_git_revert_prints_the_commit_then_pushes_it_and_the_loop_deploys_it(
+    git_remote: GitRemote, run_cli: RunCli, cluster: None, read_record: Any
+) -> None:
+    # Given three deployed commits of shop/web
+    _deploy_three(git_remote, run_cli)
+    before = _history(run_cli)
+    head = git_remote.remote_sha()
+    short = before[1]["commit"]["sha"][:7]
+
+    # When the rollback is only asked for, it prints the commit and changes nothing
+    dry = run_cli("rollback", "shop/web", "--git-revert", "--repo", git_remote.url)
+    assert dry.returncode == 0, dry.stderr
+    assert "would commit on main" in dry.stdout
+    assert f"Roll back shop/web to revision 2 (commit {short})" in dry.stdout
+    assert '-      containers: [{name: web, image: "nginx:1.27"}]' in dry.stdout
+    assert '+      containers: [{name: web, image: "nginx:1.26"}]' in dry.stdout
+    assert git_remote.remote_sha() == head
+
+    # When it is pushed
+    done = run_cli(
+        "rollback", "shop/web", "--git-revert", "--push", "--repo", git_remote.url,
+        "--author", "Ops Person <ops@example.com>", "-m", "1.27 breaks checkout",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+    # Then main has one new commit whose tree has revision 2's manifest
+    new = git_remote.remote_sha()
+    assert git_remote.run_git("rev-parse", f"{new}^", cwd=git_remote.bare) == head
+    assert _show(git_remote, new, "apps/web.yaml").decode() == web("nginx:1.26")
+    logged = git_remote.run_git("log", "-1", "--format=%s%n%an <%ae>%n%b", new, cwd=git_remote.bare)
+    assert logged.splitlines()[:2] == [
+        f"Roll back shop/web to revision 2 (commit {short})",
+        "Ops Person <ops@example.com>",
+    ]
+    assert "1.27 breaks checkout" in logged and "Rolled-back-by: " in logged
+
+    # And the loop deploys it as a config change that returns to revision 2's ReplicaSet; no pin
+    _sync(run_cli, git_remote)
+    last = _history(run_cli)[-1]
+    assert (last["revision"], last["cause"], last["outcome"], last["returns_to"]) == (
+        4,
+        "ConfigChange",
+        "Complete",
+        2,
+    )
+    assert last["replica_set"] == before[1]["replica_set"]
+    assert last["commit"]["sha"] == new
+    assert _status(run_cli)["sync"] == "Synced"
+    record = read_record()
+    assert record["pin"] is None and record["triggersSuspended"] is False
+
+    # And a second revert to the same revision has nothing to write
+    again = run_cli(
+        "rollback", "shop/web", "--to-revision", "4", "--git-revert", "--push", "--repo", git_remote.url
+    )
+    assert again.returncode == 0 and "skipped rollback" in again.stdout
+    assert git_remote.remote_sha() == new
+
+
+HEADER = "# shop apps: edit with care\n"
+
+
+def _api(image: str) -> str:
+    return (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api}\nspec:\n  replicas: 1\n"
+        "  selector: {matchLabels: {app: api}}\n  template:\n    metadata: {labels: {app: api}}\n"
+        f"    spec:\n      containers: [{{name: api, image: '{image}'}}]\n"
+    )
+
+
+def _config(value: str) -> str:
+    weird = "kind: ConfigMap   # not an app\nmetadata:   {name: settings}\n"
+    return f"apiVersion: v1\n{weird}data: {{k: {value}}}\n"
+
+
+def _all(web_image: str, api_image: str, value: str) -> str:
+    return "---\n".join((HEADER + web(web_image), _config(value), _api(api_image)))
+
+
+def test_git_revert_of_two_apps_in_one_file_goes_to_a_new_branch_and_keeps_the_other_documents(
+    git_remote: GitRemote, run_cli: RunCli, cluster: None
+) -> None:
+    # Given web and api in one file with a ConfigMap between them, deployed twice
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
+    git_remote.commit_and_push("v1", {"apps/all.yaml": _all("nginx:1.25", "api:1", "one")})
+    _sync(run_cli, git_remote)
+    git_remote.commit_and_push("v2", {"apps/all.yaml": _all("nginx:1.26", "api:2", "two")})
+    _sync(run_cli, git_remote)
+    head = git_remote.remote_sha()
+
+    # When both roll back with --git-revert onto a new branch
+    done = run_cli(
+        "rollback", "shop/web", "shop/api", "--git-revert", "--branch", "fix", "--push",
+        "--repo", git_remote.url,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "main is unchanged: open a pull request from fix into main" in done.stdout
+
+    # Then main is untouched and fix has one commit naming both apps
+    assert git_remote.remote_sha() == head
+    fix = git_remote.remote_sha("fix")
+    assert git_remote.run_git("rev-parse", f"{fix}^", cwd=git_remote.bare) == head
+    subject = git_remote.run_git("log", "-1", "--format=%B", fix, cwd=git_remote.bare)
+    assert subject.startswith("Roll back 2 apps\n")
+    assert "- shop/api to revision 1" in subject and "- shop/web to revision 1" in subject
+    # And the apps' documents are the old ones, the header and the ConfigMap as they are on main
+    assert _show(git_remote, fix, "apps/all.yaml").decode() == _all("nginx:1.25", "api:1", "two")
+    # And the loop tracking main has nothing to do
+    _sync(run_cli, git_remote)
+    assert [e["revision"] for e in _history(run_cli)] == [1, 2]
+
+
+def test_git_revert_needs_the_repo_and_other_git_flags_need_git_revert(
+    git_remote: GitRemote, run_cli: RunCli, cluster: None
+) -> None:
+    _deploy_three(git_remote, run_cli)
+    no_repo = run_cli("rollback", "shop/web", "--git-revert")
+    assert no_repo.returncode == 2 and "--repo" in no_repo.stderr
+    stray = run_cli("rollback", "shop/web", "--push")
+    assert stray.returncode == 2 and "go with --git-revert" in stray.stderr
+    restore = run_cli("rollback", "shop/web", "--change-strategy")
+    assert restore.returncode == 2 and "give the repo with --repo" in restore.stderr
+    author = run_cli("rollback", "shop/web", "--git-revert", "--repo", git_remote.url, "--author", "nobody")
+    assert author.returncode == 2 and "'Name <email>'" in author.stderr
+
+
+def _web(strategy: str, replicas: int, image: str) -> str:
+    manifest = web(image, replicas=replicas)
+    return manifest.replace("  selector:", f"  strategy: {{type: {strategy}}}\n  selector:", 1)
+
+
+def _scaling_events(tmp_path: Path) -> list[str]:
+    """``up|down <ReplicaSet> <n>`` of every ScalingReplicaSet event in shop, in order."""
+    api = config.new_client_from_config(str(tmp_path / "state" / "kubeconfig"))  # type: ignore[no-untyped-call]
+    try:
+        found: Any = client.CoreV1Api(api).list_namespaced_event("shop")
+    finally:
+        api.close()
+    events = sorted(found.items, key=lambda e: int(e.metadata.resource_version))
+    out = []
+    for event in events:
+        if event.reason == "ScalingReplicaSet":
+            words = event.message.split()  # Scaled up replica set web-<hash> to N
+            out.append(f"{words[1]} {words[4]} {words[6]}")
+    return out
+
+
+def test_change_flags_restore_the_strategy_and_the_replicas_of_the_target(
+    git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path, read_record: Any
+) -> None:
+    # Given revision 1 (Recreate, 3 replicas) and revision 2 (RollingUpdate, 2 replicas)
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
+    git_remote.commit_and_push("v1", {"apps/web.yaml": _web("Recreate", 3, "nginx:1.25")})
+    _sync(run_cli, git_remote)
+    git_remote.commit_and_push("v2", {"apps/web.yaml": _web("RollingUpdate", 2, "nginx:1.26")})
+    _sync(run_cli, git_remote)
+    first, second = (e["replica_set"] for e in _history(run_cli))
+
+    # When rolling back to revision 1 with its strategy and scaling settings
+    dry = run_cli(
+        "rollback", "shop/web", "--change-strategy", "--change-scaling-settings", "--repo", git_remote.url,
+        "--dry-run",
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert "restores replicas: 3, selector: app=web" in dry.stdout
+    assert "restores strategy: Recreate" in dry.stdout
+    seen = len(_scaling_events(tmp_path))
+    done = run_cli(
+        "rollback", "shop/web", "--change-strategy", "--change-scaling-settings", "--repo", git_remote.url,
+        "-o", "json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["restores"] == ["scaling", "strategy"]
+    assert read_record()["pin"]["restore"] == ["scaling", "strategy"]
+    _sync(run_cli, git_remote)
+
+    # Then the rollout is a Recreate one (the running ReplicaSet goes down first) to 3 replicas
+    assert _scaling_events(tmp_path)[seen:] == [f"down {second} 0", f"up {first} 3"]
+    last = _history(run_cli)[-1]
+    assert (last["revision"], last["cause"], last["outcome"], last["replica_set"]) == (
+        3,
+        "Rollback",
+        "Complete",
+        first,
+    )
+
+
+def test_without_change_flags_only_the_template_rolls_back(
+    git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path
+) -> None:
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
+    git_remote.commit_and_push("v1", {"apps/web.yaml": _web("Recreate", 3, "nginx:1.25")})
+    _sync(run_cli, git_remote)
+    git_remote.commit_and_push("v2", {"apps/web.yaml": _web("RollingUpdate", 2, "nginx:1.26")})
+    _sync(run_cli, git_remote)
+    first, _ = (e["replica_set"] for e in _history(run_cli))
+    seen = len(_scaling_events(tmp_path))
+
+    assert run_cli("rollback", "shop/web").returncode == 0
+    _sync(run_cli, git_remote)
+
+    # a rolling update (the old template comes up first) to git's 2 replicas
+    events = _scaling_events(tmp_path)[seen:]
+    assert events[0].startswith(f"up {first} ") and events[-1].startswith("down ")
+    assert max(int(e.split()[2]) for e in events if e.startswith(f"up {first}")) == 2
