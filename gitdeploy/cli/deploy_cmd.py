@@ -33,6 +33,12 @@ from gitdeploy.errors import PermanentError
     "newest images deploys).",
 )
 @click.option(
+    "--retry",
+    "action",
+    flag_value="retry",
+    help="Run the last revision again under its own number, if it Failed (its hooks run again).",
+)
+@click.option(
     "--cancel",
     "action",
     flag_value="cancel",
@@ -40,7 +46,8 @@ from gitdeploy.errors import PermanentError
 )
 @click.pass_context
 def deploy(ctx: click.Context, app: str, namespace: str | None, action: str | None) -> None:
-    """Control an app's deployments: roll out git's manifest, resume image triggers, or cancel.
+    """Control an app's deployments: roll out git's manifest, resume image triggers, retry a
+    failed revision, or cancel one in progress.
 
     A running `gitdeploy run` carries the change out; without one, run `gitdeploy sync`.
 
@@ -51,10 +58,11 @@ def deploy(ctx: click.Context, app: str, namespace: str | None, action: str | No
     Examples:
       gitdeploy deploy shop/web --latest
       gitdeploy deploy shop/web --enable-triggers
+      gitdeploy deploy shop/web --retry
       gitdeploy deploy web -n shop --cancel
     """
     if action is None:
-        raise click.UsageError("say what to do: --latest, --enable-triggers or --cancel")
+        raise click.UsageError("say what to do: --latest, --enable-triggers, --retry or --cancel")
     cluster = open_cluster(get_context(ctx))
     key = _find(cluster, app, namespace)
     state = control.read_app(cluster, key)
@@ -72,6 +80,10 @@ def deploy(ctx: click.Context, app: str, namespace: str | None, action: str | No
         note = "image triggers resumed: the newest images of its streams roll out with git's manifest"
         if record.pin is not None:
             note += f" (released the pin to revision {record.pin.revision})"
+    elif action == "retry":
+        retried = control.retry(cluster, state, by=who(), now=time.time())
+        click.echo(f"{key}: revision {retried.revision} runs again ({retried.message})")
+        return
     else:
         current = state.current_entry
         if current is None:

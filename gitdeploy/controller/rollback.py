@@ -15,10 +15,18 @@ from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.core.hashing import template_hash
 from gitdeploy.core.imagetriggers import comparable, replace_images
 from gitdeploy.core.models import App, AppKey, PodTemplate
-from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.observed import (
+    PHASE_ANNOTATION,
+    PROGRESSED_AT_ANNOTATION,
+    STARTED_AT_ANNOTATION,
+    ObservedReplicaSet,
+    StoredRecord,
+)
 from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry
 from gitdeploy.core.rollback import RollbackChoice, apply_rollback, choose_rollback
+from gitdeploy.core.rollback import retry as decide_retry
 from gitdeploy.core.rollout import revision_entry_of
+from gitdeploy.core.timestamps import format_timestamp
 from gitdeploy.errors import NotFoundError, PermanentError
 from gitdeploy.source.repo import ConfigRepo
 
@@ -169,6 +177,42 @@ def apply(cluster: Cluster, plan: RollbackPlan) -> None:
     write_record(cluster, plan.state, plan.record)
 
 
+def retry(cluster: Cluster, state: AppState, *, by: str, now: float) -> RevisionEntry:
+    """Run the last Failed revision again under its own number; returns its entry as written.
+
+    Everything that makes the planner see it as failed is reset, in an order that lets a loop
+    pass in between record no second failure: while the record still says Failed the planner
+    writes nothing for the revision, so the failed hook and deployer pods go first (the hooks run
+    again), then the ReplicaSet's phase and progress marks (its deadline starts now; a running
+    loop's in-memory status yields to these newer marks), and last the record, which makes the
+    revision Running again. A record changed meanwhile fails the write with a conflict.
+    """
+    key, current = state.key, state.current
+    entry = state.current_entry
+    if entry is None or current is None:
+        raise PermanentError(f"{key} has not been deployed yet", hint="nothing to retry")
+    record = decide_retry(state.record, entry, by=by, now=now, app=str(key))
+    prefix = f"{current.name}-"
+    for pod in cluster.list_app_pods(key.namespace, key.name):
+        if pod.name.startswith(prefix) and pod.revision == entry.revision and pod.phase == "Failed":
+            cluster.delete_pod(key.namespace, pod.name)
+    stamp = format_timestamp(now)
+    cluster.scale_replica_set(
+        key.namespace,
+        current.name,
+        None,
+        {
+            PHASE_ANNOTATION: Outcome.RUNNING.value,
+            STARTED_AT_ANNOTATION: stamp,
+            PROGRESSED_AT_ANNOTATION: stamp,
+        },
+    )
+    write_record(cluster, state, record)
+    retried = record.entry(entry.revision)
+    assert retried is not None
+    return retried
+
+
 def git_app_loader(repo: ConfigRepo) -> LoadApp:
     """Read an app from the manifest at a revision's commit (to rebuild its template with the
     images it ran, or to restore its settings)."""
@@ -202,5 +246,6 @@ __all__ = [
     "git_app_loader",
     "plan_rollback",
     "read_app",
+    "retry",
     "write_record",
 ]

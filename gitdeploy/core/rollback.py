@@ -163,6 +163,36 @@ def request_latest(record: AppRecord, *, in_progress: bool, app: str = "the app"
     return dataclasses.replace(record, pin=None, deploy_requested=True)
 
 
+def retry(
+    record: AppRecord, current: RevisionEntry, *, by: str, now: float, app: str = "the app"
+) -> AppRecord:
+    """Run the Failed revision ``current`` again under its own number: its entry goes back to
+    Running and says who retried it and what had failed.
+
+    Refused when it did not fail, and while a pin holds the app on another revision.
+    """
+    if current.outcome is not Outcome.FAILED:
+        raise PermanentError(
+            f"{app}'s last revision {current.revision} is {current.outcome.value}, not Failed: "
+            "nothing to retry",
+            hint=f"`gitdeploy deploy {app} --latest` rolls out git's manifest",
+        )
+    if record.pin is not None and record.pin.template_hash != current.template_hash:
+        raise PermanentError(
+            f"{app} is pinned to revision {record.pin.revision} ({record.pin.reason})",
+            hint=f"`gitdeploy deploy {app} --latest` releases the pin and rolls out git's manifest",
+        )
+    failed = f": {current.message}" if current.message else ""
+    entry = dataclasses.replace(
+        current,
+        outcome=Outcome.RUNNING,
+        message=f"retried by {by} at {format_timestamp(now)} (it had failed{failed})",
+        reason="",
+        finished_at=None,
+    )
+    return record.with_entry(entry)
+
+
 def cancel(
     record: AppRecord, current: RevisionEntry, *, by: str, now: float, app: str = "the app"
 ) -> AppRecord:
@@ -208,4 +238,5 @@ __all__ = [
     "choose_rollback",
     "enable_triggers",
     "request_latest",
+    "retry",
 ]

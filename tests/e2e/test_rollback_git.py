@@ -167,20 +167,21 @@ def _web(strategy: str, replicas: int, image: str) -> str:
     return manifest.replace("  selector:", f"  strategy: {{type: {strategy}}}\n  selector:", 1)
 
 
-def _scaling_events(tmp_path: Path) -> list[str]:
-    """``up|down <ReplicaSet> <n>`` of every ScalingReplicaSet event in shop, in order."""
+def _events(tmp_path: Path, reason: str) -> list[str]:
+    """The messages of the events with ``reason`` in shop, in the order they were recorded."""
     api = config.new_client_from_config(str(tmp_path / "state" / "kubeconfig"))  # type: ignore[no-untyped-call]
     try:
         found: Any = client.CoreV1Api(api).list_namespaced_event("shop")
     finally:
         api.close()
     events = sorted(found.items, key=lambda e: int(e.metadata.resource_version))
-    out = []
-    for event in events:
-        if event.reason == "ScalingReplicaSet":
-            words = event.message.split()  # Scaled up replica set web-<hash> to N
-            out.append(f"{words[1]} {words[4]} {words[6]}")
-    return out
+    return [str(e.message) for e in events if e.reason == reason]
+
+
+def _scaling_events(tmp_path: Path) -> list[str]:
+    """``up|down <ReplicaSet> <n>`` of every ScalingReplicaSet event, in order."""
+    words = [m.split() for m in _events(tmp_path, "ScalingReplicaSet")]  # Scaled up replica set x to N
+    return [f"{w[1]} {w[4]} {w[6]}" for w in words]
 
 
 def test_change_flags_restore_the_strategy_and_the_replicas_of_the_target(
@@ -241,3 +242,61 @@ def test_without_change_flags_only_the_template_rolls_back(
     events = _scaling_events(tmp_path)[seen:]
     assert events[0].startswith(f"up {first} ") and events[-1].startswith("down ")
     assert max(int(e.split()[2]) for e in events if e.startswith(f"up {first}")) == 2
+
+
+def _worker(image: str) -> str:
+    return f"""\
+apiVersion: apps.openshift.io/v1
+kind: DeploymentConfig
+metadata:
+  name: web
+  annotations: {{"gitdeploy.io/auto-rollback": "false"}}
+spec:
+  replicas: 2
+  selector: {{app: web}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: "{image}"}}]
+  strategy:
+    type: Recreate
+    recreateParams:
+      pre: {{failurePolicy: Abort, execNewPod: {{containerName: web, command: [/bin/drain]}}}}
+  triggers: [{{type: ConfigChange}}]
+"""
+
+
+def test_retry_runs_the_failed_revision_again_under_its_own_number(
+    git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path, read_record: Any
+) -> None:
+    # Given revision 1 Complete and revision 2 Failed in its pre hook (its image cannot be pulled)
+    git_remote.commit_and_push(
+        "Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": _worker("nginx:1.25")}
+    )
+    _sync(run_cli, git_remote)
+    refused = run_cli("deploy", "shop/web", "--retry")
+    assert refused.returncode == 1
+    assert "last revision 1 is Complete, not Failed: nothing to retry" in refused.stderr
+    git_remote.commit_and_push("typo", {"apps/web.yaml": _worker("nginx:missing")})
+    run_cli("sync", "--repo", git_remote.url, "--wait", "--timeout", "60s")
+    assert [(e["revision"], e["outcome"]) for e in _history(run_cli)] == [(1, "Complete"), (2, "Failed")]
+    hooks_run = len(_events(tmp_path, "HookStarted"))
+
+    # When it is retried
+    retried = run_cli("deploy", "shop/web", "--retry")
+    assert retried.returncode == 0, retried.stderr
+    assert "revision 2 runs again (retried by " in retried.stdout
+
+    # Then revision 2 is Running again and says who retried it and what had failed
+    entry = read_record()["revisions"][-1]
+    assert (entry["revision"], entry["outcome"]) == (2, "Running")
+    assert "retried by " in entry["message"] and "the pre hook failed" in entry["message"]
+    # And the next pass runs its pre hook again (no second failure is recorded before that)
+    started = run_cli("sync", "--repo", git_remote.url)
+    assert "revision 2: pre hook running" in started.stdout, started.stdout + started.stderr
+    assert _events(tmp_path, "HookStarted")[hooks_run:] == ["Running pre hook of revision 2 (attempt 1)"]
+    assert read_record()["revisions"][-1]["outcome"] == "Running"
+    # And when the hook fails again, revision 2 is Failed again: still no new revision number
+    run_cli("sync", "--repo", git_remote.url, "--wait", "--timeout", "60s")
+    assert [(e["revision"], e["outcome"]) for e in _history(run_cli)] == [(1, "Complete"), (2, "Failed")]
+    assert len(_events(tmp_path, "HookFailed")) == 2
