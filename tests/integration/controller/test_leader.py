@@ -184,7 +184,7 @@ def test_the_lease_is_what_kubectl_shows(adapter: Cluster, kube_client: Any, fak
     from kubernetes import client
 
     Elector(adapter, "a_1", fake_clock).elector.step()
-    typed = client.CoordinationV1Api(kube_client).read_namespaced_lease(NAME, NAMESPACE)
+    typed: Any = client.CoordinationV1Api(kube_client).read_namespaced_lease(NAME, NAMESPACE)
     assert typed.spec.holder_identity == "a_1"
     assert typed.spec.lease_duration_seconds == 15
     assert typed.spec.renew_time.timestamp() == fake_clock.now()
