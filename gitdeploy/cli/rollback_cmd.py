@@ -25,7 +25,7 @@ from gitdeploy.controller.gitrevert import GitRevert
 from gitdeploy.controller.restore import SCALING, STRATEGY, TRIGGERS
 from gitdeploy.core.commits import Author
 from gitdeploy.core.imagetriggers import comparable
-from gitdeploy.core.models import AppKey
+from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.rollback import SkippedRollback
 from gitdeploy.core.templatediff import diff_templates
 from gitdeploy.errors import GitdeployError
@@ -87,7 +87,7 @@ def _describe(plan: control.RollbackPlan) -> list[str]:
     return lines
 
 
-def _selector(app: Any) -> str:
+def _selector(app: App) -> str:
     labels = ",".join(f"{k}={v}" for k, v in app.selector.match_labels)
     return labels + (
         f" (+{len(app.selector.match_expressions)} expressions)" if app.selector.match_expressions else ""

@@ -111,7 +111,8 @@ class GitRevert:
             body = [f"Revision {self.apps[0].choice.current.revision} ran before."]
         else:
             subject = f"Roll back {len(self.apps)} apps"
-            body = [f"- {a.summary()}, from revision {a.choice.current.revision}" for a in self.apps]
+            apps = sorted(self.apps, key=lambda a: str(a.key))
+            body = [f"- {a.summary()}, from revision {a.choice.current.revision}" for a in apps]
         text = [subject, "", *body]
         if note:
             text += ["", note]

@@ -184,16 +184,22 @@ def _scaling_events(tmp_path: Path) -> list[str]:
     return [f"{w[1]} {w[4]} {w[6]}" for w in words]
 
 
-def test_change_flags_restore_the_strategy_and_the_replicas_of_the_target(
-    git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path, read_record: Any
-) -> None:
-    # Given revision 1 (Recreate, 3 replicas) and revision 2 (RollingUpdate, 2 replicas)
+def _deploy_recreate_then_rolling(git_remote: GitRemote, run_cli: RunCli) -> tuple[str, str]:
+    """Revision 1 (Recreate, 3 replicas) and revision 2 (RollingUpdate, 2 replicas): their ReplicaSets."""
     git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
     git_remote.commit_and_push("v1", {"apps/web.yaml": _web("Recreate", 3, "nginx:1.25")})
     _sync(run_cli, git_remote)
     git_remote.commit_and_push("v2", {"apps/web.yaml": _web("RollingUpdate", 2, "nginx:1.26")})
     _sync(run_cli, git_remote)
     first, second = (e["replica_set"] for e in _history(run_cli))
+    return first, second
+
+
+def test_change_flags_restore_the_strategy_and_the_replicas_of_the_target(
+    git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path, read_record: Any
+) -> None:
+    # Given revision 1 (Recreate, 3 replicas) and revision 2 (RollingUpdate, 2 replicas)
+    first, second = _deploy_recreate_then_rolling(git_remote, run_cli)
 
     # When rolling back to revision 1 with its strategy and scaling settings
     dry = run_cli(
@@ -227,12 +233,7 @@ def test_change_flags_restore_the_strategy_and_the_replicas_of_the_target(
 def test_without_change_flags_only_the_template_rolls_back(
     git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path
 ) -> None:
-    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
-    git_remote.commit_and_push("v1", {"apps/web.yaml": _web("Recreate", 3, "nginx:1.25")})
-    _sync(run_cli, git_remote)
-    git_remote.commit_and_push("v2", {"apps/web.yaml": _web("RollingUpdate", 2, "nginx:1.26")})
-    _sync(run_cli, git_remote)
-    first, _ = (e["replica_set"] for e in _history(run_cli))
+    first, _ = _deploy_recreate_then_rolling(git_remote, run_cli)
     seen = len(_scaling_events(tmp_path))
 
     assert run_cli("rollback", "shop/web").returncode == 0
