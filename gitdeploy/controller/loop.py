@@ -91,6 +91,8 @@ class Controller:
     ) -> None:
         self.repo = repo
         self.images = ImageTriggers(cluster, clock, images or ImageSettings())
+        self._images_stale = False
+        """A new desired state arrived: resolve its image streams before the next pass."""
         """Image stream tags and the ImageChange triggers that follow them."""
         self.cluster = cluster
         self.clock = clock
@@ -150,7 +152,7 @@ class Controller:
             return False
         desired = self.reader.load(result.head)
         self._apply_desired(desired, result.head)
-        self._refresh_images()
+        self._images_stale = True  # resolved by the next pass: a standby polls but writes nothing
         return True
 
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
@@ -260,7 +262,8 @@ class Controller:
         if self.source_error is not None:
             return []
         self._resync_if_time(now)
-        if self.images.next_check is not None and now >= self.images.next_check:
+        if self._images_stale or (self.images.next_check is not None and now >= self.images.next_check):
+            self._images_stale = False
             self._refresh_images()
         with self._lock:
             keys = sorted(only) if only is not None else sorted(k for k, t in self.due.items() if t <= now)

@@ -2,7 +2,7 @@
 
 A settled app is otherwise re-examined only when its manifest changes or at the periodic resync,
 so without this a rollback made from a laptop would wait minutes for ``gitdeploy run``. One watch
-on the record ConfigMaps (per namespace filter, or cluster-wide) feeds
+per namespace on the record ConfigMaps feeds
 :meth:`Controller.notice`; the loop's own writes are recognised by their resourceVersion and
 ignored. The watch costs no request per poll, so a poll with nothing new still makes none.
 """
@@ -21,20 +21,28 @@ log = logging.getLogger("gitdeploy.watch")
 
 
 def watch_records(controller: Controller, stop: threading.Event, on_notice: Callable[[], None]) -> None:
-    """Follow record changes until ``stop``; restart the watch when the server ends it."""
-    namespaces: list[str | None] = [*sorted(controller.namespaces)] or [None]
-    threads = [
-        threading.Thread(
-            target=_follow, args=(controller, ns, stop, on_notice), name=f"watch-records-{ns}", daemon=True
-        )
-        for ns in namespaces
-    ]
-    for thread in threads:
-        thread.start()
+    """Follow record changes until ``stop``: one watch per namespace gitdeploy deploys to (its RBAC
+    is per namespace, so never a cluster-wide watch), started as apps appear in new namespaces."""
+
+    def supervise() -> None:
+        watched: set[str] = set()
+        while not stop.is_set():
+            wanted = set(controller.namespaces) or {key.namespace for key in list(controller.apps)}
+            for namespace in sorted(wanted - watched):
+                threading.Thread(
+                    target=_follow,
+                    args=(controller, namespace, stop, on_notice),
+                    name=f"watch-records-{namespace}",
+                    daemon=True,
+                ).start()
+                watched.add(namespace)
+            stop.wait(2.0)
+
+    threading.Thread(target=supervise, name="watch-records", daemon=True).start()
 
 
 def _follow(
-    controller: Controller, namespace: str | None, stop: threading.Event, on_notice: Callable[[], None]
+    controller: Controller, namespace: str, stop: threading.Event, on_notice: Callable[[], None]
 ) -> None:
     version = ""
     while not stop.is_set():

@@ -244,11 +244,6 @@ spec:
 """ % ("a" * 64)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (images): Controller.poll() refreshes image streams and saves their tag state, "
-    "so a standby writes ConfigMaps; the refresh should wait for a leader's pass",
-)
 def test_a_standby_does_not_save_image_stream_state(
     git_remote: GitRemote, cluster: Embedded, runs: Callable[..., Run]
 ) -> None:

@@ -28,8 +28,16 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("", "pods/log"): {"get"},
     ("", "events"): {"create", "patch", "list"},
     ("", "configmaps"): {"get", "list", "watch", "create", "update", "patch", "delete"},
-    ("coordination.k8s.io", "leases"): {"get", "create", "update"},
 }
+LEADER_RULES = [
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+    {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "resourceNames": ["gitdeploy"],
+        "verbs": ["get", "update"],
+    },
+]
 
 Doc = dict[str, Any]
 
@@ -42,9 +50,13 @@ def load_all() -> list[tuple[Path, Doc]]:
     return docs
 
 
-def only(kind: str) -> Doc:
-    found = [doc for _, doc in load_all() if doc["kind"] == kind]
-    assert len(found) == 1, f"expected one {kind} in deploy/, found {len(found)}"
+def only(kind: str, name: str | None = None) -> Doc:
+    found = [
+        doc
+        for _, doc in load_all()
+        if doc["kind"] == kind and (name is None or doc["metadata"]["name"] == name)
+    ]
+    assert len(found) == 1, f"expected one {kind} {name or ''} in deploy/, found {len(found)}"
     return found[0]
 
 
@@ -52,7 +64,7 @@ def test_deploy_holds_the_expected_kinds() -> None:
     kinds = sorted(doc["kind"] for _, doc in load_all())
 
     assert kinds == sorted(
-        ["Namespace", "ServiceAccount", "Role", "RoleBinding", "Deployment", "Service"]
+        ["Namespace", "ServiceAccount", "Role", "RoleBinding", "Role", "RoleBinding", "Deployment", "Service"]
     )
 
 
@@ -90,21 +102,33 @@ def rules_of(role: Doc) -> dict[tuple[str, str], set[str]]:
 
 
 def test_role_grants_exactly_the_least_privilege_set() -> None:
-    assert rules_of(only("Role")) == EXPECTED_RULES
+    assert rules_of(only("Role", "gitdeploy")) == EXPECTED_RULES
+
+
+def test_leader_election_role_reads_and_renews_only_gitdeploys_lease_in_its_own_namespace() -> None:
+    role = only("Role", "gitdeploy-leader-election")
+    binding = only("RoleBinding", "gitdeploy-leader-election")
+    home = only("Deployment")["metadata"]["namespace"]
+
+    assert role["rules"] == LEADER_RULES
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == home
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == only("RoleBinding", "gitdeploy")["subjects"]
 
 
 def test_no_cluster_wide_rights_and_no_wildcards() -> None:
     kinds = {doc["kind"] for _, doc in load_all()}
     assert not kinds & {"ClusterRole", "ClusterRoleBinding"}
 
-    for rule in only("Role")["rules"]:
+    for rule in [*only("Role", "gitdeploy")["rules"], *LEADER_RULES]:
         for key in ("apiGroups", "resources", "verbs"):
             assert "*" not in rule[key], rule
         assert "escalate" not in rule["verbs"] and "bind" not in rule["verbs"]
 
 
 def test_role_binding_gives_the_role_to_gitdeploys_service_account() -> None:
-    role, binding, account = only("Role"), only("RoleBinding"), only("ServiceAccount")
+    role, binding = only("Role", "gitdeploy"), only("RoleBinding", "gitdeploy")
+    account = only("ServiceAccount")
 
     assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
     assert binding["roleRef"] == {
@@ -152,8 +176,9 @@ def test_gitdeploy_objects_live_in_its_namespace() -> None:
 
     for kind in ("ServiceAccount", "Deployment", "Service"):
         assert only(kind)["metadata"]["namespace"] == namespace, kind
-    assert only("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == (
-        only("ServiceAccount")["metadata"]["name"]
+    assert (
+        only("Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+        == (only("ServiceAccount")["metadata"]["name"])
     )
 
 
@@ -219,7 +244,7 @@ def test_run_flags_name_repo_and_the_managed_namespace_of_the_role() -> None:
     given = flags()
 
     assert given["--repo"].startswith(("https://", "ssh://"))
-    assert given["--namespace"] == only("Role")["metadata"]["namespace"]
+    assert given["--namespace"] == only("Role", "gitdeploy")["metadata"]["namespace"]
     assert given["--log-format"] == "json"
 
 
