@@ -1,15 +1,18 @@
-"""An embedded cluster pre-filled with N apps "already running", cached between benchmark runs.
+"""An embedded cluster holding N apps "already running", deployed by gitdeploy, cached between runs.
 
-For every app of a generated repository: its namespace, its app record (ConfigMap
-``gitdeploy.<app>``) and one ReplicaSet ``<app>-<hash>`` per revision, made through the cluster
-adapter over HTTP exactly as gitdeploy makes them (labels, annotations, owner reference). The
-latest revision has the manifest's replicas and its pods are running and ready; older revisions
-(``revisions > 1``) are scaled to 0.
+The apps of a generated repository (``bench.generate``, same apps and seed) are deployed by
+gitdeploy's own reconcile loop (:class:`~gitdeploy.controller.loop.Controller`), twice: every app
+at image ``1.1.0``, then one commit moves every app to ``1.2.0``. So the cluster holds what a
+gitdeploy that has run for a while holds: two ReplicaSets per app (the old one at 0), running and
+ready pods, app records with two revisions and their sync status, events. Both rounds run on a
+fake clock shared by the controller and the cluster (pods are ready after
+:data:`SIMULATION`'s delay of fake time), so filling costs only the API work: a few minutes
+for 10,000 apps.
 
-Filling 10,000 apps takes a minute or two, so the state directory is kept under the cache
-directory, keyed by apps, seed, revisions and :data:`FORMAT`, and reused while its marker file
-exists. Bump :data:`FORMAT` when what is written changes (for example when the app record's
-payload format lands with the reconcile loop: today the payload is a minimal placeholder).
+The state directory is kept under the cache directory, keyed by apps, seed and :data:`FORMAT`,
+and reused while its marker file exists. Bump :data:`FORMAT` when what is written changes. A
+scenario that uses the cluster moves its own generated repository to :data:`VERSION` with
+:meth:`~bench.generate.GeneratedRepo.commit_versions`, so that git and the cluster agree.
 """
 
 from __future__ import annotations
@@ -17,25 +20,25 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import threading
+import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client
 
-from bench.generate import AppPlan, render_manifest
-from gitdeploy.clock import SystemClock
+from bench.generate import generate_repo
+from gitdeploy.clock import FakeClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.core.hashing import canonical_template, template_hash
-from gitdeploy.core.models import PodTemplate
-from gitdeploy.core.observed import COMMIT_ANNOTATION, REVISION_ANNOTATION, ReplicaSetSpec
+from gitdeploy.controller.loop import Controller
 from gitdeploy.localcluster import LocalCluster, SimulationConfig
-from gitdeploy.manifests.documents import ManifestFile, parse_documents
+from gitdeploy.source.repo import ConfigRepo
 
-FORMAT = 1
+FORMAT = 2
+VERSION = 2
+"""The image version every app runs in a filled cluster (``1.2.0``)."""
 MARKER = "bench-complete.json"
 SIMULATION = SimulationConfig(pod_start_seconds=0.5)
 
@@ -50,91 +53,55 @@ def api_client_for(cluster: LocalCluster) -> Any:
     return client.ApiClient(configuration)
 
 
-def _template_of(plan: AppPlan, version: int) -> tuple[PodTemplate, dict[str, str]]:
-    documents, problems = parse_documents(ManifestFile(plan.path, render_manifest(plan, version).encode()))
-    assert not problems, problems
-    spec = documents[0].data["spec"]
-    selector = spec["selector"].get("matchLabels", spec["selector"])
-    return canonical_template(spec["template"]), {str(k): str(v) for k, v in selector.items()}
+def settle(controller: Controller, clock: FakeClock, *, limit: float = 24 * 3600.0) -> int:
+    """Poll, then pass after pass until nothing is due, moving the fake clock to the next due
+    time (at least 0.1 s, so pods become ready); returns the number of passes."""
+    controller.poll()
+    start, passes = clock.now(), 0
+    while clock.now() - start < limit:
+        controller.reconcile_due()
+        passes += 1
+        wait = controller.next_due_in()
+        if wait is None:
+            return passes
+        clock.advance(max(wait, 0.1))
+    raise RuntimeError(f"the apps did not settle within {limit:.0f} s of fake time")
 
 
-def _fill_app(cluster: Cluster, plan: AppPlan, revisions: int) -> None:
-    record = cluster.write_app_record(
-        plan.namespace, plan.name, json.dumps({"benchmark": True, "revisions": revisions}), None
-    )
-    for revision in range(1, revisions + 1):
-        template, selector = _template_of(plan, revision)
-        latest = revision == revisions
-        cluster.create_replica_set(
-            ReplicaSetSpec(
-                namespace=plan.namespace,
-                app=plan.name,
-                template=template,
-                template_hash=template_hash(template),
-                selector_labels=tuple(sorted(selector.items())),
-                replicas=plan.replicas if latest else 0,
-                annotations=((REVISION_ANNOTATION, str(revision)), (COMMIT_ANNOTATION, "0" * 40)),
-                owner_uid=record.uid,
-            )
-        )
-
-
-def fill(cluster: LocalCluster, plans: Sequence[AppPlan], revisions: int, workers: int = 2) -> None:
-    """Create every app's namespace, record and ReplicaSets through the adapter, ``workers`` at a time."""
-    api = api_client_for(cluster)
-    adapter = Cluster(api)
-    for namespace in sorted({p.namespace for p in plans}):
-        adapter.ensure_namespace(namespace)
-    api.close()
-    lock = threading.Lock()
-    queue = list(reversed(plans))
-    done = [0]
-
-    def work() -> None:
-        api = api_client_for(cluster)
-        adapter = Cluster(api)
-        while True:
-            with lock:
-                if not queue:
-                    break
-                plan = queue.pop()
-            _fill_app(adapter, plan, revisions)
-            with lock:
-                done[0] += 1
-                if done[0] % 1000 == 0:
-                    print(f"  … {done[0]} apps in the cluster", file=sys.stderr, flush=True)
-        api.close()
-
-    threads = [threading.Thread(target=work) for _ in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    # Let every pod become ready, then apply the transitions now so no later request pays for them.
-    time.sleep(SIMULATION.pod_start_seconds + 0.2)
-    while cluster.registry.materialise():
-        pass
+def fill(state: Path, apps: int, seed: int, workers: int = 4) -> dict[str, Any]:
+    """Deploy ``apps`` generated apps at 1.1.0, then move them all to 1.2.0, into ``state``."""
+    clock = FakeClock()
+    with tempfile.TemporaryDirectory(prefix="gitdeploy-fill-") as temporary:
+        generated = generate_repo(Path(temporary), apps, seed)
+        with (
+            LocalCluster(state, clock=clock, config=SIMULATION) as cluster,
+            ConfigRepo(generated.url, ref="main", state_dir=Path(temporary) / "state") as repo,
+        ):
+            api = api_client_for(cluster)
+            controller = Controller(repo, Cluster(api), clock, workers=workers)
+            first = settle(controller, clock)
+            print(f"  … {apps} apps deployed at 1.1.0 ({first} passes)", file=sys.stderr, flush=True)
+            generated.commit_versions(VERSION)
+            second = settle(controller, clock)
+            api.close()
+            counts = cluster.counts()
+    return {"counts": counts, "passes": [first, second]}
 
 
 @contextmanager
-def running_cluster(
-    cache_dir: Path, plans: Sequence[AppPlan], seed: int, revisions: int = 1
-) -> Iterator[tuple[LocalCluster, dict[str, Any]]]:
-    """Yield a started embedded cluster holding ``plans`` (filled now, or reused from the cache).
-
-    The second value says whether the state was reused and how long filling took.
-    """
-    state = cache_dir / f"cluster-apps{len(plans)}-seed{seed}-rev{revisions}-f{FORMAT}"
+def running_cluster(cache_dir: Path, apps: int, seed: int) -> Iterator[tuple[LocalCluster, dict[str, Any]]]:
+    """Yield a started embedded cluster (system clock) holding ``apps`` apps at :data:`VERSION`
+    (filled now, or reused from the cache). The second value says whether the state was reused
+    and how long filling took."""
+    state = cache_dir / f"cluster-apps{apps}-seed{seed}-f{FORMAT}"
     facts: dict[str, Any] = {"cluster_state": str(state)}
     if not (state / MARKER).exists():
         shutil.rmtree(state, ignore_errors=True)
-        print(f"filling an embedded cluster with {len(plans)} apps (cached in {state})", file=sys.stderr)
+        print(f"filling an embedded cluster with {apps} apps (cached in {state})", file=sys.stderr)
         started = time.perf_counter()
-        with LocalCluster(state, clock=SystemClock(), config=SIMULATION) as cluster:
-            fill(cluster, plans, revisions)
-            counts = cluster.counts()
+        filled = fill(state, apps, seed)
         facts["cluster_fill_s"] = round(time.perf_counter() - started, 1)
-        (state / MARKER).write_text(json.dumps({"counts": counts, "fill_s": facts["cluster_fill_s"]}))
+        (state / MARKER).write_text(json.dumps({**filled, "fill_s": facts["cluster_fill_s"]}))
         facts["cluster_reused"] = False
     else:
         facts["cluster_reused"] = True

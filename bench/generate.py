@@ -341,6 +341,15 @@ class GeneratedRepo:
             f"{plan.name}: image 1.{self.versions[index]}.0", {plan.path: self.manifest(index)}
         )
 
+    def commit_versions(self, version: int) -> str | None:
+        """Commit image ``1.<version>.0`` for every app not there yet (one commit); None if none changed."""
+        changed = {}
+        for index, plan in enumerate(self.apps):
+            if self.versions[index] != version:
+                self.versions[index] = version
+                changed[plan.path] = self.manifest(index)
+        return self._commit(f"every app: image 1.{version}.0", changed) if changed else None
+
     def commit_unrelated(self) -> str:
         """Commit a README change, touching no manifest; return the commit sha."""
         self.docs_revision += 1

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -24,7 +26,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,17 +39,22 @@ from kubernetes import client as kubernetes_client
 from rich.console import Console
 from rich.table import Table
 
-from bench.clusterstate import api_client_for, running_cluster
+from bench import clusterstate
+from bench.clusterstate import SIMULATION, api_client_for, settle
 from bench.generate import GeneratedRepo, generate_repo
-from gitdeploy.clock import SystemClock
+from gitdeploy.clock import Clock, FakeClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.desired import DesiredStateReader
+from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.hashing import canonical_template, template_hash
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
 from gitdeploy.localcluster import LocalCluster, SimulationConfig, ensure_running, stop
 from gitdeploy.localcluster.daemon import ssl_context
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import NAMESPACES, REPLICASETS
+from gitdeploy.localcluster.stats import RequestStats
 from gitdeploy.localcluster.store import Store
 from gitdeploy.manifests.documents import Document, ManifestFile, parse_documents
 from gitdeploy.manifests.loader import FileAnalysis, analyse_file
@@ -55,7 +62,7 @@ from gitdeploy.manifests.schemas import iter_violations
 from gitdeploy.source.repo import ConfigRepo
 
 client: Any = kubernetes_client
-NEEDS_LOOP = "needs the reconcile loop (issue 6)"
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 
 # -- measuring -----------------------------------------------------------------------------------
@@ -95,12 +102,17 @@ class PeakRss:
 
 
 def measure_peak_rss(
-    command: Sequence[str], *, run_for: float | None = None, env: dict[str, str] | None = None
+    command: Sequence[str],
+    *,
+    run_for: float | None = None,
+    until: Callable[[], bool] | None = None,
+    env: dict[str, str] | None = None,
 ) -> PeakRss:
     """Run ``command`` and return its peak resident set size (``ru_maxrss`` of that child, via wait4).
 
     With ``run_for``, a long-running command (``gitdeploy run``) gets SIGTERM after that many
-    seconds (SIGKILL 10 s later). The figure covers the child only, not its own children.
+    seconds, or earlier once ``until()`` is true (SIGKILL 10 s later). The figure covers the
+    child only, not its own children.
     """
     started = time.perf_counter()
     process = subprocess.Popen(list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -111,7 +123,8 @@ def measure_peak_rss(
         if pid == process.pid:
             break
         now = time.perf_counter()
-        if deadline is not None and now >= deadline and signalled_at is None:
+        stop = deadline is not None and (now >= deadline or (until is not None and until()))
+        if stop and signalled_at is None:
             os.kill(process.pid, signal.SIGTERM)
             signalled_at = now
         elif signalled_at is not None and now - signalled_at > 10:
@@ -154,6 +167,15 @@ class Bench:
         path.mkdir(parents=True, exist_ok=False)
         return path
 
+    @contextmanager
+    def running_cluster(self) -> Iterator[tuple[LocalCluster, dict[str, Any]]]:
+        """The cached cluster of every app deployed by gitdeploy (:mod:`bench.clusterstate`), with
+        the generated repository moved to the version it runs, and timed request stats."""
+        self.repo().commit_versions(clusterstate.VERSION)
+        with clusterstate.running_cluster(self.cache_dir, self.apps, self.seed) as (cluster, facts):
+            cluster.stats = TimedStats()
+            yield cluster, facts
+
 
 @dataclass(frozen=True)
 class Measured:
@@ -188,13 +210,164 @@ def scenario(name: str, *, target: str) -> Callable[[ScenarioFn], ScenarioFn]:
     return register
 
 
-def not_yet(name: str, *, target: str, why: str = NEEDS_LOOP) -> None:
-    """Register a scenario that cannot run yet: it reports ``"skipped"``, never a figure."""
-    SCENARIOS[name] = Scenario(name, target, None, why)
-
-
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+class TimedStats(RequestStats):
+    """The embedded cluster's request counter, also keeping when each request arrived."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrivals: list[tuple[float, str, str]] = []
+
+    def record(self, verb: str, resource: str) -> None:
+        super().record(verb, resource)
+        self.arrivals.append((time.perf_counter(), verb, resource))
+
+    def reset(self) -> None:
+        super().reset()
+        self.arrivals = []
+
+    def writes(self) -> int:
+        return sum(self.count(verb) for verb in WRITE_VERBS)
+
+    def first(self, verb: str, resource: str, after: float) -> float | None:
+        """When the first ``verb`` on ``resource`` after ``after`` arrived, if one did."""
+        return next((t for t, v, r in list(self.arrivals) if t > after and (v, r) == (verb, resource)), None)
+
+    def last_arrival(self) -> float:
+        return self.arrivals[-1][0] if self.arrivals else 0.0
+
+
+class TimedController(Controller):
+    """The loop's controller, timing each app's step (snapshot, plan, writes) for step-overhead."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.step_ms: list[float] = []
+
+    def _reconcile_one(
+        self,
+        key: AppKey,
+        replica_sets: list[ObservedReplicaSet],
+        pods: list[ObservedPod],
+        records: Mapping[str, StoredRecord],
+    ) -> AppReport | None:
+        started = time.perf_counter()
+        try:
+            return super()._reconcile_one(key, replica_sets, pods, records)
+        finally:
+            self.step_ms.append(millis_since(started))
+
+
+class LoopThread:
+    """What ``gitdeploy run`` does, on the system clock: poll every ``interval``, run each pass
+    when apps are due, sleep until the next poll or due app (at least 50 ms)."""
+
+    def __init__(self, controller: Controller, interval: float) -> None:
+        self.controller = controller
+        self.interval = interval
+        self.polls: list[float] = []
+        self.after_pass: Callable[[], None] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-loop", daemon=True)
+
+    def __enter__(self) -> LoopThread:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        next_poll = 0.0
+        while not self._stop.is_set():
+            now = time.perf_counter()
+            if now >= next_poll:
+                self.polls.append(now)
+                self.controller.poll()
+                next_poll = now + self.interval
+            if self.controller.reconcile_due() and self.after_pass is not None:
+                self.after_pass()
+            wait = self.controller.next_due_in()
+            timeout = next_poll - time.perf_counter()
+            self._stop.wait(max(min(timeout, wait) if wait is not None else timeout, 0.05))
+
+
+def deployment(name: str, replicas: int, version: int) -> str:
+    """A Deployment with a 25%/25% rolling update (for the makespan and API scenarios)."""
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: bench}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  strategy: {{type: RollingUpdate, rollingUpdate: {{maxSurge: 25%, maxUnavailable: 25%}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: main, image: "registry.example.com/{name}:1.{version}.0"}}]
+"""
+
+
+def rolling_waves(replicas: int) -> int:
+    """The fewest waves a 25%/25% rolling update of ``replicas`` needs: each wave of pods becoming
+    ready replaces at most maxSurge + maxUnavailable old pods (surge rounds up, unavailable down)."""
+    per_wave = math.ceil(replicas * 0.25) + math.floor(replicas * 0.25)
+    return math.ceil(replicas / max(per_wave, 1))
+
+
+class PlainRepo:
+    """A small config repository (one commit per change) for scenarios with hand-made apps."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True)
+        self._git("init", "--quiet", "--initial-branch=main")
+
+    def _git(self, *args: str) -> None:
+        identity = {"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com"}
+        identity |= {"GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+        subprocess.run(["git", "-C", str(self.root), *args], env={**os.environ, **identity}, check=True)
+
+    def commit(self, files: Mapping[str, str], message: str) -> None:
+        for path, text in files.items():
+            target = self.root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        self._git("add", "--all")
+        self._git("commit", "--quiet", "--message", message)
+
+    def apps_at(self, names: Sequence[str], replicas: int, version: int) -> None:
+        self.commit(
+            {f"apps/{n}.yaml": deployment(n, replicas, version) for n in names}, f"apps at 1.{version}.0"
+        )
+
+
+@contextmanager
+def controller_world(
+    bench: Bench, name: str, clock: Clock, pod_start_seconds: float, *, timed: bool = False
+) -> Iterator[tuple[PlainRepo, Controller, LocalCluster]]:
+    """A plain config repo, an embedded cluster in process on ``clock`` with timed stats, and a
+    controller (the loop's, or :class:`TimedController`) reading one from the other."""
+    repo = PlainRepo(bench.work / "plain" / name)
+    repo.commit({"README.md": "# bench\n"}, "start")
+    config = SimulationConfig(pod_start_seconds=pod_start_seconds)
+    state = bench.work / "cluster" / name
+    with (
+        LocalCluster(state, clock=clock, config=config) as cluster,
+        ConfigRepo(str(repo.root), ref="main", state_dir=bench.state_dir(name)) as source,
+    ):
+        cluster.stats = TimedStats()
+        api = api_client_for(cluster)
+        kind = TimedController if timed else Controller
+        try:
+            yield repo, kind(source, Cluster(api), clock), cluster
+        finally:
+            api.close()
 
 
 @contextmanager
@@ -309,69 +482,70 @@ def _split_parse_validate_hash(files: dict[str, bytes]) -> dict[str, float]:
     return {"parse_s": parse_s, "validate_s": validate_s, "hash_s": hash_s}
 
 
-@scenario("cold", target="≤ 20 s (parse + validate + hash + list + verdict)")
-def cold(bench: Bench) -> Measured:
-    """First full load of every app: fetch, desired state (parse, validate, hash, model), and one
-    list of every managed ReplicaSet from an embedded cluster holding all apps. Partial: the
-    loop's verdict ("in sync") step does not exist yet and is not included.
+def timed_stats(cluster: LocalCluster) -> TimedStats:
+    stats = cluster.stats
+    assert isinstance(stats, TimedStats), "the cluster was not opened by this benchmark"
+    return stats
 
-    ``desired_state_s`` is the real load (DesiredStateReader, fresh cache); parse, validate and
-    hash are then timed step by step in a second pass over the same blobs, and
-    ``desired_state_other_s`` is the difference (git reads, the App model, the repo-wide pass; near
-    zero, even slightly negative from noise, when the three steps account for all of it). The
-    cluster runs in this process, so its serving shares the interpreter with the timed list."""
-    repo_data = bench.repo()
-    with config_repo(bench, "cold") as repo:
+
+def _sync_counts(reports: Sequence[AppReport]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for report in reports:
+        verdict = f"{report.sync}/{report.health}"
+        counts[verdict] = counts.get(verdict, 0) + 1
+    return counts
+
+
+@scenario("cold", target='≤ 20 s (fetch, parse, validate, hash, list, verdict "in sync")')
+def cold(bench: Bench) -> Measured:
+    """A gitdeploy with nothing in memory (a fresh mirror and cache) meets a cluster where every
+    app already runs: fetch, load the desired state (parse, validate, hash), and one pass of the
+    loop over every app (one list per namespace, the verdict) — all must be Synced/Healthy, with
+    no write. The cluster serves over HTTP from this process (it shares the interpreter).
+
+    ``parse_s``, ``validate_s`` and ``hash_s`` split the desired-state load: the same blobs are
+    parsed, validated and hashed again step by step after the measured run."""
+    with bench.running_cluster() as (cluster, facts), config_repo(bench, "cold") as repo:
+        stats = timed_stats(cluster)
+        api = api_client_for(cluster)
+        controller = Controller(repo, Cluster(api), SystemClock())
+        stats.reset()
         started = time.perf_counter()
         head = repo.poll().head
-        fetch_s = time.perf_counter() - started
-        reader = DesiredStateReader(repo)
-        started = time.perf_counter()
-        result = reader.load(head)
-        desired_s = time.perf_counter() - started
-        assert result.ok and len(result.apps) == bench.apps, result.diagnostics[:3]
-        entries = [e for e in repo.list_files(head) if e.path.startswith("apps/")]
-        started = time.perf_counter()
-        blobs = repo.read_blobs([e.blob_sha for e in entries])
-        read_s = time.perf_counter() - started
-        split = _split_parse_validate_hash({e.path: blobs[e.blob_sha] for e in entries})
-    with running_cluster(bench.cache_dir, repo_data.apps, bench.seed) as (cluster, facts):
-        api = api_client_for(cluster)
-        adapter = Cluster(api)
-        cluster.stats.reset()
-        started = time.perf_counter()
-        listed = adapter.list_replica_sets()
-        list_s = time.perf_counter() - started
-        list_requests = cluster.stats.total()
+        fetched = time.perf_counter()
+        controller.poll()
+        loaded = time.perf_counter()
+        reports = controller.reconcile_due()
+        finished = time.perf_counter()
         api.close()
-    assert len(listed) == bench.apps, len(listed)
-    by_app = {(a.namespace, a.name): a.template_hash for a in result.apps}
-    in_sync = sum(1 for rs in listed if by_app.get((rs.namespace, rs.app)) == rs.state.template_hash)
-    total_s = fetch_s + desired_s + list_s
-    accounted = split["parse_s"] + split["validate_s"] + split["hash_s"]
+        requests, writes, lists = stats.total(), stats.writes(), stats.count("list")
+        entries = [e for e in repo.list_files(head) if e.path.startswith("apps/")]
+        blobs = repo.read_blobs([e.blob_sha for e in entries])
+        split = _split_parse_validate_hash({e.path: blobs[e.blob_sha] for e in entries})
+    verdicts = _sync_counts(reports)
+    in_sync = verdicts.get("Synced/Healthy", 0)
+    total_s = finished - started
     figures = {
         "total_s": round(total_s, 2),
-        "fetch_s": round(fetch_s, 2),
-        "desired_state_s": round(desired_s, 2),
+        "fetch_s": round(fetched - started, 2),
+        "desired_state_s": round(loaded - fetched, 2),
         "parse_s": round(split["parse_s"], 2),
         "validate_s": round(split["validate_s"], 2),
         "hash_s": round(split["hash_s"], 2),
-        "desired_state_other_s": round(desired_s - accounted, 2),
-        "read_blobs_s": round(read_s, 2),
-        "list_s": round(list_s, 2),
-        "list_requests": list_requests,
-        "replica_sets": len(listed),
-        "hash_matches": in_sync,
-        "partial": True,
-        "not_included": "the loop's verdict step (issue 6)",
+        "pass_s": round(finished - loaded, 2),
+        "apps_in_sync": in_sync,
+        "verdicts": verdicts,
+        "api_requests": requests,
+        "api_lists": lists,
+        "api_writes": writes,
         **facts,
     }
     summary = (
-        f"total {total_s:.2f} s = fetch {fetch_s:.2f} + desired {desired_s:.2f} (parse "
-        f"{split['parse_s']:.2f}, validate {split['validate_s']:.2f}, hash {split['hash_s']:.2f}) "
-        f"+ list {list_s:.2f}; partial"
+        f"total {total_s:.2f} s = fetch {figures['fetch_s']} + desired {figures['desired_state_s']} (parse "
+        f"{split['parse_s']:.2f}, validate {split['validate_s']:.2f}, hash {split['hash_s']:.2f}) + "
+        f"pass {figures['pass_s']} ({lists} lists, {writes} writes); {in_sync}/{bench.apps} in sync"
     )
-    return Measured(figures, total_s <= 20, summary)
+    return Measured(figures, total_s <= 20 and in_sync == bench.apps and writes == 0, summary)
 
 
 @scenario("source", target="no-change poll ≤ 50 ms, one-file change ≤ 200 ms")
@@ -558,13 +732,254 @@ def localcluster(bench: Bench) -> Measured:
     return Measured(figures, ok, summary)
 
 
-# -- scenarios that need the reconcile loop (issue 6): replace each line by a @scenario function --
+# -- the reconcile loop ---------------------------------------------------------------------------
 
-not_yet("one-app-commit", target="commit → first ReplicaSet write: p50 ≤ 100 ms, p99 ≤ 300 ms (webhook)")
-not_yet("step-overhead", target="100 apps rolling: controller time per step p50 ≤ 10 ms, p99 ≤ 50 ms")
-not_yet("makespan", target="rollout time ÷ (waves × R) ≤ 1.05 (1 app), ≤ 1.10 (1,000 apps)")
-not_yet("api-economy", target="writes per rollout ≤ 2 × waves + 2; reads per settled app per pass 0")
-not_yet("memory", target="peak RSS of `gitdeploy run`, 10,000 apps, 20,000 ReplicaSets ≤ 300 MiB")
+
+@scenario("one-app-commit", target="commit → first ReplicaSet write ≤ interval + 300 ms (polling)")
+def one_app_commit(bench: Bench) -> Measured:
+    """Polling (``gitdeploy run --interval 1s``; the webhook variant is bench/push_latency.py): a
+    loop on the system clock keeps every app of the cached cluster in sync; commits that change
+    one app's image land at random moments, and the time from the commit to the API server
+    receiving that app's new ReplicaSet is measured. ``processing`` is the part after the poll
+    that saw the commit began (poll, fetch, diff, parse one file, pass, writes)."""
+    rounds, interval = bench.rounds_or(20), 1.0
+    generated = bench.repo()
+    rng = random.Random(bench.seed)
+    latencies: list[float] = []
+    processing: list[float] = []
+    with bench.running_cluster() as (cluster, facts), config_repo(bench, "one-app-commit") as repo:
+        stats = timed_stats(cluster)
+        api = api_client_for(cluster)
+        controller = Controller(repo, Cluster(api), SystemClock())
+        controller.poll()
+        controller.reconcile_due()  # the first pass over every app, not measured here (see cold)
+        with LoopThread(controller, interval) as loop:
+            for _ in range(rounds):
+                time.sleep(rng.uniform(0, interval))
+                generated.commit_image_bump(rng.randrange(bench.apps))
+                committed = time.perf_counter()
+                written = None
+                while written is None and time.perf_counter() - committed < 30:
+                    time.sleep(0.005)
+                    written = stats.first("create", "replicasets", committed)
+                assert written is not None, "no ReplicaSet was written within 30 s of a commit"
+                polled = next(t for t in loop.polls if t > committed)
+                latencies.append((written - committed) * 1000)
+                processing.append((written - polled) * 1000)
+        api.close()
+    figures = {
+        **spread("", latencies),
+        **spread("processing_", processing),
+        "interval_s": interval,
+        "rounds": rounds,
+        "clock": "system",
+        **facts,
+    }
+    ok = figures["p99_ms"] <= interval * 1000 + 300
+    after_poll = f"median {figures['processing_median_ms']:.0f}, p99 {figures['processing_p99_ms']:.0f} ms"
+    summary = (
+        f"median {figures['median_ms']:.0f} ms, p99 {figures['p99_ms']:.0f} ms at a {interval:.0f} s "
+        f"interval (after the poll: {after_poll})"
+    )
+    return Measured(figures, ok, summary)
+
+
+@scenario("step-overhead", target="100 apps rolling: controller time per step p50 ≤ 10 ms, p99 ≤ 50 ms")
+def step_overhead(bench: Bench) -> Measured:
+    """100 generated apps (fewer with a smaller --apps) roll to a new image at once, on a fake
+    clock shared with the cluster (pods are ready after 0.5 s of fake time). Each app's step is
+    timed in the loop (snapshot from the namespace lists, plan, writes and their HTTP round
+    trips to the in-process cluster), with the loop's 4 workers; ``per_step_of_pass`` is the pass
+    time divided by its steps."""
+    apps = min(100, bench.apps)
+    clock = FakeClock()
+    generated = generate_repo(bench.work / "step-overhead-repo", apps, bench.seed)
+    config = SIMULATION
+    with (
+        LocalCluster(bench.work / "cluster" / "step-overhead", clock=clock, config=config) as cluster,
+        ConfigRepo(generated.url, ref="main", state_dir=bench.state_dir("step-overhead")) as source,
+    ):
+        api = api_client_for(cluster)
+        controller = TimedController(source, Cluster(api), clock)
+        settle(controller, clock)
+        controller.step_ms.clear()
+        generated.commit_versions(2)
+        controller.poll()
+        pass_ms: list[float] = []
+        while True:
+            started = time.perf_counter()
+            steps_before = len(controller.step_ms)
+            controller.reconcile_due()
+            steps = len(controller.step_ms) - steps_before
+            if steps:
+                pass_ms.append(millis_since(started) / steps)
+            wait = controller.next_due_in()
+            if wait is None:
+                break
+            clock.advance(max(wait, 0.1))
+        api.close()
+    samples = controller.step_ms
+    figures: dict[str, Any] = {
+        **spread("step_", samples),
+        "steps": len(samples),
+        "apps": apps,
+        "per_step_of_pass_median_ms": round(statistics.median(pass_ms), 2),
+        "workers": controller.workers,
+        "clock": "fake",
+    }
+    ok = figures["step_median_ms"] <= 10 and figures["step_p99_ms"] <= 50
+    summary = (
+        f"{len(samples)} steps of {apps} apps: median {figures['step_median_ms']} ms, p99 "
+        f"{figures['step_p99_ms']} ms (pass time per step {figures['per_step_of_pass_median_ms']} ms)"
+    )
+    return Measured(figures, ok, summary)
+
+
+def _rollout_seconds(
+    bench: Bench, name: str, apps: int, replicas: int, ready_after: float
+) -> tuple[float, dict[str, int]]:
+    """Deploy ``apps`` apps, then roll them all to a new image with the loop on the system clock;
+    return the time from the first write of the rollout until the loop saw every app Complete,
+    and the requests of the rollout by ``verb resource``."""
+    names = [f"app{i:04d}" for i in range(apps)]
+    with controller_world(bench, name, SystemClock(), ready_after) as (repo, controller, cluster):
+        stats = timed_stats(cluster)
+        repo.apps_at(names, replicas, 1)
+        settled = threading.Event()
+
+        def check() -> None:
+            reports = [controller.reports.get(AppKey("bench", n)) for n in names]
+            if all(r is not None and r.settled and r.phase == "Complete" for r in reports):
+                settled.set()
+
+        with LoopThread(controller, 0.2) as loop:
+            loop.after_pass = check
+            if not settled.wait(600):
+                raise RuntimeError(f"{name}: the first deploy did not complete")
+            settled.clear()
+            stats.reset()
+            marked = time.perf_counter()
+            repo.apps_at(names, replicas, 2)
+            if not settled.wait(1200):
+                raise RuntimeError(f"{name}: the rollout did not complete")
+            done = time.perf_counter()
+        first_write = next(t for t, verb, _ in stats.arrivals if t > marked and verb in WRITE_VERBS)
+        requests = {f"{verb} {resource}": n for (verb, resource), n in sorted(stats.snapshot().items())}
+    return done - first_write, requests
+
+
+@scenario("makespan", target="rollout time ÷ (waves × R) ≤ 1.05 (1 app), ≤ 1.10 (1,000 apps)")
+def makespan(bench: Bench) -> Measured:
+    """System clock: one app of 100 replicas, then 1,000 apps of 4 (fewer with a smaller --apps),
+    rolling 25%/25% with pods ready R seconds after they start (the simulated kubelet). The lower
+    bound is waves × R, where a wave replaces at most maxSurge + maxUnavailable pods."""
+    many = min(1000, bench.apps)
+    one_r, many_r = 2.0, 5.0
+    one_s, _ = _rollout_seconds(bench, "makespan-one", 1, 100, one_r)
+    many_s, _ = _rollout_seconds(bench, "makespan-many", many, 4, many_r)
+    one_bound, many_bound = rolling_waves(100) * one_r, rolling_waves(4) * many_r
+    figures: dict[str, Any] = {
+        "one_app_s": round(one_s, 2),
+        "one_app_lower_bound_s": one_bound,
+        "one_app_ratio": round(one_s / one_bound, 3),
+        "many_apps": many,
+        "many_apps_s": round(many_s, 2),
+        "many_apps_lower_bound_s": many_bound,
+        "many_apps_ratio": round(many_s / many_bound, 3),
+        "ready_after_s": {"one": one_r, "many": many_r},
+        "clock": "system",
+    }
+    ok = figures["one_app_ratio"] <= 1.05 and figures["many_apps_ratio"] <= 1.10
+    summary = (
+        f"1 app × 100: {one_s:.2f} s / {one_bound:.0f} s = {figures['one_app_ratio']}; {many} apps × 4: "
+        f"{many_s:.2f} s / {many_bound:.0f} s = {figures['many_apps_ratio']}"
+    )
+    return Measured(figures, ok, summary)
+
+
+@scenario("api-economy", target="writes per rollout ≤ 2 × waves + 2; reads per settled app per pass 0")
+def api_economy(bench: Bench) -> Measured:
+    """Fake clock: 20 apps of 8 replicas roll 25%/25% at once; every request the embedded
+    cluster received during the rollouts is counted (events included). Then one pass over the
+    20 settled apps: reads must be namespace lists only (no per-app get), and no write."""
+    apps, replicas = min(20, bench.apps), 8
+    names = [f"app{i:04d}" for i in range(apps)]
+    clock = FakeClock()
+    with controller_world(bench, "api-economy", clock, 1.0) as (repo, controller, cluster):
+        stats = timed_stats(cluster)
+        repo.apps_at(names, replicas, 1)
+        settle(controller, clock)
+        stats.reset()
+        repo.apps_at(names, replicas, 2)
+        settle(controller, clock)
+        rollout = stats.snapshot()
+        writes = stats.writes()
+        events = stats.count("create", "events")
+        controller.mark_all_due()
+        stats.reset()
+        controller.reconcile_due()
+        settled = stats.snapshot()
+        settled_gets, settled_lists, settled_writes = stats.count("get"), stats.count("list"), stats.writes()
+    waves = rolling_waves(replicas)
+    per_rollout = writes / apps
+    figures = {
+        "apps": apps,
+        "replicas": replicas,
+        "waves": waves,
+        "writes_per_rollout": round(per_rollout, 2),
+        "writes_per_rollout_without_events": round((writes - events) / apps, 2),
+        "writes_allowed": 2 * waves + 2,
+        "rollout_requests": {f"{v} {r}": n for (v, r), n in sorted(rollout.items())},
+        "settled_pass_lists": settled_lists,
+        "settled_pass_gets": settled_gets,
+        "settled_pass_writes": settled_writes,
+        "settled_pass_requests": {f"{v} {r}": n for (v, r), n in sorted(settled.items())},
+        "clock": "fake",
+    }
+    ok = per_rollout <= 2 * waves + 2 and settled_gets == 0 and settled_writes == 0
+    summary = (
+        f"{per_rollout:.1f} writes per rollout ({figures['writes_per_rollout_without_events']} without "
+        f"events; allowed {2 * waves + 2} for {waves} waves); settled pass: {settled_lists} lists, "
+        f"{settled_gets} gets, {settled_writes} writes for {apps} apps"
+    )
+    return Measured(figures, ok, summary)
+
+
+@scenario("memory", target="peak RSS of `gitdeploy run`, 10,000 apps, 20,000 ReplicaSets ≤ 300 MiB")
+def memory(bench: Bench) -> Measured:
+    """A real ``gitdeploy run`` process (the installed command; ``--no-leader-elect``, so that no
+    Lease is left in the cached cluster) against the cached cluster (two ReplicaSets per app),
+    until its first pass over every app is done (every namespace listed, then 3 s without a
+    request), then SIGTERM; its peak RSS from wait4."""
+    executable = Path(sys.executable).with_name("gitdeploy")
+    with bench.running_cluster() as (cluster, facts):
+        stats = timed_stats(cluster)
+        namespaces = len({plan.namespace for plan in bench.repo().apps})
+        stats.reset()
+        started = time.perf_counter()
+
+        def first_pass_done() -> bool:
+            if stats.count("list", "replicasets") < namespaces:
+                return False
+            return time.perf_counter() - stats.last_arrival() > 3.0
+
+        command = [str(executable), "--kubeconfig", str(cluster.kubeconfig_path)]
+        command += ["--state-dir", str(bench.state_dir("memory")), "run", "--repo", bench.repo().url]
+        command += ["--no-leader-elect"]
+        peak = measure_peak_rss(command, run_for=600, until=first_pass_done)
+        replica_sets = cluster.counts().get("replicasets.apps", 0)
+        listed = stats.count("list", "replicasets")
+    figures = {
+        "peak_rss_mib": round(peak.peak_rss_mib, 1),
+        "replica_sets": replica_sets,
+        "replica_set_lists": listed,
+        "run_s": round(time.perf_counter() - started, 1),
+        "exit_code": peak.exit_code,
+        **facts,
+    }
+    ok = peak.peak_rss_mib <= 300 and listed >= namespaces and peak.exit_code == 0
+    summary = f"peak RSS {peak.peak_rss_mib:.0f} MiB ({bench.apps} apps, {replica_sets} ReplicaSets)"
+    return Measured(figures, ok, summary)
 
 
 # -- running --------------------------------------------------------------------------------------

@@ -72,39 +72,30 @@ def test_generation_is_deterministic_and_commits_touch_what_they_say(tmp_path: P
 
 def test_run_py_prints_one_json_line_per_scenario(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    scenarios = ["noop-poll", "api-economy", "memory"]
     proc = subprocess.run(
-        [
-            sys.executable,
-            "bench/run.py",
-            "noop-poll",
-            "memory",
-            "--apps",
-            "50",
-            "--rounds",
-            "5",
-            "--json-only",
-        ],
+        [sys.executable, "bench/run.py", *scenarios, "--apps", "12", "--rounds", "3", "--json-only"],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         check=False,
     )
 
-    assert proc.returncode == 0, proc.stderr
-    noop, memory = (json.loads(line) for line in proc.stdout.splitlines())
-    assert noop["scenario"] == "noop-poll" and noop["apps"] == 50
-    assert {"median_ms", "p99_ms", "target", "ok"} <= noop.keys()
-    assert isinstance(noop["median_ms"], float) and isinstance(noop["ok"], bool)
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [line["scenario"] for line in lines] == scenarios, proc.stderr
+    noop, economy, memory = lines
+    assert all(isinstance(line["ok"], bool) and line["target"] for line in lines)
+    assert proc.returncode == (0 if all(line["ok"] for line in lines) else 1)
+    assert noop["apps"] == 12 and {"median_ms", "p99_ms"} <= noop.keys()
+    assert isinstance(noop["median_ms"], float)
     assert (noop["api_requests"], noop["files_parsed"]) == (0, 0)
-    assert memory == {
-        "scenario": "memory",
-        "apps": 50,
-        "target": memory["target"],
-        "ok": None,
-        "skipped": "needs the reconcile loop (issue 6)",
-    }
+    assert economy["waves"] == 2 and economy["writes_per_rollout"] > 0
+    assert economy["settled_pass_writes"] == 0 and economy["settled_pass_lists"] >= 1
+    assert economy["rollout_requests"]["create replicasets"] == economy["apps"]
+    assert memory["replica_sets"] == 2 * 12 and memory["exit_code"] == 0
+    assert memory["replica_set_lists"] >= 1 and memory["peak_rss_mib"] > 10
 
 
 def test_peak_rss_is_measured_for_the_child_process() -> None:
