@@ -96,6 +96,9 @@ class Notifier:
         timeout: float = 5.0,
     ) -> None:
         self.url = check_url(url)
+        parts = urllib.parse.urlsplit(url)
+        self.shown_url = f"{parts.scheme}://{parts.hostname}"
+        """For log lines: webhook URLs often carry a secret token in their path or query."""
         self.secret = secret
         self.retries = retries
         self.backoff = backoff
@@ -121,7 +124,7 @@ class Notifier:
                 delivery.event,
                 transition.entry.revision,
                 self._queue.maxsize,
-                self.url,
+                self.shown_url,
                 self.dropped,
             )
 
@@ -135,7 +138,8 @@ class Notifier:
             with contextlib.suppress(queue.Full):  # the thread is a daemon: it ends with the process
                 self._queue.put(None, timeout=timeout)
             self._thread.join(timeout)
-        self._client.close()
+        if not self._thread.is_alive():  # else still posting: the process exit ends it
+            self._client.close()
 
     def __enter__(self) -> Notifier:
         self.start()
@@ -175,6 +179,6 @@ class Notifier:
             "notification %s (%s) to %s not delivered: %s",
             delivery.event,
             delivery.delivery_id,
-            self.url,
+            self.shown_url,
             problem,
         )

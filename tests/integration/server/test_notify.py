@@ -72,6 +72,7 @@ def test_a_client_error_is_not_retried(caplog: pytest.LogCaptureFixture) -> None
         assert got.message["revision"]["revision"] == 2  # the first was answered 404 and given up
         assert "signature-256" not in " ".join(got.headers)  # no secret, no signature
     assert "not delivered: answered 404" in caplog.text
+    assert "/hooks/deploys" not in caplog.text  # a webhook URL's path may hold its secret token
 
 
 def test_when_the_queue_is_full_new_messages_are_dropped_with_a_warning(
