@@ -5,10 +5,11 @@ the pod template; each group here also restores fields of the revision's manifes
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 
-from gitdeploy.core.models import App
+from gitdeploy.core.models import App, AppKind
 from gitdeploy.core.records import Pin
 from gitdeploy.manifests.apps import analyse_app, place_in_namespace
 from gitdeploy.manifests.documents import Document
@@ -16,8 +17,20 @@ from gitdeploy.manifests.documents import Document
 log = logging.getLogger("gitdeploy.controller")
 
 SCALING, STRATEGY, TRIGGERS = "scaling", "strategy", "triggers"
-GROUPS = (SCALING, STRATEGY, TRIGGERS)
-"""What each group restores: replicas and selector; the strategy (with its hooks); the triggers."""
+"""The groups: replicas and selector; the strategy (with its hooks); the triggers."""
+
+
+@functools.lru_cache(maxsize=256)
+def _app_of(manifest: str, kind: AppKind, namespace: str) -> App | None:
+    """The app a pinned manifest declares (validated again; cached: a pin holds for many passes)."""
+    try:
+        data = json.loads(manifest)
+    except ValueError:
+        return None
+    analysis = analyse_app(Document("(pinned manifest)", 0, 1, 1, data), kind) if data else None
+    if analysis is None or analysis.draft is None:
+        return None
+    return place_in_namespace(analysis.draft.app, namespace)
 
 
 def restore_settings(app: App, pin: Pin) -> App:
@@ -28,19 +41,14 @@ def restore_settings(app: App, pin: Pin) -> App:
     """
     if not pin.restore or not pin.manifest:
         return app
-    try:
-        data = json.loads(pin.manifest)
-    except ValueError:
-        data = None
-    analysis = analyse_app(Document(app.location.file, 0, 1, 1, data), app.kind) if data else None
-    if analysis is None or analysis.draft is None:
+    old = _app_of(pin.manifest, app.kind, app.namespace)
+    if old is None:
         log.warning(
             "[%s] revision %d's manifest no longer validates: only its template is restored",
             app.key,
             pin.revision,
         )
         return app
-    old = place_in_namespace(analysis.draft.app, app.namespace)
     changes: dict[str, object] = {}
     if SCALING in pin.restore:
         changes.update(replicas=old.replicas, selector=old.selector)
@@ -51,4 +59,4 @@ def restore_settings(app: App, pin: Pin) -> App:
     return dataclasses.replace(app, **changes)  # type: ignore[arg-type]
 
 
-__all__ = ["GROUPS", "SCALING", "STRATEGY", "TRIGGERS", "restore_settings"]
+__all__ = ["SCALING", "STRATEGY", "TRIGGERS", "restore_settings"]

@@ -135,7 +135,7 @@ def plan_rollback(
     load_app: LoadApp | None,
     restore: tuple[str, ...] = (),
 ) -> RollbackPlan:
-    """``restore`` names the settings groups (:data:`gitdeploy.controller.restore.GROUPS`) that
+    """``restore`` names the settings groups (:mod:`gitdeploy.controller.restore`) that
     roll back with the template; they are read from git, so they need ``load_app``."""
     state, choice = choose(cluster, key, to_revision=to_revision, to_commit=to_commit)
     target = choice.target
