@@ -12,7 +12,8 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -233,10 +234,9 @@ def test_cancel_stops_a_stuck_rollout_and_brings_the_previous_revision_back(
     assert _status(run_cli)["sync"] == "Pinned"
 
 
-def test_a_running_loop_carries_out_a_rollback_made_from_another_terminal(
-    git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path
-) -> None:
-    _deploy_three(git_remote, run_cli)
+@contextmanager
+def running_loop(git_remote: GitRemote, tmp_path: Path) -> Iterator[None]:
+    """A real `gitdeploy run` (polling git hourly) for the block; it must stop cleanly on SIGTERM."""
     env = {**os.environ, "GITDEPLOY_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
     env.pop("KUBECONFIG", None)
     loop = subprocess.Popen(
@@ -247,15 +247,27 @@ def test_a_running_loop_carries_out_a_rollback_made_from_another_terminal(
         text=True,
     )
     try:
-        assert run_cli("rollback", "shop/web").returncode == 0
-        deadline = time.monotonic() + 60  # a bound for a hung test, not a speed check
-        while time.monotonic() < deadline:
-            history = _history(run_cli)
-            if history[-1]["revision"] == 4 and history[-1]["outcome"] == "Complete":
-                break
-            time.sleep(0.2)
-        assert (history[-1]["revision"], history[-1]["cause"]) == (4, "Rollback")
+        yield
     finally:
         loop.send_signal(signal.SIGTERM)
         _, stderr = loop.communicate(timeout=30)
     assert loop.returncode == 0, stderr
+
+
+def wait_for(check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 60  # a bound for a hung test, not a speed check
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def test_a_running_loop_carries_out_a_rollback_made_from_another_terminal(
+    git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path
+) -> None:
+    _deploy_three(git_remote, run_cli)
+    with running_loop(git_remote, tmp_path):
+        assert run_cli("rollback", "shop/web").returncode == 0
+        wait_for(
+            lambda: (_history(run_cli)[-1]["revision"], _history(run_cli)[-1]["outcome"]) == (4, "Complete")
+        )
+        history = _history(run_cli)
+        assert (history[-1]["revision"], history[-1]["cause"]) == (4, "Rollback")

@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from tests.e2e.test_rollback import _deploy_three, _history, _status, _sync, read_record
+from tests.e2e.test_rollback import (
+    _deploy_three,
+    _history,
+    _status,
+    _sync,
+    read_record,
+    running_loop,
+    wait_for,
+)
 from tests.e2e.test_sync_history import SETTINGS, cluster, web
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
@@ -301,3 +309,26 @@ def test_retry_runs_the_failed_revision_again_under_its_own_number(
     run_cli("sync", "--repo", git_remote.url, "--wait", "--timeout", "60s")
     assert [(e["revision"], e["outcome"]) for e in _history(run_cli)] == [(1, "Complete"), (2, "Failed")]
     assert len(_events(tmp_path, "HookFailed")) == 2
+
+
+def test_retry_in_a_running_loop_runs_the_hook_again_before_it_fails_again(
+    git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path, read_record: Any
+) -> None:
+    # Given revision 2 Failed in its pre hook, and a loop that has seen it fail (its status in memory)
+    git_remote.commit_and_push(
+        "Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": _worker("nginx:1.25")}
+    )
+    _sync(run_cli, git_remote)
+    git_remote.commit_and_push("typo", {"apps/web.yaml": _worker("nginx:missing")})
+    with running_loop(git_remote, tmp_path):
+        wait_for(lambda: len(_events(tmp_path, "HookFailed")) == 1)
+        assert read_record()["revisions"][-1]["outcome"] == "Failed"
+
+        # When it is retried while the loop runs
+        assert run_cli("deploy", "shop/web", "--retry").returncode == 0
+
+        # Then the loop runs the pre hook again and only its new failure fails the revision again
+        wait_for(lambda: len(_events(tmp_path, "HookFailed")) == 2)
+    started = _events(tmp_path, "HookStarted")
+    assert started[-2:] == ["Running pre hook of revision 2 (attempt 1)"] * 2
+    assert [(e["revision"], e["outcome"]) for e in _history(run_cli)] == [(1, "Complete"), (2, "Failed")]
