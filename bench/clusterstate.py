@@ -89,10 +89,13 @@ def fill(state: Path, apps: int, seed: int, workers: int = 4) -> dict[str, Any]:
 
 
 @contextmanager
-def running_cluster(cache_dir: Path, apps: int, seed: int) -> Iterator[tuple[LocalCluster, dict[str, Any]]]:
+def running_cluster(
+    cache_dir: Path, apps: int, seed: int, *, copy_to: Path | None = None
+) -> Iterator[tuple[LocalCluster, dict[str, Any]]]:
     """Yield a started embedded cluster (system clock) holding ``apps`` apps at :data:`VERSION`
     (filled now, or reused from the cache). The second value says whether the state was reused
-    and how long filling took."""
+    and how long filling took. A scenario that changes what runs passes ``copy_to``: it then
+    works on a copy, and the cache keeps every app at :data:`VERSION`."""
     state = cache_dir / f"cluster-apps{apps}-seed{seed}-f{FORMAT}"
     facts: dict[str, Any] = {"cluster_state": str(state)}
     if not (state / MARKER).exists():
@@ -105,6 +108,9 @@ def running_cluster(cache_dir: Path, apps: int, seed: int) -> Iterator[tuple[Loc
         facts["cluster_reused"] = False
     else:
         facts["cluster_reused"] = True
+    if copy_to is not None:
+        shutil.copytree(state, copy_to)
+        state = copy_to
     cluster = LocalCluster(state, clock=SystemClock(), config=SIMULATION)
     cluster.start()
     try:

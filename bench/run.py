@@ -168,11 +168,16 @@ class Bench:
         return path
 
     @contextmanager
-    def running_cluster(self) -> Iterator[tuple[LocalCluster, dict[str, Any]]]:
+    def running_cluster(self, *, scratch: bool = False) -> Iterator[tuple[LocalCluster, dict[str, Any]]]:
         """The cached cluster of every app deployed by gitdeploy (:mod:`bench.clusterstate`), with
-        the generated repository moved to the version it runs, and timed request stats."""
+        the generated repository moved to the version it runs, and timed request stats. With
+        ``scratch`` (a scenario that deploys), a copy of it."""
         self.repo().commit_versions(clusterstate.VERSION)
-        with clusterstate.running_cluster(self.cache_dir, self.apps, self.seed) as (cluster, facts):
+        copy_to = self.work / "cluster" / f"scratch-{time.monotonic_ns()}" if scratch else None
+        with clusterstate.running_cluster(self.cache_dir, self.apps, self.seed, copy_to=copy_to) as (
+            cluster,
+            facts,
+        ):
             cluster.stats = TimedStats()
             yield cluster, facts
 
@@ -756,7 +761,10 @@ def one_app_commit(bench: Bench) -> Measured:
     rng = random.Random(bench.seed)
     latencies: list[float] = []
     processing: list[float] = []
-    with bench.running_cluster() as (cluster, facts), config_repo(bench, "one-app-commit") as repo:
+    with (
+        bench.running_cluster(scratch=True) as (cluster, facts),
+        config_repo(bench, "one-app-commit") as repo,
+    ):
         stats = timed_stats(cluster)
         api = api_client_for(cluster)
         controller = Controller(repo, Cluster(api), SystemClock())
