@@ -36,10 +36,11 @@ from gitdeploy.manifests.loader import (
 from gitdeploy.source.repo import ConfigRepo
 
 FREEZE_AFTER_FILES = 1_000
-"""After parsing this many files in one load, move what is alive to the permanent GC generation.
+"""Every this many files parsed (and after a load that parsed as many), move what is alive to the
+permanent GC generation.
 
 The parsed state of 10,000 apps is a few million long-lived objects; without ``gc.freeze()`` every
-full collection walks all of them again (about 150 ms each, in the middle of later polls)."""
+full collection walks all of them again (about 150 ms each, during the load and in later polls)."""
 
 
 def settings_path(subpath: str) -> str:
