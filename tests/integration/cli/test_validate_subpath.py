@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 
@@ -55,3 +57,37 @@ def test_a_broken_settings_file_under_path_is_reported_as_settings(
     (error,) = json.loads(done.stdout)["errors"]
     assert error["file"] == "deploy/gitdeploy.yaml"
     assert error["path"] == "prune", error
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="controller/planreader.py looks for gitdeploy.yaml at the repo root (e.path == SETTINGS_FILE); "
+    "controller/desired.py's settings_path()/relative_to() give the path under --path",
+)
+def test_plan_with_path_reads_the_settings_under_that_path(run_cli: RunCli, git_remote: GitRemote) -> None:
+    git_remote.commit_and_push(
+        "Monorepo",
+        {"deploy/gitdeploy.yaml": "paths: [apps]\ndefaultNamespace: shop\n", "deploy/apps/web.yaml": WEB},
+    )
+    git_remote.run_git("checkout", "-q", "-b", "feature")
+    git_remote.commit_and_push(
+        "Bump web", {"deploy/apps/web.yaml": WEB.replace("nginx:1.25", "nginx:1.26")}, "feature"
+    )
+
+    done = run_cli(
+        "plan",
+        "--repo",
+        git_remote.url,
+        "--base",
+        "main",
+        "--head",
+        "feature",
+        "--path",
+        "deploy",
+        "-o",
+        "json",
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert [(a["app"], a["change"]) for a in report["apps"]] == [("shop/web", "rollout")]
