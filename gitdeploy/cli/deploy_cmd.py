@@ -8,7 +8,7 @@ import click
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.rollback_cmd import who
-from gitdeploy.cli.status_cmd import _find
+from gitdeploy.cli.status_cmd import find_app
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.controller import rollback as control
 from gitdeploy.core import rollback as decide
@@ -64,7 +64,7 @@ def deploy(ctx: click.Context, app: str, namespace: str | None, action: str | No
     if action is None:
         raise click.UsageError("say what to do: --latest, --enable-triggers, --retry or --cancel")
     cluster = open_cluster(get_context(ctx))
-    key = _find(cluster, app, namespace)
+    key = find_app(cluster, app, namespace)
     state = control.read_app(cluster, key)
     record = state.record
     if action == "latest":

@@ -18,7 +18,7 @@ import click
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.output import print_json
-from gitdeploy.cli.status_cmd import _find
+from gitdeploy.cli.status_cmd import find_app
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.controller import rollback as control
 from gitdeploy.controller.gitrevert import GitRevert
@@ -153,7 +153,7 @@ def _git_revert(
     chosen = []
     for name in apps:
         try:
-            key: AppKey = _find(cluster, name, namespace)
+            key: AppKey = find_app(cluster, name, namespace)
             chosen.append((key, control.choose(cluster, key, **choose)[1]))
         except SkippedRollback as skipped:
             click.echo(str(skipped))
@@ -336,7 +336,7 @@ def rollback(
         load_app = control.git_app_loader(source) if source is not None else None
         for name in apps:
             try:
-                key = _find(cluster, name, namespace)
+                key = find_app(cluster, name, namespace)
                 plan = control.plan_rollback(
                     cluster,
                     key,
@@ -357,7 +357,7 @@ def rollback(
                 continue
             if not dry_run:
                 try:
-                    control.apply(cluster, plan)
+                    control.write_record(cluster, plan.state, plan.record)
                 except GitdeployError as problem:
                     click.echo(f"error: {key}: {problem}", err=True)
                     failed = True

@@ -50,7 +50,7 @@ def split_app(name: str, namespace: str | None) -> tuple[str | None, str]:
     return namespace, name
 
 
-def _find(cluster: Any, name: str, namespace: str | None) -> AppKey:
+def find_app(cluster: Any, name: str, namespace: str | None) -> AppKey:
     ns, app = split_app(name, namespace)
     views = list_app_views(cluster, ns, app)
     if not views:
@@ -174,7 +174,7 @@ def history(
     """
     cli = get_context(ctx)
     cluster = open_cluster(cli)
-    key = _find(cluster, app, namespace)
+    key = find_app(cluster, app, namespace)
     entries = revision_history(cluster, key)
     if revision is None:
         if output != "text":
@@ -327,7 +327,7 @@ def rollout_status(
       gitdeploy rollout status shop/web --timeout 5m
     """
     cluster = open_cluster(get_context(ctx))
-    key = _find(cluster, app, namespace)
+    key = find_app(cluster, app, namespace)
     deadline = time.monotonic() + timeout
     with RolloutProgress() as progress:
         while True:

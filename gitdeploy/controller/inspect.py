@@ -13,7 +13,12 @@ from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet
+from gitdeploy.core.observed import (
+    COMMIT_ANNOTATION,
+    PHASE_ANNOTATION,
+    ObservedReplicaSet,
+    newest_replica_set,
+)
 from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry
 from gitdeploy.core.rollout import revision_entry_of
 from gitdeploy.core.templatediff import FieldChange, diff_templates
@@ -39,10 +44,6 @@ class AppView:
     location: str
 
 
-def _current(replica_sets: list[ObservedReplicaSet]) -> ObservedReplicaSet | None:
-    return max(replica_sets, key=lambda rs: (rs.state.revision, rs.state.created_at), default=None)
-
-
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
     if current is None:
         return ""
@@ -66,7 +67,7 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
     for key in sorted(set(grouped) | set(records)):
         replica_sets = grouped.get(key, [])
         record = records.get(key, AppRecord())
-        current = _current(replica_sets)
+        current = newest_replica_set(replica_sets)
         phase = _phase(current, record)
         status = record.status
         desired = 0

@@ -21,6 +21,7 @@ from gitdeploy.core.observed import (
     STARTED_AT_ANNOTATION,
     ObservedReplicaSet,
     StoredRecord,
+    newest_replica_set,
 )
 from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry
 from gitdeploy.core.rollback import RollbackChoice, apply_rollback, choose_rollback
@@ -43,7 +44,7 @@ class AppState:
 
     @property
     def current(self) -> ObservedReplicaSet | None:
-        return max(self.replica_sets, key=lambda rs: (rs.state.revision, rs.state.created_at), default=None)
+        return newest_replica_set(self.replica_sets)
 
     @property
     def current_revision(self) -> int:
@@ -173,10 +174,6 @@ def plan_rollback(
     return RollbackPlan(state, choice, record, template, current_template, rebuilt, restored)
 
 
-def apply(cluster: Cluster, plan: RollbackPlan) -> None:
-    write_record(cluster, plan.state, plan.record)
-
-
 def retry(cluster: Cluster, state: AppState, *, by: str, now: float) -> RevisionEntry:
     """Run the last Failed revision again under its own number; returns its entry as written.
 
@@ -241,7 +238,6 @@ def git_app_loader(repo: ConfigRepo) -> LoadApp:
 __all__ = [
     "AppState",
     "RollbackPlan",
-    "apply",
     "choose",
     "git_app_loader",
     "plan_rollback",

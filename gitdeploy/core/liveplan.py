@@ -42,7 +42,12 @@ from gitdeploy.core.models import (
     StrategyType,
     Triggers,
 )
-from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet
+from gitdeploy.core.observed import (
+    COMMIT_ANNOTATION,
+    PHASE_ANNOTATION,
+    ObservedReplicaSet,
+    newest_replica_set,
+)
 from gitdeploy.core.planning import Baseline, EarlierTemplate
 from gitdeploy.core.records import AppRecord, Outcome, Pin
 
@@ -58,7 +63,7 @@ class RunningApp:
     @property
     def current(self) -> ObservedReplicaSet | None:
         """The ReplicaSet of the newest revision (the one gitdeploy last rolled out)."""
-        return max(self.replica_sets, key=lambda rs: (rs.state.revision, rs.state.created_at), default=None)
+        return newest_replica_set(self.replica_sets)
 
     def outcome(self) -> Outcome | None:
         current = self.current

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,11 @@ class ObservedReplicaSet:
 
     def annotation(self, key: str, default: str = "") -> str:
         return dict(self.annotations).get(key, default)
+
+
+def newest_replica_set(replica_sets: Iterable[ObservedReplicaSet]) -> ObservedReplicaSet | None:
+    """The ReplicaSet of the newest revision: the one gitdeploy last rolled out."""
+    return max(replica_sets, key=lambda rs: (rs.state.revision, rs.state.created_at), default=None)
 
 
 @dataclass(frozen=True)
