@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,16 +18,6 @@ from tests.fixtures.registry import RunningRegistry
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-@pytest.fixture
-def cluster(run_cli: RunCli) -> Iterator[None]:
-    up = run_cli("cluster", "up", "--pod-start-seconds", "0.2", "--job-seconds", "0.3")
-    assert up.returncode == 0, up.stderr
-    try:
-        yield
-    finally:
-        run_cli("cluster", "down")
 
 
 def history(run_cli: RunCli, app: str) -> list[dict[str, Any]]:

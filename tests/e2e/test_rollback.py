@@ -20,11 +20,9 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from tests.e2e.test_sync_history import SETTINGS, cluster, web
+from tests.e2e.test_sync_history import SETTINGS, web
 from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
-
-__all__ = ["cluster"]  # the fixture, shared with the sync/history scenarios
 
 
 @pytest.fixture(autouse=True)

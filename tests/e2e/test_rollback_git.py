@@ -21,11 +21,11 @@ from tests.e2e.test_rollback import (
     running_loop,
     wait_for,
 )
-from tests.e2e.test_sync_history import SETTINGS, cluster, web
+from tests.e2e.test_sync_history import SETTINGS, web
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 
-__all__ = ["cluster", "read_record"]  # fixtures
+__all__ = ["read_record"]  # fixture
 
 
 @pytest.fixture(autouse=True)

@@ -21,13 +21,11 @@ import pytest
 from kubernetes import client, config
 
 from tests.e2e.test_rollback import _history, _status
-from tests.e2e.test_sync_history import SETTINGS, cluster
+from tests.e2e.test_sync_history import SETTINGS
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.registry import RunningRegistry
 from tests.integration.images.test_triggers import stream, web_config
-
-__all__ = ["cluster"]  # the embedded cluster fixture, shared with the sync/history scenarios
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,25 +36,6 @@ spec:
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-@pytest.fixture
-def cluster(run_cli: RunCli) -> Iterator[None]:
-    up = run_cli(
-        "cluster",
-        "up",
-        "--pod-start-seconds",
-        "0.2",
-        "--job-seconds",
-        "0.3",
-        "--image-pull-failure",
-        "*:missing",
-    )
-    assert up.returncode == 0, up.stderr
-    try:
-        yield
-    finally:
-        run_cli("cluster", "down")
 
 
 def test_three_commits_three_revisions_and_a_revert(

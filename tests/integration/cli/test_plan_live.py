@@ -6,7 +6,6 @@ branch against what the cluster runs. Each test reads Given (deployed) / When (p
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,18 +52,6 @@ spec:
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-@pytest.fixture
-def cluster(run_cli: RunCli) -> Iterator[None]:
-    up = run_cli(
-        "cluster", "up", "--pod-start-seconds", "0.2", "--job-seconds", "0.3", "--image-crash", "*:crash"
-    )  # fmt: skip
-    assert up.returncode == 0, up.stderr
-    try:
-        yield
-    finally:
-        run_cli("cluster", "down")
 
 
 def deploy(run_cli: RunCli, git_remote: GitRemote, files: dict[str, str], subject: str = "Deploy") -> None:

@@ -10,14 +10,14 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
 from gitdeploy.server.webhook import github_signature
-from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.cli import gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
 from tests.integration.server.scrape import Samples, parse, total
 
@@ -58,16 +58,6 @@ def eventually(check: Callable[[], bool], what: str, limit: float = 60.0) -> Non
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-@pytest.fixture
-def cluster(run_cli: RunCli) -> Iterator[None]:
-    up = run_cli("cluster", "up", "--pod-start-seconds", "0.1", "--job-seconds", "0.2")
-    assert up.returncode == 0, up.stderr
-    try:
-        yield
-    finally:
-        run_cli("cluster", "down")
 
 
 def test_a_signed_push_fetches_at_once_and_metrics_and_a_dead_receiver_behave(
