@@ -87,7 +87,10 @@ def deploy(ctx: click.Context, app: str, namespace: str | None, action: str | No
     else:
         current = state.current_entry
         if current is None:
-            raise PermanentError(f"{key} has not been deployed yet", hint="nothing to cancel")
+            raise PermanentError(
+                f"{key} has not been deployed yet",
+                hint="nothing to cancel; `gitdeploy status` shows what runs, `gitdeploy sync` deploys it",
+            )
         updated = decide.cancel(record, current, by=who(), now=time.time(), app=str(key))
         note = f"revision {current.revision} cancelled; the previous revision comes back on the next pass"
     control.write_record(cluster, state, updated)

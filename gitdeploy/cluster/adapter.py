@@ -81,7 +81,11 @@ def _api_error(bad: ApiException, what: str) -> GitdeployError:
     if status == 409 and reason == "AlreadyExists":
         return AlreadyExistsError(f"{what}: already exists", hint="re-read the cluster and retry")
     if status == 409:
-        return ConflictError(f"{what}: changed by someone else ({detail})", retry_after=0.5)
+        return ConflictError(
+            f"{what}: changed by someone else ({detail})",
+            hint="it changed while gitdeploy wrote it; run the command again (the loop retries by itself)",
+            retry_after=0.5,
+        )
     if status in (401, 403):
         return PermanentError(
             f"{what}: the cluster refused gitdeploy ({status} {detail})",

@@ -187,7 +187,9 @@ def retry(cluster: Cluster, state: AppState, *, by: str, now: float) -> Revision
     key, current = state.key, state.current
     entry = state.current_entry
     if entry is None or current is None:
-        raise PermanentError(f"{key} has not been deployed yet", hint="nothing to retry")
+        raise PermanentError(
+            f"{key} has not been deployed yet", hint="nothing to retry; `gitdeploy sync` deploys it first"
+        )
     record = decide_retry(state.record, entry, by=by, now=now, app=str(key))
     prefix = f"{current.name}-"
     for pod in cluster.list_app_pods(key.namespace, key.name):
