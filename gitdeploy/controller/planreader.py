@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
-from gitdeploy.controller.desired import DesiredStateReader
+from gitdeploy.controller.desired import DesiredStateReader, relative_to, settings_path
 from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.commits import CommitInfo, FileEntry
 from gitdeploy.core.models import App, AppKey, RepoSettings
@@ -42,7 +42,6 @@ from gitdeploy.core.planning import (
 from gitdeploy.errors import PermanentError
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import (
-    SETTINGS_FILE,
     FileAnalysis,
     LoadResult,
     analyse_file,
@@ -147,8 +146,9 @@ class PlanReader:
     def read(self, base: str, head: str) -> PlanSides:
         """Both desired states; only the affected files when ``gitdeploy.yaml`` did not change."""
         base_entries, head_entries = self.repo.list_files(base), self.repo.list_files(head)
-        base_settings = next((e for e in base_entries if e.path == SETTINGS_FILE), None)
-        head_settings = next((e for e in head_entries if e.path == SETTINGS_FILE), None)
+        where = settings_path(self.repo.subpath)
+        base_settings = next((e for e in base_entries if e.path == where), None)
+        head_settings = next((e for e in head_entries if e.path == where), None)
         if (base_settings and base_settings.blob_sha) != (head_settings and head_settings.blob_sha):
             full = DesiredStateReader(self.repo, self.cache)
             sides = PlanSides(snapshot(full.load(base)), snapshot(full.load(head)), scoped=False)
@@ -161,11 +161,11 @@ class PlanReader:
         settings, settings_problems = parse_settings(settings_file)
         # Whether a path is a manifest under the settings is asked only of the files read: the
         # question costs more than the byte search, and the files not read hold no change.
-        old = {e.path: e for e in base_entries if e.path != SETTINGS_FILE}
-        new = {e.path: e for e in head_entries if e.path != SETTINGS_FILE}
+        old = {e.path: e for e in base_entries if e.path != where}
+        new = {e.path: e for e in head_entries if e.path != where}
         unchanged = {p: e for p, e in new.items() if p in old and old[p].blob_sha == e.blob_sha}
         changed = sorted(
-            p for p in old.keys() | new.keys() if p not in unchanged and is_manifest_path(p, settings)
+            p for p in old.keys() | new.keys() if p not in unchanged and self._is_manifest(p, settings)
         )
         old_changed = self._analyse([old[p] for p in changed if p in old])
         new_changed = self._analyse([new[p] for p in changed if p in new])
@@ -179,6 +179,9 @@ class PlanReader:
 
         untouched = len(unchanged) - len(context)
         return PlanSides(load(old_changed), load(new_changed), scoped=True, untouched_files=untouched)
+
+    def _is_manifest(self, path: str, settings: RepoSettings) -> bool:
+        return is_manifest_path(relative_to(path, self.repo.subpath), settings)
 
     def _context(
         self, unchanged: dict[str, FileEntry], names: set[str], settings: RepoSettings
@@ -200,7 +203,7 @@ class PlanReader:
                 if p not in found
                 and any(n in blobs[e.blob_sha] for n in needles)  # a fast pre-check, then whole words
                 and pattern.search(blobs[e.blob_sha])
-                and is_manifest_path(p, settings)
+                and self._is_manifest(p, settings)
             ]
             analyses = self._analyse(hits, blobs)
             found.update((a.path, a) for a in analyses)

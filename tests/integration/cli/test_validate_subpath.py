@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 
@@ -59,11 +57,6 @@ def test_a_broken_settings_file_under_path_is_reported_as_settings(
     assert error["path"] == "prune", error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="controller/planreader.py looks for gitdeploy.yaml at the repo root (e.path == SETTINGS_FILE); "
-    "controller/desired.py's settings_path()/relative_to() give the path under --path",
-)
 def test_plan_with_path_reads_the_settings_under_that_path(run_cli: RunCli, git_remote: GitRemote) -> None:
     git_remote.commit_and_push(
         "Monorepo",
