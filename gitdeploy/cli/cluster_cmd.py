@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from gitdeploy.cli.context import get_context
+from gitdeploy.cli.output import MACHINE_FORMATS, output_option, print_data
 from gitdeploy.localcluster import ClusterInfo, SimulationConfig, ensure_running, status, stop
 from gitdeploy.localcluster.daemon import ssl_context
 
@@ -106,7 +107,7 @@ def _info(running: ClusterInfo) -> dict[str, Any]:
 
 
 @cluster.command("status")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+@output_option()
 @click.pass_context
 def cluster_status(ctx: click.Context, output: str) -> None:
     """Say whether the embedded cluster runs, where, and what it holds.
@@ -121,14 +122,14 @@ def cluster_status(ctx: click.Context, output: str) -> None:
     state_dir = get_context(ctx).state_dir
     running = status(state_dir)
     if running is None:
-        if output == "json":
-            click.echo(json.dumps({"running": False, "stateDir": str(state_dir)}))
+        if output in MACHINE_FORMATS:
+            print_data({"running": False, "stateDir": str(state_dir)}, output)
         else:
             click.echo(f"embedded cluster of {state_dir}: not running (start it with `gitdeploy cluster up`)")
         ctx.exit(1)
     info = _info(running)
-    if output == "json":
-        click.echo(json.dumps({"running": True, "pid": running.pid, **info}, sort_keys=True))
+    if output in MACHINE_FORMATS:
+        print_data({"running": True, "pid": running.pid, **info}, output)
         return
     click.echo(f"embedded cluster of {state_dir}: running at {running.url} (pid {running.pid})")
     click.echo(f"kubeconfig: {running.kubeconfig}")

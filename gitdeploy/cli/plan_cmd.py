@@ -6,7 +6,7 @@ import click
 from rich.text import Text
 
 from gitdeploy.cli.context import get_context
-from gitdeploy.cli.output import console, print_json, print_table
+from gitdeploy.cli.output import MACHINE_FORMATS, console, output_option, print_data, print_table
 from gitdeploy.cli.plan_output import (
     PlanRefs,
     detail_lines,
@@ -81,9 +81,7 @@ def _print_text(plan: Plan, refs: PlanRefs) -> None:
     help="Compare HEAD with what the cluster runs now (--kubeconfig/--context, else the embedded "
     "cluster) instead of with --base: pinned apps, image-trigger images, drift, orphans.",
 )
-@click.option(
-    "-o", "--output", type=click.Choice(["text", "markdown", "json"]), default="text", help="Output format."
-)
+@output_option("markdown")
 @click.option(
     "--detailed-exitcode",
     is_flag=True,
@@ -145,8 +143,8 @@ def plan(
             head_sha = source.poll().head
             refs = PlanRefs(base_ref, base_sha, head_ref, head_sha)
             result = PlanReader(source).plan(base_sha, head_sha, label=refs.base_label)
-    if output == "json":
-        print_json(plan_to_json(result, refs))
+    if output in MACHINE_FORMATS:
+        print_data(plan_to_json(result, refs), output)
     elif output == "markdown":
         click.echo(render_markdown(result, refs))
     else:

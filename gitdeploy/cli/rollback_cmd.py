@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from gitdeploy.cli.context import get_context
-from gitdeploy.cli.output import print_json
+from gitdeploy.cli.output import MACHINE_FORMATS, output_option, print_data
 from gitdeploy.cli.status_cmd import find_app
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.controller import rollback as control
@@ -175,8 +175,8 @@ def _git_revert(
             onto = branch or base
             message = revert.message(note, by=who())
             sha = revert.push(onto, message, author) if push else None
-            if output == "json":
-                print_json(
+            if output in MACHINE_FORMATS:
+                print_data(
                     {
                         "apps": [
                             {"app": str(a.key), "from": a.choice.current.revision, "to": a.target.revision,
@@ -188,7 +188,8 @@ def _git_revert(
                         "message": message,
                         "diff": revert.diff(),
                         "pushed": sha,
-                    }
+                    },
+                    output,
                 )  # fmt: skip
             else:
                 _print_revert(revert, message, onto, base, sha, restore)
@@ -255,7 +256,7 @@ def _print_revert(
 )
 @click.option("--base", default="main", show_default=True, help="The branch gitdeploy tracks.")
 @click.option("--path", "subpath", default="", help="The repo directory gitdeploy reads (monorepos).")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_option()
 @click.pass_context
 def rollback(
     ctx: click.Context,
@@ -362,7 +363,7 @@ def rollback(
                     click.echo(f"error: {key}: {problem}", err=True)
                     failed = True
                     continue
-            if output == "json":
+            if output in MACHINE_FORMATS:
                 results.append(_plan_json(plan, not dry_run))
                 continue
             for line in _describe(plan):
@@ -375,7 +376,7 @@ def rollback(
                     f"revision {plan.choice.target.revision}'s template "
                     f"(follow it: gitdeploy rollout status {key})"
                 )
-    if output == "json":
-        print_json(results)
+    if output in MACHINE_FORMATS:
+        print_data(results, output)
     if failed:
         ctx.exit(1)

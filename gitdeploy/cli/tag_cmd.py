@@ -6,7 +6,7 @@ import click
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.image_options import image_settings, registry_options
-from gitdeploy.cli.output import print_json
+from gitdeploy.cli.output import MACHINE_FORMATS, output_option, print_data
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.clock import SystemClock
 from gitdeploy.cluster.adapter import Cluster, stream_state_name
@@ -86,7 +86,7 @@ def _resolve_source(ctx: click.Context, cluster: Cluster, source: str, namespace
     help="What SOURCE is: a registry image (docker), another stream tag (istag), or auto "
     "(a stream tag when the cluster has it, else a registry image).",
 )
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_option()
 @registry_options
 @click.pass_context
 def tag(ctx: click.Context, source: str, target: str, namespace: str, kind: str, output: str) -> None:
@@ -119,15 +119,16 @@ def tag(ctx: click.Context, source: str, target: str, namespace: str, kind: str,
             if attempt + 1 == _WRITE_ATTEMPTS:
                 raise
     was = previous.image if previous is not None else "no image"
-    if output == "json":
-        print_json(
+    if output in MACHINE_FORMATS:
+        print_data(
             {
                 "tag": f"{ns}/{stream}:{tag_name}",
                 "image": event.image,
                 "digest": event.digest,
                 "previous": previous.image if previous is not None else None,
                 "configmap": stream_state_name(stream),
-            }
+            },
+            output,
         )
         return
     if previous is not None and previous.digest == event.digest:

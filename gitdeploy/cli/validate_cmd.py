@@ -10,7 +10,7 @@ import click
 from rich.text import Text
 
 from gitdeploy.cli.context import get_context
-from gitdeploy.cli.output import console, print_json, print_table
+from gitdeploy.cli.output import MACHINE_FORMATS, console, output_option, print_data, print_table
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.manifests.documents import ManifestFile
@@ -43,8 +43,8 @@ def _diagnostic_json(d: Diagnostic, prefix: str) -> dict[str, Any]:
 
 
 def render(result: LoadResult, prefix: str, output: str) -> None:
-    if output == "json":
-        print_json(
+    if output in MACHINE_FORMATS:
+        print_data(
             {
                 "apps": [
                     {
@@ -60,7 +60,8 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
                     for app in result.apps
                 ],
                 "errors": [_diagnostic_json(d, prefix) for d in result.diagnostics],
-            }
+            },
+            output,
         )
         return
     err = console(err=True)
@@ -126,7 +127,7 @@ def _load_repo(
     type=click.Path(exists=True, dir_okay=False),
     help="With --repo: refuse a head commit not signed by one of these GPG public keys (repeatable).",
 )
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@output_option()
 @click.pass_context
 def validate(
     ctx: click.Context,

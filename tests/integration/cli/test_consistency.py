@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gitdeploy.cli.main import cli
-from tests.fixtures.cli import RunCli
+from tests.fixtures.cli import EXAMPLES, RunCli
 
 
 def _commands(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -98,6 +98,29 @@ def test_machine_output_is_the_same_in_json_and_yaml(run_cli: RunCli) -> None:
         assert json.loads(as_json.stdout) == yaml.safe_load(as_yaml.stdout) == []
     finally:
         run_cli("cluster", "down")
+
+
+def _output_choices(path: tuple[str, ...]) -> list[str] | None:
+    command: click.Command = cli
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    option = next((p for p in command.params if "--output" in p.opts), None)
+    return None if option is None else list(getattr(option.type, "choices", []))
+
+
+@pytest.mark.parametrize("path", [p for p in EVERY_COMMAND if _output_choices(p) is not None], ids=" ".join)
+def test_every_command_with_output_offers_text_json_and_yaml(path: tuple[str, ...]) -> None:
+    choices = _output_choices(path)
+    assert choices is not None and {"text", "json", "yaml"} <= set(choices), choices
+
+
+def test_validate_says_the_same_in_json_and_yaml(run_cli: RunCli) -> None:
+    as_json = run_cli("validate", str(EXAMPLES), "-o", "json")
+    as_yaml = run_cli("validate", str(EXAMPLES), "-o", "yaml")
+    assert (as_json.returncode, as_yaml.returncode) == (0, 0), as_yaml.stderr
+    assert json.loads(as_json.stdout) == yaml.safe_load(as_yaml.stdout)
+    assert json.loads(as_json.stdout)["apps"], "the examples hold apps"
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
