@@ -173,7 +173,7 @@ def _controller(
     cli = get_context(ctx)
     cluster = open_cluster(cli)
     with ConfigRepo(repo, ref=branch, subpath=subpath, state_dir=cli.state_dir) as source:
-        yield Controller(
+        controller = Controller(
             source,
             cluster,
             SystemClock(),
@@ -182,6 +182,10 @@ def _controller(
             namespaces=frozenset(namespaces),
             images=image_settings(ctx),
         )
+        try:
+            yield controller
+        finally:
+            controller.images.close()  # the registry client's connections
 
 
 @contextmanager
