@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,9 +238,10 @@ class TimedStats(RequestStats):
     def writes(self) -> int:
         return sum(self.count(verb) for verb in WRITE_VERBS)
 
-    def first(self, verb: str, resource: str, after: float) -> float | None:
-        """When the first ``verb`` on ``resource`` after ``after`` arrived, if one did."""
-        return next((t for t, v, r in list(self.arrivals) if t > after and (v, r) == (verb, resource)), None)
+    def first(self, verbs: Collection[str], resource: str, after: float) -> float | None:
+        """When the first of ``verbs`` on ``resource`` after ``after`` arrived, if one did."""
+        arrivals = list(self.arrivals)
+        return next((t for t, v, r in arrivals if t > after and v in verbs and r == resource), None)
 
     def last_arrival(self) -> float:
         return self.arrivals[-1][0] if self.arrivals else 0.0
@@ -755,7 +756,8 @@ def one_app_commit(bench: Bench) -> Measured:
     """Polling (``gitdeploy run --interval 1s``; the webhook variant is bench/push_latency.py): a
     loop on the system clock keeps every app of the cached cluster in sync; commits that change
     one app's image land at random moments, and the time from the commit to the API server
-    receiving that app's new ReplicaSet is measured. ``processing`` is the part after the poll
+    receiving that app's first ReplicaSet write (a new one, or scaling up one it returns to) is
+    measured; each rollout settles before the next commit. ``processing`` is the part after the poll
     that saw the commit began (poll, fetch, diff, parse one file, pass, writes)."""
     rounds, interval = bench.rounds_or(20), 1.0
     generated = bench.repo()
@@ -774,16 +776,24 @@ def one_app_commit(bench: Bench) -> Measured:
         with LoopThread(controller, interval) as loop:
             for _ in range(rounds):
                 time.sleep(rng.uniform(0, interval))
-                generated.commit_image_bump(rng.randrange(bench.apps))
+                plan = generated.apps[rng.randrange(bench.apps)]
+                key = AppKey(plan.namespace, plan.name)
+                revision = controller.reports[key].revision
+                generated.commit_image_bump(plan.index)
                 committed = time.perf_counter()
                 written = None
                 while written is None and time.perf_counter() - committed < 30:
                     time.sleep(0.005)
-                    written = stats.first("create", "replicasets", committed)
+                    # a new ReplicaSet, or a patch scaling up an earlier one the template returns to
+                    written = stats.first(("create", "patch"), "replicasets", committed)
                 assert written is not None, "no ReplicaSet was written within 30 s of a commit"
                 polled = next(t for t in loop.polls if t > committed)
                 latencies.append((written - committed) * 1000)
                 processing.append((written - polled) * 1000)
+                # the next commit lands on a settled cluster, so no other rollout's write is counted
+                while not ((report := controller.reports[key]).revision > revision and report.settled):
+                    assert time.perf_counter() - committed < 90, f"{key} did not settle within 90 s"
+                    time.sleep(0.05)
         api.close()
     figures = {
         **spread("", latencies),
