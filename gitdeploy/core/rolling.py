@@ -402,6 +402,73 @@ def plan_rolling_step(
     return plan_rolling_scale_down(strategy, replicas, max_surge, max_unavailable, new_rs, old_replica_sets)
 
 
+def plan_rolling_passes(
+    strategy: str,
+    replicas: int,
+    max_surge: Bound,
+    max_unavailable: Bound,
+    new_rs: ReplicaSetState,
+    old_replica_sets: Sequence[ReplicaSetState],
+    *,
+    first: Sequence[ScaleAction] = (),
+) -> tuple[tuple[ScaleAction, ...], ...]:
+    """The passes the Kubernetes controller makes back to back, until one plans nothing.
+
+    The deployment controller re-syncs as soon as its own scale of a ReplicaSet comes back from
+    the API, so a scale-down of the old ReplicaSets is followed within milliseconds by the new
+    ReplicaSet's scale-up that it allowed (and so on), and the rollout only waits where pods must
+    become available. This applies ``first`` (a pass already decided, such as proportional
+    scaling), then :func:`plan_rolling_step` to the planned sizes, pass after pass, and returns
+    every pass that did something. Each pass is exactly upstream's, on the planned sizes and the
+    observed pods. It ends because passes only grow the new ReplicaSet up to ``replicas`` and only
+    shrink old ones.
+
+    100 replicas, 25%/25% (surge 25, unavailable 25), just after the new ReplicaSet was created
+    with 25 pods: the old one may lose 25 of its available pods, which lets the new one grow to
+    50; then the new pods must become available.
+
+    >>> new = ReplicaSetState("web-new", "n", 2, 2.0, replicas=25)
+    >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=100, current=100, available=100)
+    >>> for actions in plan_rolling_passes("RollingUpdate", 100, "25%", "25%", new, [old]):
+    ...     print([(a.name, a.to_replicas) for a in actions])
+    [('web-old', 75)]
+    [('web-new', 50)]
+    """
+    states = (new_rs, *old_replica_sets)
+    passes: list[tuple[ScaleAction, ...]] = []
+    actions = tuple(first) or plan_rolling_step(
+        strategy, replicas, max_surge, max_unavailable, new_rs, old_replica_sets
+    )
+    while actions:
+        passes.append(actions)
+        states = apply_scale_actions(states, actions)
+        actions = plan_rolling_step(strategy, replicas, max_surge, max_unavailable, states[0], states[1:])
+    return tuple(passes)
+
+
+def merge_passes(passes: Sequence[Sequence[ScaleAction]]) -> tuple[ScaleAction, ...]:
+    """One scale per ReplicaSet for several passes: from its size before the first to its size
+    after the last. Scale-downs come first, then scale-ups (each in the order the passes first
+    touch the ReplicaSets), so that between two writes there are never more pods than the passes
+    allow, nor fewer available (new pods are not available yet).
+
+    >>> passes = [[ScaleAction("new", 0, 1)], [ScaleAction("old", 3, 2)], [ScaleAction("new", 1, 2)]]
+    >>> for action in merge_passes(passes):
+    ...     print(action.name, action.from_replicas, "->", action.to_replicas)
+    old 3 -> 2
+    new 0 -> 2
+    """
+    merged: dict[str, ScaleAction] = {}
+    for action in (action for actions in passes for action in actions):
+        before = merged.get(action.name, action)
+        merged[action.name] = ScaleAction(action.name, before.from_replicas, action.to_replicas)
+    ordered = list(merged.values())
+    return tuple(
+        [a for a in ordered if a.to_replicas < a.from_replicas]
+        + [a for a in ordered if a.to_replicas >= a.from_replicas]
+    )
+
+
 def plan_recreate_step(
     replicas: int,
     new_rs: ReplicaSetState,

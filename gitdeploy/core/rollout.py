@@ -86,7 +86,13 @@ from gitdeploy.core.replicasets import (
     sum_replicas,
 )
 from gitdeploy.core.retention import select_replica_sets_to_delete
-from gitdeploy.core.rolling import Bound, new_replica_set_replicas, plan_rolling_step
+from gitdeploy.core.rolling import (
+    Bound,
+    merge_passes,
+    new_replica_set_replicas,
+    plan_rolling_passes,
+    plan_rolling_step,
+)
 from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 
 DEFAULT_REQUEUE_SECONDS = 1.0
@@ -277,12 +283,18 @@ def _intervals(app: App) -> tuple[float, float]:
     return DEFAULT_REQUEUE_SECONDS, DEFAULT_REQUEUE_SECONDS
 
 
-def _scale_event(action: ScaleAction) -> Event | None:
-    if not action.direction:
-        return None
-    return Event(
-        "ScalingReplicaSet", f"Scaled {action.direction} replica set {action.name} to {action.to_replicas}"
-    )
+def _scale_event(actions: Sequence[ScaleAction]) -> Event | None:
+    """One ScalingReplicaSet event for a step's scales, each in the Kubernetes controller's words.
+
+    >>> _scale_event([ScaleAction("web-1", 8, 6), ScaleAction("web-2", 2, 4)]).message
+    'Scaled down replica set web-1 to 6; Scaled up replica set web-2 to 4'
+    """
+    scales = [
+        f"Scaled {action.direction} replica set {action.name} to {action.to_replicas}"
+        for action in actions
+        if action.direction
+    ]
+    return Event("ScalingReplicaSet", "; ".join(scales)) if scales else None
 
 
 # -- the pass --------------------------------------------------------------------------------------
@@ -311,18 +323,21 @@ class _Pass:
         self.events: list[Event] = []
         self.record: AppRecord | None = None
         self.log_pods: list[str] = []
+        self.scaled: list[ScaleAction] = []
+        """This step's scales (creating a ReplicaSet with pods included), told in one event."""
 
     # -- plumbing ---------------------------------------------------------------------------------
 
     def step(self, phase: str, message: str, requeue: float | None, status: DeploymentStatus) -> Step:
         revision = self.new.revision if self.new is not None else self.latest
+        scaled = _scale_event(self.scaled)
         return Step(
             phase=phase,
             message=message,
             revision=revision,
             status=status,
             actions=tuple(self.actions),
-            events=tuple(self.events),
+            events=(*self.events, scaled) if scaled is not None else tuple(self.events),
             record=self.record,
             requeue_after=requeue,
             log_pods=tuple(self.log_pods),
@@ -332,17 +347,42 @@ class _Pass:
         marks = compute_replica_annotations(self.strategy, self.replicas, self.surge, self.unavailable)
         return (*marks.as_pairs(), (PROGRESSED_AT_ANNOTATION, format_timestamp(self.now)))
 
+    def patch(self, name: str, replicas: int | None, pairs: Sequence[tuple[str, str]]) -> None:
+        """Write ``pairs`` (and ``replicas``) to ReplicaSet ``name``, one write per ReplicaSet and
+        step: an annotation-only write planned earlier in the step joins this one, and annotations
+        join an earlier scale, which keeps its place (the order of scales keeps the pod bounds)."""
+        for index, earlier in enumerate(self.actions):
+            if not isinstance(earlier, PatchReplicaSet) or earlier.name != name:
+                continue
+            joined = tuple((dict(earlier.annotations) | dict(pairs)).items())
+            if replicas is None:
+                self.actions[index] = PatchReplicaSet(name, earlier.replicas, joined)
+                return
+            del self.actions[index]
+            pairs = joined
+            break
+        self.actions.append(PatchReplicaSet(name, replicas, tuple(pairs)))
+
     def scale(self, actions: Sequence[ScaleAction]) -> None:
         for action in actions:
-            self.actions.append(PatchReplicaSet(action.name, action.to_replicas, self.replica_annotations()))
-            event = _scale_event(action)
-            if event is not None:
-                self.events.append(event)
+            self.patch(action.name, action.to_replicas, self.replica_annotations())
+        self.scaled += actions
         self.states = list(apply_scale_actions(self.states, actions))
         self.new, self.old = split_replica_sets(self.states, self.target.template_hash)
 
+    def resync(self, first: Sequence[ScaleAction] = ()) -> tuple[ScaleAction, ...]:
+        """The rolling scales of this step: ``first`` (proportional scaling), then the passes the
+        Kubernetes controller makes back to back by re-syncing after its own writes, merged into
+        one write per ReplicaSet (:func:`~gitdeploy.core.rolling.plan_rolling_passes`). A
+        DeploymentConfig takes one pass per step: its ``updatePeriodSeconds`` paces the scales."""
+        assert self.new is not None
+        bounds = (self.strategy, self.replicas, self.surge, self.unavailable)
+        if self.app.kind is AppKind.DEPLOYMENT_CONFIG:
+            return tuple(first) or plan_rolling_step(*bounds, self.new, self.old)
+        return merge_passes(plan_rolling_passes(*bounds, self.new, self.old, first=first))
+
     def annotate(self, name: str, *pairs: tuple[str, str]) -> None:
-        self.actions.append(PatchReplicaSet(name, None, pairs))
+        self.patch(name, None, pairs)
 
     def status(self) -> DeploymentStatus:
         """The status after this pass's actions, with the progress deadline applied."""
@@ -490,10 +530,7 @@ class _Pass:
                 min_ready_seconds=self.app.min_ready_seconds,
             )
             self.actions.append(CreateReplicaSet(spec))
-            if initial:
-                self.events.append(
-                    Event("ScalingReplicaSet", f"Scaled up replica set {spec.name} to {initial}")
-                )
+            self.scaled.append(ScaleAction(spec.name, 0, initial))
             name = spec.name
             self.states = [
                 *self.states,
@@ -506,7 +543,14 @@ class _Pass:
             history.append(str(self.new.revision))
             annotations.append((REVISION_HISTORY_ANNOTATION, ",".join(history[-10:])))
             self.annotate(name, *annotations, *self.replica_annotations())
-            self.new = dataclasses.replace(self.new, revision=revision)
+            self.states = [
+                dataclasses.replace(rs, revision=revision) if rs.name == name else rs for rs in self.states
+            ]
+            self.new, self.old = split_replica_sets(self.states, target.template_hash)
+        requeue = 0.0  # hooks and Recreate go on at once
+        if not staged:
+            self.scale(self.resync())  # the first wave at once, not one scale per pass
+            requeue = _intervals(self.app)[0]
         cause = f" ({target.cause})" if target.cause != Cause.CONFIG_CHANGE.value else ""
         self.events.insert(
             0,
@@ -531,7 +575,7 @@ class _Pass:
             progress_deadline_seconds=self.deadline_seconds(),
             now=self.now,
         )
-        return self.step(AppPhase.PROGRESSING, f"revision {revision} started", 0.0, status)
+        return self.step(AppPhase.PROGRESSING, f"revision {revision} started", requeue, status)
 
     def cancel_superseded(self, revision: int) -> None:
         """A rollout still running when a newer template arrives is Cancelled (rollover)."""
@@ -743,14 +787,7 @@ class _Pass:
             proportional = plan_proportional_scaling(
                 self.strategy, self.replicas, self.surge, self.unavailable, self.new, self.old
             )
-        if proportional:
-            self.scale(proportional)
-        else:
-            self.scale(
-                plan_rolling_step(
-                    self.strategy, self.replicas, self.surge, self.unavailable, self.new, self.old
-                )
-            )
+        self.scale(self.resync(proportional))
         status = self.status()
         if self.actions:
             return self.step(AppPhase.PROGRESSING, self.progress_message(), after_scale, status)
@@ -903,11 +940,7 @@ class _Pass:
                 )
             )
         elif drifted and self.app.strategy.type.is_rolling:
-            self.scale(
-                plan_rolling_step(
-                    self.strategy, self.replicas, self.surge, self.unavailable, self.new, self.old
-                )
-            )
+            self.scale(self.resync())
         elif drifted:
             self.scale([ScaleAction(rs.name, rs.replicas, 0) for rs in self.old if rs.is_active])
             if self.new.replicas != self.replicas:
@@ -915,7 +948,7 @@ class _Pass:
         elif needs_annotation_update(
             self.new, compute_replica_annotations(self.strategy, self.replicas, self.surge, self.unavailable)
         ):
-            self.actions.append(PatchReplicaSet(self.new.name, None, self.replica_annotations()[:2]))
+            self.annotate(self.new.name, *self.replica_annotations()[:2])
         if self.by_name[self.new.name].annotation(PHASE_ANNOTATION) != Outcome.COMPLETE.value:
             self.annotate(self.new.name, (PHASE_ANNOTATION, Outcome.COMPLETE.value))
         self.cleanup()

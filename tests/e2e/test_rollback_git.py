@@ -187,9 +187,9 @@ def _events(tmp_path: Path, reason: str) -> list[str]:
 
 
 def _scaling_events(tmp_path: Path) -> list[str]:
-    """``up|down <ReplicaSet> <n>`` of every ScalingReplicaSet event, in order."""
-    words = [m.split() for m in _events(tmp_path, "ScalingReplicaSet")]  # Scaled up replica set x to N
-    return [f"{w[1]} {w[4]} {w[6]}" for w in words]
+    """``up|down <ReplicaSet> <n>`` of every scale the ScalingReplicaSet events tell, in order."""
+    scales = [s.split() for m in _events(tmp_path, "ScalingReplicaSet") for s in m.split("; ")]
+    return [f"{w[1]} {w[4]} {w[6]}" for w in scales]  # Scaled up replica set x to N[; Scaled ...]
 
 
 def _deploy_recreate_then_rolling(git_remote: GitRemote, run_cli: RunCli) -> tuple[str, str]:

@@ -48,8 +48,9 @@ def timeline(world: World) -> list[str]:
         if reason == "HookStarted":
             short.append(message.split()[1] + "-hook")  # "Running pre hook of ..." → "pre-hook"
         elif reason == "ScalingReplicaSet":
-            words = message.split()  # Scaled up replica set worker-<hash> to N
-            short.append(f"{words[1]} {words[4]} {words[6]}")
+            for scale in message.split("; "):  # Scaled up replica set worker-<hash> to N[; Scaled ...]
+                words = scale.split()
+                short.append(f"{words[1]} {words[4]} {words[6]}")
         elif reason in ("RolloutComplete", "HookFailed", "ProgressDeadlineExceeded"):
             short.append(reason)
     return short

@@ -39,7 +39,7 @@ def test_seed_002_walkthrough_scales_one_pod_at_a_time(world: World) -> None:
 
     # When the image changes to nginx:1.16.1 (default maxSurge and maxUnavailable, 25%)
     v2 = load_app(nginx("nginx:1.16.1"))
-    before = len(world.events(v2, "ScalingReplicaSet"))
+    before = len(world.scaling_story(v2, v2.template_hash))
     world.roll(v2, commit("Bump nginx to 1.16.1", 2), check=world.invariants(v2))
 
     # Then the new ReplicaSet grows and the old one shrinks one pod at a time

@@ -303,8 +303,10 @@ def test_without_a_record_the_only_step_is_to_create_it(
 
 # -- a new app ---------------------------------------------------------------------------------------
 
+# (name, app, replicas of the new ReplicaSet, max-replicas annotation, requeue): a rolling update
+# has nothing more to do until pods are ready; hooks, Recreate and Custom go on at once
 NEW_APP_CASES = [
-    ("RollingUpdate", make_app(), 3, "4"),
+    ("RollingUpdate", make_app(), 3, "4", 1.0),
     (
         "RollingUpdate 10 with maxSurge 2",
         make_app(
@@ -315,6 +317,7 @@ NEW_APP_CASES = [
         ),
         10,
         "12",
+        1.0,
     ),
     (
         "Rolling (DeploymentConfig)",
@@ -323,30 +326,35 @@ NEW_APP_CASES = [
         ),
         3,
         "4",
+        1.0,
     ),
-    ("Recreate", make_app(strategy=RECREATE), 0, "3"),
-    ("Custom", make_app(strategy=CUSTOM), 0, "3"),
+    ("Recreate", make_app(strategy=RECREATE), 0, "3", 0.0),
+    ("Custom", make_app(strategy=CUSTOM), 0, "3", 0.0),
     (
         "Rolling with a pre hook",
         make_app(strategy=Strategy(StrategyType.ROLLING_UPDATE, rolling=RollingParams(pre=HOOK_PRE))),
         0,
         "4",
+        0.0,
     ),
     (
         "Rolling with a post hook",
         make_app(strategy=Strategy(StrategyType.ROLLING_UPDATE, rolling=RollingParams(post=HOOK_POST))),
         0,
         "4",
+        0.0,
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("app", "initial", "max_replicas"),
+    ("app", "initial", "max_replicas", "requeue"),
     [c[1:] for c in NEW_APP_CASES],
     ids=[c[0] for c in NEW_APP_CASES],
 )
-def test_a_new_app_gets_its_first_replica_set(app: App, initial: int, max_replicas: str) -> None:
+def test_a_new_app_gets_its_first_replica_set(
+    app: App, initial: int, max_replicas: str, requeue: float
+) -> None:
     step = plan_pass(make_target(app), snap(), T0)
     spec = only_create(step).spec
     assert spec.name == f"web-{app.template_hash}"
@@ -385,7 +393,7 @@ def test_a_new_app_gets_its_first_replica_set(app: App, initial: int, max_replic
         AppPhase.PROGRESSING,
         "revision 1 started",
         1,
-        0.0,
+        requeue,
     )
     assert (step.record, step.create_record) == (None, False)
     progressing = step.status.condition(ConditionType.PROGRESSING)
@@ -481,8 +489,7 @@ def test_scaling_a_stuck_rollout_is_proportional_as_in_the_documentation() -> No
     step = plan_pass(make_target(app), snap(old, new, record=AppRecord(revisions=(entry(V1, 1),))), now)
     assert step.actions == (scaled(old.name, 11, 15, 18, now), scaled(new.name, 7, 15, 18, now))
     assert scaling_events(step) == [
-        f"Scaled up replica set {old.name} to 11",
-        f"Scaled up replica set {new.name} to 7",
+        f"Scaled up replica set {old.name} to 11; Scaled up replica set {new.name} to 7",
     ]
     assert (step.phase, step.revision, step.record) == (AppPhase.PROGRESSING, 2, None)
     assert not any(isinstance(a, CreateReplicaSet) for a in step.actions)
@@ -546,10 +553,12 @@ def test_a_revert_reuses_the_replica_set_with_the_next_revision(
     now = T0 + 100
     step = plan_pass(make_target(make_app(V1)), snap(earlier, current, record=record), now)
     revision = latest + 1
+    # one write annotates the reused ReplicaSet and scales it up to maxSurge (the Kubernetes
+    # controller's first sync of a revert does both)
     assert len(step.actions) == 1
     patch = step.actions[0]
     assert isinstance(patch, PatchReplicaSet)
-    assert (patch.name, patch.replicas) == (earlier.name, None)
+    assert (patch.name, patch.replicas) == (earlier.name, 1)
     assert dict(patch.annotations) == {
         REVISION_ANNOTATION: str(revision),
         COMMIT_ANNOTATION: SHA,
@@ -566,12 +575,13 @@ def test_a_revert_reuses_the_replica_set_with_the_next_revision(
     }
     assert step.events == (
         Event("RolloutStarted", f"Rolling out revision {revision}: commit c0ffee0 'Bump nginx' by Ada"),
+        Event("ScalingReplicaSet", f"Scaled up replica set {earlier.name} to 1"),
     )
     assert (step.phase, step.revision, step.record, step.requeue_after) == (
         AppPhase.PROGRESSING,
         revision,
         None,
-        0.0,
+        1.0,
     )
     progressing = step.status.condition(ConditionType.PROGRESSING)
     assert progressing is not None and progressing.reason == ConditionReason.REPLICA_SET_UPDATED
@@ -601,13 +611,21 @@ def test_rollover_cancels_the_revision_in_flight() -> None:
             ),
         )
     )
+    # old 2 + in flight 2 already fill replicas + maxSurge (4): the new ReplicaSet starts empty;
+    # then the in-flight ReplicaSet loses its unavailable pod, which makes room for one new pod
     assert step.events == (
         Event("RolloutStarted", "Rolling out revision 3: commit c0ffee0 'Bump nginx' by Ada"),
         Event("RolloutCancelled", "Revision 2 superseded by revision 3"),
+        Event(
+            "ScalingReplicaSet",
+            f"Scaled down replica set {rs_name(V2)} to 1; Scaled up replica set {rs_name(V3)} to 1",
+        ),
     )
-    spec = only_create(step).spec
-    # old 2 + in flight 2 already fill replicas + maxSurge (4): the new ReplicaSet starts empty
+    create, *scales = step.actions
+    assert isinstance(create, CreateReplicaSet)
+    spec = create.spec
     assert (spec.name, spec.replicas, dict(spec.annotations)[REVISION_ANNOTATION]) == (rs_name(V3), 0, "3")
+    assert scales == [scaled(rs_name(V2), 1, 3, 4, now), scaled(rs_name(V3), 1, 3, 4, now)]
     assert step.revision == 3
 
 
@@ -628,7 +646,7 @@ def test_rollover_writes_nothing_for_a_revision_that_already_has_an_outcome(
     record = AppRecord(revisions=(entry(V1, 1), entry(V2, 2, recorded)))
     step = plan_pass(make_target(make_app(V3)), snap(first, earlier, record=record), T0)
     assert step.record is None
-    assert reasons(step) == ["RolloutStarted"]
+    assert reasons(step) == ["RolloutStarted", "ScalingReplicaSet"]
 
 
 # -- paused and manual apps --------------------------------------------------------------------------
@@ -691,28 +709,30 @@ def test_without_a_config_change_trigger_a_started_rollout_goes_on() -> None:
     old, new = rs(V1, 1, 3), rs(V2, 2, 1, phase="Running")
     step = plan_pass(make_target(make_app(V2), auto_start=False), snap(old, new), T0)
     assert step.phase == AppPhase.PROGRESSING
-    assert step.actions == (scaled(old.name, 2, 3, 4, T0),)
+    assert step.actions == (scaled(old.name, 2, 3, 4, T0), scaled(new.name, 2, 3, 4, T0))
 
 
 # -- the seed 002 walk-through, pass by pass -----------------------------------------------------------
 
-# (old spec/current/available, new spec/current/available) → the one scaling the pass does
-SEED_002: list[tuple[tuple[int, int, int], tuple[int, int, int], tuple[str, int] | None]] = [
-    ((3, 3, 3), (1, 0, 0), None),  # new pod not there yet: wait
-    ((3, 3, 3), (1, 1, 0), None),  # not available yet: wait
-    ((3, 3, 3), (1, 1, 1), ("old", 2)),
+# (old spec/current/available, new spec/current/available) → the scales of the step: upstream's
+# passes back to back (it re-syncs after its own writes), so a scale-down that makes room is
+# followed by the scale-up it allows in the same step
+SEED_002: list[tuple[tuple[int, int, int], tuple[int, int, int], list[tuple[str, int]]]] = [
+    ((3, 3, 3), (1, 0, 0), []),  # new pod not there yet: wait
+    ((3, 3, 3), (1, 1, 0), []),  # not available yet: wait
+    ((3, 3, 3), (1, 1, 1), [("old", 2), ("new", 2)]),
     # the sizes count, not the pods (as upstream): a pod still stopping does not hold the new one back
-    ((2, 3, 3), (1, 1, 1), ("new", 2)),
-    ((2, 2, 2), (1, 1, 1), ("new", 2)),
-    ((2, 2, 2), (2, 2, 2), ("old", 1)),
-    ((1, 1, 1), (2, 2, 2), ("new", 3)),
-    ((1, 1, 1), (3, 3, 3), ("old", 0)),
+    ((2, 3, 3), (1, 1, 1), [("new", 2)]),
+    ((2, 2, 2), (1, 1, 1), [("new", 2)]),
+    ((2, 2, 2), (2, 2, 2), [("old", 1), ("new", 3)]),
+    ((1, 1, 1), (2, 2, 2), [("new", 3)]),
+    ((1, 1, 1), (3, 3, 3), [("old", 0)]),
 ]
 
 
 @pytest.mark.parametrize(("old_counts", "new_counts", "expected"), SEED_002)
 def test_seed_002_rolling_steps(
-    old_counts: tuple[int, int, int], new_counts: tuple[int, int, int], expected: tuple[str, int] | None
+    old_counts: tuple[int, int, int], new_counts: tuple[int, int, int], expected: list[tuple[str, int]]
 ) -> None:
     old = rs(V1, 1, *old_counts)
     new = rs(V2, 2, *new_counts, phase="Running")
@@ -720,18 +740,11 @@ def test_seed_002_rolling_steps(
     step = plan_pass(
         make_target(make_app(V2)), snap(old, new, record=AppRecord(revisions=(entry(V1, 1),))), now
     )
-    if expected is None:
-        assert step.actions == ()
-        assert step.requeue_after == 1.0
-    else:
-        which, to = expected
-        target = old if which == "old" else new
-        assert step.actions == (scaled(target.name, to, 3, 4, now),)
-        word = "down" if which == "old" else "up"
-        assert step.events == (
-            Event("ScalingReplicaSet", f"Scaled {word} replica set {target.name} to {to}"),
-        )
-        assert step.requeue_after == 1.0
+    targets = [(old if which == "old" else new, to) for which, to in expected]
+    assert step.actions == tuple(scaled(target.name, to, 3, 4, now) for target, to in targets)
+    words = [f"Scaled {'down' if t is old else 'up'} replica set {t.name} to {to}" for t, to in targets]
+    assert scaling_events(step) == (["; ".join(words)] if words else [])
+    assert step.requeue_after == 1.0
     assert (step.phase, step.record, step.revision) == (AppPhase.PROGRESSING, None, 2)
 
 
@@ -966,12 +979,15 @@ def test_the_rollback_revision_reuses_the_pinned_replica_set_and_says_why() -> N
         pin=pin,
     )
     step = plan_pass(target, snap(old, failed, record=record), T0 + 62)
-    assert reasons(step) == ["RolloutStarted", "DeploymentRollback"]
+    assert reasons(step) == ["RolloutStarted", "DeploymentRollback", "ScalingReplicaSet"]
     assert step.events[1] == Event("DeploymentRollback", "Rolled back web to revision 1", warning=True)
-    patch = step.actions[0]
+    patch, cleanup = step.actions
     assert isinstance(patch, PatchReplicaSet) and patch.name == old.name
     assert dict(patch.annotations)[REVISION_ANNOTATION] == "3"
     assert dict(patch.annotations)[CAUSE_ANNOTATION] == "AutoRollback"
+    # in the same step, as the Kubernetes controller's first sync: the failed revision's
+    # unavailable pod goes
+    assert cleanup == scaled(failed.name, 0, 3, 4, T0 + 62)
     assert step.record is None  # the failed revision already has its outcome: nothing to cancel
 
     # once it runs with all pods, revision 3 completes and names what it rolled back
@@ -1063,7 +1079,7 @@ def test_an_entry_for_another_template_does_not_decide_the_phase() -> None:
     old, new = rs(V1, 1, 3), rs(V2, 2, 1, phase="Running")
     record = AppRecord(revisions=(entry(V1, 1), entry(V3, 2, Outcome.FAILED, reason="HookFailed")))
     step = plan_pass(make_target(make_app(V2)), snap(old, new, record=record), T0)
-    assert step.actions == (scaled(old.name, 2, 3, 4, T0),)
+    assert step.actions == (scaled(old.name, 2, 3, 4, T0), scaled(new.name, 2, 3, 4, T0))
     assert step.phase == AppPhase.PROGRESSING
 
 
@@ -1389,7 +1405,7 @@ def test_history_limit_is_not_applied_while_a_rollout_runs() -> None:
     new = rs(V3, 4, 2, phase="Running")
     step = plan_pass(make_target(history_app()), snap(*old, new), T0)
     assert not any(isinstance(a, DeleteReplicaSet) for a in step.actions)
-    assert step.actions == (scaled(rs_name(V2), 1, 3, 4, T0),)
+    assert step.actions == (scaled(rs_name(V2), 1, 3, 4, T0), scaled(new.name, 3, 3, 4, T0))
 
 
 def test_history_limit_deletes_the_oldest_empty_replica_sets_when_the_rollout_completes() -> None:
@@ -1446,8 +1462,8 @@ def test_a_hooked_rolling_update_of_an_app_without_replicas_scales_up() -> None:
     new_rs = rs(V2, 2, 0, phase="Running", desired=5, max_replicas=7)
     pre = pod(new_rs, "hook-pre", OK, finished_at=T0)
     step = plan_pass(make_target(app), snap(old_rs, new_rs, pods=(pre,)), T0 + 5)
-    # maxSurge 25% of 5 → 2: the new ReplicaSet may grow to 2 at once
-    assert step.actions == (scaled(new_rs.name, 2, 5, 7, T0 + 5),)
+    # maxSurge 25% of 5 → 2, maxUnavailable 1: new → 2, then old → 4, then new → 3, in one step
+    assert step.actions == (scaled(old_rs.name, 4, 5, 7, T0 + 5), scaled(new_rs.name, 3, 5, 7, T0 + 5))
 
 
 def test_a_failed_rollback_does_not_claim_the_replica_set_is_gone() -> None:
