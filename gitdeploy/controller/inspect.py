@@ -19,7 +19,7 @@ from gitdeploy.core.observed import (
     ObservedReplicaSet,
     newest_replica_set,
 )
-from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry
+from gitdeploy.core.records import AppRecord, RevisionEntry
 from gitdeploy.core.rollout import revision_entry_of
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import NotFoundError
@@ -47,10 +47,7 @@ class AppView:
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
     if current is None:
         return ""
-    entry = record.entry(current.state.revision)
-    if entry is not None and entry.outcome is not Outcome.RUNNING:
-        return entry.outcome.value
-    return current.annotation(PHASE_ANNOTATION, Outcome.RUNNING.value)
+    return record.outcome_of(current.state.revision, current.annotation(PHASE_ANNOTATION)).value
 
 
 def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | None = None) -> list[AppView]:
@@ -106,8 +103,9 @@ def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
     for rs in replica_sets:
         revision = rs.state.revision
         if revision and revision not in entries:
-            phase = Outcome(rs.annotation(PHASE_ANNOTATION, Outcome.RUNNING.value))
-            entries[revision] = revision_entry_of(rs, phase)
+            entries[revision] = revision_entry_of(
+                rs, record.outcome_of(revision, rs.annotation(PHASE_ANNOTATION))
+            )
     return [entries[r] for r in sorted(entries)]
 
 

@@ -57,7 +57,7 @@ class AppState:
         entry = self.record.entry(self.current_revision)
         current = self.current
         if entry is None and current is not None:
-            phase = Outcome(current.annotation(PHASE_ANNOTATION, Outcome.RUNNING.value))
+            phase = self.record.outcome_of(current.state.revision, current.annotation(PHASE_ANNOTATION))
             entry = revision_entry_of(current, phase)
         return entry
 

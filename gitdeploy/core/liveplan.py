@@ -69,10 +69,7 @@ class RunningApp:
         current = self.current
         if current is None:
             return None
-        entry = self.record.entry(current.state.revision)
-        if entry is not None:
-            return entry.outcome
-        return Outcome(current.annotation(PHASE_ANNOTATION, Outcome.RUNNING.value))
+        return self.record.outcome_of(current.state.revision, current.annotation(PHASE_ANNOTATION))
 
 
 @dataclass(frozen=True)

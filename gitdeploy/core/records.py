@@ -164,6 +164,17 @@ class AppRecord:
     def entry(self, revision: int) -> RevisionEntry | None:
         return next((e for e in self.revisions if e.revision == revision), None)
 
+    def outcome_of(self, revision: int, annotated_phase: str) -> Outcome:
+        """How ``revision`` stands: the log's word once it is final, else the phase annotation of
+        its ReplicaSet (more current while the revision runs; Running when unreadable)."""
+        entry = self.entry(revision)
+        if entry is not None and entry.outcome is not Outcome.RUNNING:
+            return entry.outcome
+        try:
+            return Outcome(annotated_phase)
+        except ValueError:
+            return Outcome.RUNNING
+
     def last_complete(self, *, before: int | None = None) -> RevisionEntry | None:
         """The newest Complete revision (below ``before`` when given)."""
         candidates = [

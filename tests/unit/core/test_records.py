@@ -363,3 +363,21 @@ def test_latest_revision_and_entry_lookup() -> None:
 def test_commit_short_is_seven_characters() -> None:
     assert CommitRef("0123456789abcdef").short == "0123456"
     assert CommitRef("abc").short == "abc"
+
+
+@pytest.mark.parametrize(
+    ("logged", "annotated", "expected"),
+    [
+        (None, "Complete", Outcome.COMPLETE),  # in flight, not logged yet: the annotation says
+        (None, "", Outcome.RUNNING),
+        (None, "Exploded", Outcome.RUNNING),  # an annotation edited by hand is no error
+        (Outcome.RUNNING, "Complete", Outcome.COMPLETE),  # the annotation is more current while running
+        (Outcome.RUNNING, "", Outcome.RUNNING),
+        (Outcome.FAILED, "Complete", Outcome.FAILED),  # a final word in the log wins
+        (Outcome.CANCELLED, "Running", Outcome.CANCELLED),
+        (Outcome.COMPLETE, "Failed", Outcome.COMPLETE),
+    ],
+)
+def test_outcome_of_a_revision(logged: Outcome | None, annotated: str, expected: Outcome) -> None:
+    record = AppRecord(revisions=(entry(1), *([entry(2, logged)] if logged else [])))
+    assert record.outcome_of(2, annotated) is expected
