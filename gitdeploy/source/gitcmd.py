@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -136,9 +137,29 @@ class GitRunner:
         self.env = build_git_environment()
         self._git = git.Git(git_dir)
         self._git.update_environment(**self.env)
+        self._objects_lock = threading.Lock()
         #: How many times each git subcommand ran (for tests and benchmarks: "a no-change poll
-        #: costs one ls-remote").
+        #: costs one ls-remote"). Lookups through :meth:`object_header` start no process and
+        #: are not counted.
         self.command_counts: Counter[str] = Counter()
+
+    def object_header(self, sha: str) -> tuple[str, int] | None:
+        """The type and size of object ``sha`` (a full object name), or None when it is missing.
+
+        Asked of one long-lived ``git cat-file --batch-check`` (GitPython's), so a lookup costs
+        microseconds instead of a process. It sees objects fetched after it started: git looks
+        for new packs when an object is not found. Only full object names are looked up here,
+        never refs, which move.
+        """
+        with self._objects_lock:
+            try:
+                _, kind, size = self._git.get_object_header(sha)
+            except (ValueError, OSError) as problem:
+                if "missing" not in str(problem):  # the reader died: a new one at the next lookup
+                    self._git.clear_cache()
+                return None
+        # GitPython annotates str but passes git's bytes through.
+        return (kind.decode("ascii") if isinstance(kind, bytes) else kind), int(size)
 
     def run(
         self,
@@ -228,7 +249,8 @@ class GitRunner:
         return self.run(subcommand, *options, "--", url, *operands, env=env, timeout=self.network_timeout)
 
     def close(self) -> None:
-        self._git.clear_cache()
+        with self._objects_lock:
+            self._git.clear_cache()
 
 
 def _subcommand_of(args: Sequence[str]) -> str:

@@ -12,7 +12,14 @@ Refs in the mirror (all under ``refs/gitdeploy/``, nothing else is kept):
   (the previous head after a force-push, a tracked commit sha).
 
 Cost of a poll: when the tracked ref has not moved, one ``git ls-remote`` and one local
-``rev-parse``, no fetch, no tree walk. When it moved, one ``git fetch`` more.
+``rev-parse``, no fetch, no tree walk. When it moved, one ``git fetch``, one ``for-each-ref``
+(the fetched commit, its parents and the previous head) and one ``update-ref`` more; a
+``merge-base`` only when the previous head is not a parent of the new one. A poll for a push
+(:meth:`ConfigRepo.poll` with ``pushed``) skips the ``ls-remote``.
+
+Reading a new head after a poll costs one ``diff-tree``: its file listing is the previous
+listing with the diff applied (no ``ls-tree`` of the whole tree), the sizes of new blobs come
+from a long-lived ``cat-file`` process, and commits that were heads resolve without git.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ from gitdeploy.source.urls import (
 log = logging.getLogger("gitdeploy.source")
 
 _TREE_CACHE_SIZE = 4
+_KNOWN_HEADS = 256
 _OBJECT_NAME = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 
 
@@ -109,9 +117,10 @@ class ConfigRepo:
         self._failures = 0
         self._verified: dict[str, SignatureCheck] = {}
         self._trees: OrderedDict[str, dict[str, trees.TreeEntry]] = OrderedDict()
-        self._listings: OrderedDict[tuple[str, tuple[str, ...]], list[FileEntry]] = OrderedDict()
+        self._listings: OrderedDict[tuple[str, tuple[str, ...]], trees.Listing] = OrderedDict()
         self._full_ref: str | None = None
         self._walks: OrderedDict[str, history.ChangeWalk] = OrderedDict()
+        self._heads: OrderedDict[str, None] = OrderedDict()
         # Polls and the per-commit caches are serialised; reads of different commits are cheap.
         self._lock = threading.RLock()
 
@@ -140,8 +149,13 @@ class ConfigRepo:
         """How many polls in a row failed with a transient error (drives the backoff)."""
         return self._failures
 
-    def poll(self) -> PollResult:
+    def poll(self, pushed: str | None = None) -> PollResult:
         """Find where the tracked ref points now, fetching only when it moved.
+
+        ``pushed`` is the commit a verified push event named for the tracked branch: a hint,
+        never what gets synced. When the mirror lacks that commit, the branch is fetched at once
+        (no ``ls-remote`` first) and the poll syncs whatever the fetch brought, so a delivery that
+        is replayed or arrives out of order behaves as a normal poll.
 
         Raises :class:`~gitdeploy.errors.TransientError` (with a growing ``retry_after``) when the
         remote cannot be reached, :class:`RefNotFoundError` when the ref does not exist,
@@ -150,23 +164,63 @@ class ConfigRepo:
         """
         try:
             with self._lock:
-                result = self._poll_once()
+                result = self._poll_once(pushed)
         except TransientError:
             self._failures += 1
             raise
         self._failures = 0
         return result
 
-    def _poll_once(self) -> PollResult:
+    def _poll_once(self, pushed: str | None) -> PollResult:
+        branch = self._pushed_branch(pushed) if pushed is not None else None
+        if pushed is not None and branch is not None:
+            try:
+                head, parents, previous = self._fetch_named_ref(branch)
+            except RefNotFoundError:
+                pass  # gone since the push: a normal poll says what the remote has now
+            else:
+                if head != pushed:
+                    log.info(
+                        "[source] a push named %s, but %s is at %s (a replayed or out-of-order "
+                        "delivery); syncing %s", shorten_sha(pushed), branch, shorten_sha(head),
+                        shorten_sha(head),
+                    )  # fmt: skip
+                return self._advance(branch, head, parents, previous)
         full_ref, remote_sha = self._resolve_remote_ref()
-        track = self._tracking_ref(full_ref)
-        previous = self._read_local_ref(track)
+        previous = self._read_local_ref(self._tracking_ref(full_ref))
         if previous is not None and previous == remote_sha:
             self._check_head_signature(previous)
+            self._remember_head(previous)
             return PollResult(ref=full_ref, head=previous, previous=previous)
-        head = self._fetch_ref(full_ref, remote_sha)
+        if is_full_sha(full_ref):
+            head, parents = self._fetch_commit(full_ref), None
+        else:
+            head, parents, _ = self._fetch_named_ref(full_ref)
+            if head != remote_sha:
+                log.info("[source] %s moved again while fetching: %s", full_ref, shorten_sha(head))
+        return self._advance(full_ref, head, parents, previous)
+
+    def _pushed_branch(self, pushed: str) -> str | None:
+        """The tracked branch to fetch at once for a push of ``pushed``; None for a normal poll.
+
+        Only when an earlier poll resolved the tracked ref to a branch, and the pushed commit is
+        not in the mirror yet (otherwise the delivery is a replay, or a poll got there first).
+        """
+        if not is_full_sha(pushed):
+            return None
+        branch = self._full_ref or self.ref
+        if branch is None or not branch.startswith("refs/heads/"):
+            return None
+        if self._runner.object_header(pushed) is not None:
+            return None
+        return branch
+
+    def _advance(
+        self, full_ref: str, head: str, parents: tuple[str, ...] | None, previous: str | None
+    ) -> PollResult:
+        """Verify ``head`` and move the tracking ref to it (keeping ``previous`` after a force-push)."""
         self._check_head_signature(head)
-        forced = previous is not None and head != previous and not self.is_ancestor(previous, head)
+        forced = previous is not None and head != previous and not self._descends(head, parents, previous)
         if forced and previous is not None:
             self._keep_commit(previous)
             log.warning(
@@ -175,14 +229,37 @@ class ConfigRepo:
                 extra={"commit": head, "previous_commit": previous},
             )  # fmt: skip
         if head != previous:
-            self._runner.run("update-ref", "-m", "gitdeploy poll", track, head)
+            self._runner.run("update-ref", "-m", "gitdeploy poll", self._tracking_ref(full_ref), head)
             shown_previous = shorten_sha(previous) if previous else "(none)"
             log.info(
                 "[source] %s of %s moved: %s -> %s",
                 full_ref, self.url.display, shown_previous, shorten_sha(head),
                 extra={"commit": head},
             )  # fmt: skip
+        self._remember_head(head)
+        if previous is not None:
+            self._remember_head(previous)
         return PollResult(ref=full_ref, head=head, previous=previous, forced=forced)
+
+    def _descends(self, head: str, parents: tuple[str, ...] | None, previous: str) -> bool:
+        """Whether ``head`` descends from ``previous``: at once when it is a parent, else one
+        ``git merge-base``."""
+        if parents is not None and previous in parents:
+            return True
+        status, _, err = self._runner.run_unchecked("merge-base", "--is-ancestor", previous, head)
+        if status in (0, 1):
+            return status == 0
+        raise CommitNotFoundError(
+            f"cannot compare {shorten_sha(previous)} and {shorten_sha(head)}: {err.strip()}"
+        )
+
+    def _remember_head(self, sha: str) -> None:
+        """Remember a commit that was a synced head: the mirror keeps it (a tracking or keep ref
+        reaches it), so :meth:`resolve_commit` needs no git process for it."""
+        self._heads[sha] = None
+        self._heads.move_to_end(sha)
+        while len(self._heads) > _KNOWN_HEADS:
+            self._heads.popitem(last=False)
 
     @property
     def head(self) -> str | None:
@@ -275,32 +352,61 @@ class ConfigRepo:
                 retry_after=compute_backoff(self._failures + 1),
             )
 
-    def _fetch_ref(self, full_ref: str, expected_sha: str) -> str:
-        """Fetch ``full_ref`` (or a commit sha) into the mirror and return the commit it names."""
-        options = ("--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", "--quiet")
-        if is_full_sha(full_ref):
-            if self._has_commit(full_ref):
-                self._keep_commit(full_ref)
-                return full_ref
-            self._fetch((*options,), (full_ref,), tolerate_missing=True)
-            if not self._has_commit(full_ref):
-                # Servers that refuse fetching by sha: fetch every branch and tag, then look.
-                self._fetch(
-                    options,
-                    ("+refs/heads/*:refs/gitdeploy/all/heads/*", "+refs/tags/*:refs/gitdeploy/all/tags/*"),
-                )
-            if not self._has_commit(full_ref):
-                raise self._ref_missing(full_ref, "no branch or tag of the remote reaches it")
-            self._keep_commit(full_ref)
-            return full_ref
+    _FETCH_OPTIONS = (
+        "--no-tags",
+        "--no-recurse-submodules",
+        "--no-write-fetch-head",
+        "--no-show-forced-updates",  # _descends decides that, usually without a process
+        "--quiet",
+    )
+
+    def _fetch_commit(self, sha: str) -> str:
+        """Fetch commit ``sha`` into the mirror (unless it is there) and keep it."""
+        options = self._FETCH_OPTIONS
+        if not self._has_commit(sha):
+            self._fetch(options, (sha,), tolerate_missing=True)
+        if not self._has_commit(sha):
+            # Servers that refuse fetching by sha: fetch every branch and tag, then look.
+            self._fetch(
+                options,
+                ("+refs/heads/*:refs/gitdeploy/all/heads/*", "+refs/tags/*:refs/gitdeploy/all/tags/*"),
+            )
+        if not self._has_commit(sha):
+            raise self._ref_missing(sha, "no branch or tag of the remote reaches it")
+        self._keep_commit(sha)
+        return sha
+
+    def _fetch_named_ref(self, full_ref: str) -> tuple[str, tuple[str, ...] | None, str | None]:
+        """Fetch a branch or tag: the commit it names now, that commit's parents (None when not
+        known cheaply) and the commit the tracking ref holds; one ``git fetch``, one
+        ``git for-each-ref``."""
         fetched = f"refs/gitdeploy/fetched/{full_ref}"
-        self._fetch(options, (f"+{full_ref}:{fetched}",))
-        sha = self._read_local_ref(fetched)
+        track = self._tracking_ref(full_ref)
+        self._fetch(self._FETCH_OPTIONS, (f"+{full_ref}:{fetched}",))
+        refs = self._read_refs(fetched, track)
+        previous = refs[track][0] if track in refs else None
+        if fetched in refs:
+            head, parents = refs[fetched]
+            return head, parents, previous
+        sha = self._read_local_ref(fetched)  # a tag of a tag: let git peel it
         if sha is None:
             raise CommitNotFoundError(f"{full_ref} of {self.url.display} does not name a commit")
-        if sha != expected_sha:
-            log.info("[source] %s moved again while fetching: %s", full_ref, shorten_sha(sha))
-        return sha
+        return sha, None, previous
+
+    def _read_refs(self, *refs: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """The commit each of ``refs`` names (through one annotated tag) and its parents, from one
+        ``git for-each-ref``; refs that are missing or name something else are left out."""
+        fields = ("objecttype", "objectname", "parent")
+        row = "%00".join(["%(refname)", *(f"%({f})" for f in fields), *(f"%(*{f})" for f in fields)])
+        out = self._runner.run("for-each-ref", f"--format={row}", "--", *refs).decode()
+        found: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for line in out.splitlines():
+            name, kind, sha, parents, peeled_kind, peeled_sha, peeled_parents = line.split("\0")
+            if kind == "tag":
+                kind, sha, parents = peeled_kind, peeled_sha, peeled_parents
+            if name in refs and kind == "commit":
+                found[name] = (sha, tuple(parents.split()))
+        return found
 
     def _fetch(
         self, options: Sequence[str], refspecs: Sequence[str], *, tolerate_missing: bool = False
@@ -342,6 +448,8 @@ class ConfigRepo:
     def resolve_commit(self, rev: str) -> str:
         """Return the full sha of ``rev`` (a sha, or a ref of the mirror); raise if it is not here."""
         rev = check_ref_name(rev)
+        if rev in self._heads:
+            return rev
         sha = self._read_local_ref(rev)
         if sha is None:
             raise CommitNotFoundError(
@@ -352,38 +460,68 @@ class ConfigRepo:
 
     def is_ancestor(self, old_sha: str, new_sha: str) -> bool:
         """Whether ``old_sha`` is ``new_sha`` or one of its ancestors (false after a force-push)."""
-        status, _, err = self._runner.run_unchecked(
-            "merge-base", "--is-ancestor", self.resolve_commit(old_sha), self.resolve_commit(new_sha)
-        )
-        if status in (0, 1):
-            return status == 0
-        raise CommitNotFoundError(
-            f"cannot compare {shorten_sha(old_sha)} and {shorten_sha(new_sha)}: {err.strip()}"
-        )
+        old, new = self.resolve_commit(old_sha), self.resolve_commit(new_sha)
+        return old == new or self._descends(new, None, old)
 
     def list_files(self, sha: str, suffixes: Sequence[str] = trees.MANIFEST_SUFFIXES) -> list[FileEntry]:
         """List the manifest files at commit ``sha`` without reading them (cached per commit).
 
-        One ``git ls-tree`` per commit; symlinks are resolved and the limits enforced here.
+        One ``git ls-tree`` per commit (none for a commit :meth:`changed_files` reached from a
+        listed one); symlinks are resolved and the limits enforced here.
         """
-        sha = self.resolve_commit(sha)
-        key = (sha, tuple(suffixes))
+        return self._listing(self.resolve_commit(sha), tuple(suffixes)).sorted_entries()
+
+    def _listing(self, sha: str, suffixes: tuple[str, ...]) -> trees.Listing:
+        """The listing of commit ``sha``, from the cache or read from its tree."""
         with self._lock:
-            if key in self._listings:
-                self._listings.move_to_end(key)
-                return list(self._listings[key])
-            listing = trees.list_manifests(
-                self._runner,
-                sha,
-                self._read_tree(sha),
-                root=self.subpath,
-                suffixes=suffixes,
-                limits=self.limits,
-            )
-            self._listings[key] = listing
-            while len(self._listings) > _TREE_CACHE_SIZE:
-                self._listings.popitem(last=False)
-            return list(listing)
+            listing = self._listings.get((sha, suffixes))
+            if listing is None:
+                listing = trees.list_manifests(
+                    self._runner,
+                    sha,
+                    self._read_tree(sha),
+                    root=self.subpath,
+                    suffixes=suffixes,
+                    limits=self.limits,
+                )
+            self._cache_listing(sha, suffixes, listing)
+            return listing
+
+    def _derive_listing(
+        self, old: str, new: str, raw: Sequence[trees.RawChange], suffixes: tuple[str, ...]
+    ) -> trees.Listing | None:
+        """The listing of ``new`` from the cached listing of ``old`` and their diff (cached too);
+        None when ``old``'s is not cached or the diff cannot be applied (see :func:`trees.apply_diff`)."""
+        with self._lock:
+            listing = self._listings.get((new, suffixes))
+            base = self._listings.get((old, suffixes))
+            if listing is None and base is not None:
+                listing = (
+                    base
+                    if not raw
+                    else trees.apply_diff(
+                        base,
+                        raw,
+                        sha=new,
+                        root=self.subpath,
+                        suffixes=suffixes,
+                        limits=self.limits,
+                        size_of=self._blob_size,
+                    )
+                )
+            if listing is not None:
+                self._cache_listing(new, suffixes, listing)
+            return listing
+
+    def _cache_listing(self, sha: str, suffixes: tuple[str, ...], listing: trees.Listing) -> None:
+        self._listings[(sha, suffixes)] = listing
+        self._listings.move_to_end((sha, suffixes))
+        while len(self._listings) > _TREE_CACHE_SIZE:
+            self._listings.popitem(last=False)
+
+    def _blob_size(self, blob_sha: str) -> int | None:
+        found = self._runner.object_header(blob_sha)
+        return found[1] if found is not None and found[0] == "blob" else None
 
     def _read_tree(self, sha: str) -> dict[str, trees.TreeEntry]:
         if sha in self._trees:
@@ -429,12 +567,14 @@ class ConfigRepo:
         if old == new:
             return []
         raw = trees.diff_trees(self._runner, old, new, self.subpath)
+        key = tuple(suffixes)
+        derived = self._derive_listing(old, new, raw, key)
         if not raw:
             return []
-        new_manifests = {e.path: e for e in self.list_files(new, suffixes)}
+        new_manifests = (derived or self._listing(new, key)).entries
         old_manifests = None
         if any(c.old_mode == trees.SYMLINK_MODE for c in raw):
-            old_manifests = {e.path: e for e in self.list_files(old, suffixes)}
+            old_manifests = self._listing(old, key).entries
         return trees.select_manifest_changes(
             raw,
             root=self.subpath,

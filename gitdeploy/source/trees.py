@@ -18,7 +18,7 @@ Rules for the files a source reads (all paths are relative to the repository roo
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gitdeploy.core.commits import ChangeType, FileChange, FileEntry, shorten_sha
@@ -122,6 +122,18 @@ def read_blobs(runner: GitRunner, shas: Iterable[str]) -> dict[str, bytes]:
     return blobs
 
 
+@dataclass(frozen=True)
+class Listing:
+    """The manifest files at one commit, by path, with symlinks resolved."""
+
+    entries: dict[str, FileEntry]
+    has_links: bool
+    """Whether a manifest path is a symlink (then a target's change changes the link too)."""
+
+    def sorted_entries(self) -> list[FileEntry]:
+        return [self.entries[path] for path in sorted(self.entries)]
+
+
 def list_manifests(
     runner: GitRunner,
     sha: str,
@@ -130,32 +142,82 @@ def list_manifests(
     root: str,
     suffixes: Sequence[str],
     limits: SourceLimits,
-) -> list[FileEntry]:
+) -> Listing:
     """Return the manifest files in ``tree`` with symlinks resolved and the limits enforced."""
     paths = sorted(p for p in tree if is_manifest_path(p, root, suffixes))
-    if len(paths) > limits.max_files:
-        raise PermanentError(
-            f"commit {shorten_sha(sha)} has {len(paths)} manifest files under "
-            f"{root or 'the repository root'}, "
-            f"more than the limit of {limits.max_files}",
-            hint="track a narrower path, or raise the file-count limit",
-        )
+    check_file_count(len(paths), sha, root, limits)
     links = [p for p in paths if tree[p].mode == SYMLINK_MODE]
     link_texts = read_blobs(runner, (tree[p].sha for p in links))
-    entries: list[FileEntry] = []
+    entries: dict[str, FileEntry] = {}
     for path in paths:
         entry = tree[path]
         target: str | None = None
         if entry.mode == SYMLINK_MODE:
             target, entry = resolve_symlink(runner, sha, tree, path, link_texts, root=root, limits=limits)
-        if entry.size > limits.max_file_bytes:
-            raise PermanentError(
-                f"{path} at commit {shorten_sha(sha)} is {entry.size} bytes, "
-                f"more than the limit of {limits.max_file_bytes}",
-                hint="split the file, or raise the file-size limit",
-            )
-        entries.append(FileEntry(path=path, blob_sha=entry.sha, size=entry.size, link_target=target))
-    return entries
+        check_file_size(path, sha, entry.size, limits)
+        entries[path] = FileEntry(path=path, blob_sha=entry.sha, size=entry.size, link_target=target)
+    return Listing(entries, has_links=bool(links))
+
+
+def apply_diff(
+    listing: Listing,
+    raw: Sequence[RawChange],
+    *,
+    sha: str,
+    root: str,
+    suffixes: Sequence[str],
+    limits: SourceLimits,
+    size_of: Callable[[str], int | None],
+) -> Listing | None:
+    """The listing at commit ``sha`` from ``listing`` (an earlier commit's) and the raw diff between
+    them, with the same rules and limits as :func:`list_manifests`, without listing the tree.
+
+    Only for plain files: None (list the tree instead) when a symlink or a submodule is on either
+    side, the tracked path itself changed, no manifest is left, or ``size_of`` (blob sha to size)
+    does not know a new blob.
+    """
+    if listing.has_links:
+        return None
+    entries = dict(listing.entries)
+    for change in raw:
+        modes = (change.old_mode, change.new_mode)
+        if SYMLINK_MODE in modes or SUBMODULE_MODE in modes or change.path == root:
+            return None
+        if change.new_sha is not None:
+            check_entry_path(change.path, sha)
+        if not is_manifest_path(change.path, root, suffixes):
+            continue
+        if change.new_sha is None:
+            entries.pop(change.path, None)
+            continue
+        size = size_of(change.new_sha)
+        if size is None:
+            return None
+        check_file_size(change.path, sha, size, limits)
+        entries[change.path] = FileEntry(path=change.path, blob_sha=change.new_sha, size=size)
+    if not entries:
+        return None
+    check_file_count(len(entries), sha, root, limits)
+    return Listing(entries, has_links=False)
+
+
+def check_file_count(count: int, sha: str, root: str, limits: SourceLimits) -> None:
+    if count > limits.max_files:
+        raise PermanentError(
+            f"commit {shorten_sha(sha)} has {count} manifest files under "
+            f"{root or 'the repository root'}, "
+            f"more than the limit of {limits.max_files}",
+            hint="track a narrower path, or raise the file-count limit",
+        )
+
+
+def check_file_size(path: str, sha: str, size: int, limits: SourceLimits) -> None:
+    if size > limits.max_file_bytes:
+        raise PermanentError(
+            f"{path} at commit {shorten_sha(sha)} is {size} bytes, "
+            f"more than the limit of {limits.max_file_bytes}",
+            hint="split the file, or raise the file-size limit",
+        )
 
 
 def resolve_symlink(
