@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -41,6 +41,7 @@ from gitdeploy.server.http import (
     read_secret_file,
 )
 from gitdeploy.server.metrics import Metrics
+from gitdeploy.server.webhook import PushEvent
 from gitdeploy.source.repo import ConfigRepo
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
@@ -300,6 +301,12 @@ def run(
     _setup_logging(get_context(ctx).debug, log_format)
     stop = threading.Event()
     wake = threading.Event()
+    pushed: deque[str] = deque(maxlen=1)
+    """The head named by the newest webhook push, for the next poll to fetch at once."""
+
+    def on_push(event: PushEvent) -> None:
+        pushed.append(event.after)
+        wake.set()
 
     def request_stop(signum: int, _frame: Any) -> None:
         logging.getLogger("gitdeploy").info(
@@ -336,7 +343,7 @@ def run(
             host=host,
             port=port,
             webhook=webhook,
-            on_push=lambda _event: wake.set(),
+            on_push=on_push,
         )
         server.start()
     try:
@@ -348,7 +355,8 @@ def run(
         ):
             instrument(controller, metrics, notifier)
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
-            _loop(controller, stop, wake, interval, metrics, readiness, f"{repo} ({branch})", acting)
+            source = f"{repo} ({branch})"
+            _loop(controller, stop, wake, pushed, interval, metrics, readiness, source, acting)
     finally:
         if notifier is not None:
             notifier.close()
@@ -377,6 +385,7 @@ def _loop(
     controller: Controller,
     stop: threading.Event,
     wake: threading.Event,
+    pushed: deque[str],
     interval: float,
     metrics: Metrics,
     readiness: Readiness,
@@ -385,7 +394,8 @@ def _loop(
 ) -> None:
     """Poll at ``interval`` (at once on a webhook push), and run each pass when apps are due.
 
-    Only while ``acting()`` (this process leads): a standby polls git but reconciles nothing.
+    ``pushed`` holds the head the newest push named, for the next poll to fetch at once. Only
+    while ``acting()`` (this process leads): a standby polls git but reconciles nothing.
     """
     log = logging.getLogger("gitdeploy")
     where = controller.cluster.description
@@ -395,7 +405,7 @@ def _loop(
         now = time.monotonic()
         if now >= next_poll or wake.is_set():
             wake.clear()
-            controller.poll()
+            controller.poll(pushed.pop() if pushed else None)  # only this thread pops
             if controller.head is not None:
                 readiness.set_repo_read()
             next_poll = now + (interval if controller.source_error is None else min(interval * 2, 60.0))

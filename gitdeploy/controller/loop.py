@@ -131,11 +131,14 @@ class Controller:
 
     # -- source --------------------------------------------------------------------------------------
 
-    def poll(self) -> bool:
-        """Ask git for news; load desired state only when the head moved. True when it did."""
+    def poll(self, pushed: str | None = None) -> bool:
+        """Ask git for news; load desired state only when the head moved. True when it did.
+
+        ``pushed`` is the head a verified push event named (see :meth:`ConfigRepo.poll`).
+        """
         started = time.perf_counter()
         try:
-            result = self.repo.poll()
+            result = self.repo.poll(pushed)
         except GitdeployError as problem:
             self._observe(self.poll_observers, time.perf_counter() - started, True)
             self.source_error = problem.message
