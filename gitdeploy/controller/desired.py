@@ -4,9 +4,12 @@ Parsing and validating a file depends only on its bytes and path, so the result 
 sha. The reader also remembers the last commit it loaded: the next load diffs the two trees once
 and re-reads only the files that changed. A commit that touches no manifest (a README change)
 returns the previous result as it is; a commit that changes one of 10,000 manifests parses that
-one file and re-runs the cheap repo-wide pass (:func:`gitdeploy.manifests.loader.assemble`).
-A changed ``gitdeploy.yaml`` (which selects the manifest paths) means a full load, still through
-the blob cache.
+one file and runs the repo-wide pass (:func:`gitdeploy.manifests.loader.assemble`) over only the
+files that decide the apps it touches: every file defining one of their names (duplicates), and
+the files holding image streams (trigger references); the other apps, diagnostics and ignored
+documents are kept from the previous result. A changed ``gitdeploy.yaml`` (which selects the
+manifest paths), or a changed file holding an image stream, means a whole repo-wide pass, still
+through the blob cache.
 
 With a sub-path (``--path DIR``), ``DIR/gitdeploy.yaml`` is the settings file and the settings'
 ``paths`` are relative to ``DIR``.
@@ -14,15 +17,18 @@ With a sub-path (``--path DIR``), ``DIR/gitdeploy.yaml`` is the settings file an
 
 from __future__ import annotations
 
+import bisect
 import gc
 import threading
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 
 from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.commits import FileEntry
 from gitdeploy.core.diagnostics import Diagnostic
-from gitdeploy.core.models import RepoSettings
+from gitdeploy.core.models import App, AppKey, RepoSettings
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import (
     SETTINGS_FILE,
@@ -34,6 +40,8 @@ from gitdeploy.manifests.loader import (
     parse_settings,
 )
 from gitdeploy.source.repo import ConfigRepo
+
+IMAGE_STREAM = "ImageStream"
 
 FREEZE_AFTER_FILES = 1_000
 """Every this many files parsed (and after a load that parsed as many), move what is alive to the
@@ -53,6 +61,19 @@ def relative_to(path: str, subpath: str) -> str:
     return path[len(subpath) + 1 :] if subpath and path.startswith(subpath + "/") else path
 
 
+def _app_keys(file: FileAnalysis, settings: RepoSettings) -> set[AppKey]:
+    """The names of the apps ``file`` defines, valid or not (image streams and ignored kinds aside)."""
+    return {
+        AppKey(a.namespace or settings.default_namespace, a.name)
+        for a in file.analyses
+        if not a.ignored and a.kind != IMAGE_STREAM
+    }
+
+
+def _has_stream(file: FileAnalysis) -> bool:
+    return any(a.kind == IMAGE_STREAM for a in file.analyses)
+
+
 @dataclass(frozen=True)
 class _Loaded:
     """What the last load saw, to load the next commit from a tree diff."""
@@ -61,8 +82,111 @@ class _Loaded:
     settings: RepoSettings
     settings_problems: tuple[Diagnostic, ...]
     files: dict[str, FileAnalysis]
-    """The analysis of every manifest file, by repo-relative path (sorted)."""
-    result: LoadResult
+    """The analysis of every manifest file, by repo-relative path."""
+    assembled: LoadResult
+    """The repo-wide pass over ``files`` (``result`` without the settings problems)."""
+    definers: dict[AppKey, frozenset[str]]
+    """The files that define each app name."""
+    stream_files: frozenset[str]
+    """The files that hold an image stream."""
+
+    @property
+    def result(self) -> LoadResult:
+        if not self.settings_problems:
+            return self.assembled
+        return replace(self.assembled, diagnostics=self.settings_problems + self.assembled.diagnostics)
+
+    @classmethod
+    def assemble_all(
+        cls,
+        sha: str,
+        settings: RepoSettings,
+        problems: tuple[Diagnostic, ...],
+        files: dict[str, FileAnalysis],
+    ) -> _Loaded:
+        """The state from a repo-wide pass over every file."""
+        definers: dict[AppKey, set[str]] = defaultdict(set)
+        for path, file in files.items():
+            for key in _app_keys(file, settings):
+                definers[key].add(path)
+        assembled = assemble((files[path] for path in sorted(files)), settings)
+        streams = frozenset(path for path, file in files.items() if _has_stream(file))
+        frozen = {key: frozenset(paths) for key, paths in definers.items()}
+        return cls(sha, settings, problems, files, assembled, frozen, streams)
+
+    def updated(self, sha: str, changed: dict[str, FileAnalysis | None]) -> _Loaded:
+        """The state at ``sha`` where the files in ``changed`` (path to analysis, None when gone)
+        differ: the repo-wide pass runs over the files that decide the apps they touch."""
+        settings = self.settings
+        files = dict(self.files)
+        before = [self.files[path] for path in changed if path in self.files]
+        after = [file for file in changed.values() if file is not None]
+        for path, file in changed.items():
+            if file is None:
+                files.pop(path, None)
+            else:
+                files[path] = file
+        if any(_has_stream(file) for file in before + after):
+            return _Loaded.assemble_all(sha, settings, self.settings_problems, files)
+        definers = dict(self.definers)
+        for file in before:
+            for key in _app_keys(file, settings):
+                definers[key] = definers[key] - {file.path}
+        for file in after:
+            for key in _app_keys(file, settings):
+                definers[key] = definers.get(key, frozenset()) | {file.path}
+        # The files that decide the touched apps: every definition of each name (closed over the
+        # other names those files define), and the image streams that triggers refer to.
+        keys: set[AppKey] = set()
+        deciding: set[str] = set()
+        names = set().union(*(_app_keys(file, settings) for file in before))
+        paths = {file.path for file in after} | self.stream_files
+        while names or paths:
+            for path in paths - deciding:
+                deciding.add(path)
+                names |= _app_keys(files[path], settings)
+            paths = set().union(*(definers.get(key, frozenset()) for key in names - keys))
+            keys |= names
+            names = set()
+        partial = assemble((files[path] for path in sorted(deciding)), settings)
+        redone = deciding | set(changed)
+        last = self.assembled
+        assembled = LoadResult(
+            settings=settings,
+            apps=_replace_apps(last.apps, keys, partial.apps),
+            image_streams=partial.image_streams,
+            diagnostics=tuple(
+                sorted(
+                    [d for d in last.diagnostics if d.file not in redone] + list(partial.diagnostics),
+                    key=lambda d: (d.file, d.line, d.column, d.message),
+                )
+            ),
+            invalid_apps=tuple(sorted((set(last.invalid_apps) - keys) | set(partial.invalid_apps))),
+            ignored=tuple(
+                sorted(
+                    [i for i in last.ignored if i.location.file not in redone] + list(partial.ignored),
+                    key=lambda i: i.location.file,
+                )
+            ),
+        )
+        definers = {key: paths for key, paths in definers.items() if paths}
+        return _Loaded(sha, settings, self.settings_problems, files, assembled, definers, self.stream_files)
+
+
+def _replace_apps(apps: tuple[App, ...], keys: set[AppKey], fresh: Iterable[App]) -> tuple[App, ...]:
+    """``apps`` (sorted by key) without those named by ``keys``, plus ``fresh``; still sorted."""
+    out = list(apps)
+    for key in keys:
+        at = bisect.bisect_left(out, key, key=_app_key)
+        if at < len(out) and out[at].key == key:
+            del out[at]
+    for app in fresh:
+        bisect.insort(out, app, key=_app_key)
+    return tuple(out)
+
+
+def _app_key(app: App) -> AppKey:
+    return app.key
 
 
 class DesiredStateReader:
@@ -106,18 +230,6 @@ class DesiredStateReader:
             gc.freeze()
         return analyses
 
-    def _finish(
-        self,
-        sha: str,
-        settings: RepoSettings,
-        problems: tuple[Diagnostic, ...],
-        files: dict[str, FileAnalysis],
-    ) -> _Loaded:
-        result = assemble(files.values(), settings)
-        if problems:
-            result = replace(result, diagnostics=problems + result.diagnostics)
-        return _Loaded(sha, settings, problems, files, result)
-
     def _load_all(self, sha: str) -> _Loaded:
         entries = self.repo.list_files(sha)
         where = settings_path(self.repo.subpath)
@@ -128,7 +240,7 @@ class DesiredStateReader:
             settings_file = ManifestFile(settings_entry.path, data)
         settings, problems = parse_settings(settings_file)
         wanted = [e for e in entries if self._is_manifest(e.path, settings)]
-        return self._finish(sha, settings, tuple(problems), self._analyse(wanted))
+        return _Loaded.assemble_all(sha, settings, tuple(problems), self._analyse(wanted))
 
     def _load_changes(self, last: _Loaded, sha: str) -> _Loaded | None:
         """The state at ``sha`` from ``last`` and one tree diff; None when a full load is needed."""
@@ -136,17 +248,16 @@ class DesiredStateReader:
         where = settings_path(self.repo.subpath)
         if any(c.path == where for c in changes):
             return None
-        if not changes:
+        wanted = [
+            FileEntry(path=c.path, blob_sha=c.new_blob, size=0)
+            for c in changes
+            if c.new_blob is not None and self._is_manifest(c.path, last.settings)
+        ]
+        fresh = self._analyse(wanted)
+        changed = {c.path: fresh.get(c.path) for c in changes if c.path in last.files or c.path in fresh}
+        if not changed:
             return replace(last, sha=sha)
-        files = dict(last.files)
-        changed: list[FileEntry] = []
-        for change in changes:
-            files.pop(change.path, None)
-            if change.new_blob is not None and self._is_manifest(change.path, last.settings):
-                changed.append(FileEntry(path=change.path, blob_sha=change.new_blob, size=0))
-        files.update(self._analyse(changed))
-        ordered = {path: files[path] for path in sorted(files)}
-        return self._finish(sha, last.settings, last.settings_problems, ordered)
+        return last.updated(sha, changed)
 
     def _is_manifest(self, path: str, settings: RepoSettings) -> bool:
         return is_manifest_path(relative_to(path, self.repo.subpath), settings)

@@ -121,3 +121,81 @@ def test_with_a_sub_path_its_gitdeploy_yaml_is_the_settings_file(
     assert [(a.namespace, a.name, a.location.file) for a in result.apps] == [
         ("shop", "web", "clusters/prod/apps/web.yaml")
     ]
+
+
+_SERVICE = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n"
+_STREAM = """\
+apiVersion: image.openshift.io/v1
+kind: ImageStream
+metadata: {name: base}
+spec:
+  tags: [{name: latest, from: {kind: DockerImage, name: "registry.example.com/base@sha256:%s"}}]
+"""
+_TRIGGERED = """\
+apiVersion: apps.openshift.io/v1
+kind: DeploymentConfig
+metadata: {name: %s}
+spec:
+  replicas: 1
+  selector: {app: %s}
+  template:
+    metadata: {labels: {app: %s}}
+    spec:
+      containers: [{name: main, image: " "}]
+  triggers:
+  - type: ImageChange
+    imageChangeParams: {automatic: true, containerNames: [main], from: {kind: ImageStreamTag, name: "%s"}}
+"""
+
+
+def _triggered(name: str, tag: str = "base:latest") -> str:
+    return _TRIGGERED % (name, name, name, tag)
+
+
+# Each commit: path -> new content, or None to delete it. After each one the incremental load
+# must equal a fresh load of the same commit.
+_COMMITS: list[tuple[str, dict[str, str | None]]] = [
+    ("edit one app", {"apps/a1.yaml": _deployment("a1", "nginx:1.26")}),
+    ("a second definition of a2", {"more/a2-copy.yaml": _deployment("a2", "nginx:9")}),
+    ("edit the first definition of a2", {"apps/a2.yaml": _deployment("a2", "nginx:1.27")}),
+    ("remove the first definition", {"apps/a2.yaml": None}),
+    (
+        "a file of two apps, one a duplicate",
+        {"more/pair.yaml": _deployment("p1") + "---\n" + _deployment("a3")},
+    ),
+    ("the duplicate leaves the pair", {"more/pair.yaml": _deployment("p1") + "---\n" + _deployment("p2")}),
+    ("break a file", {"apps/a4.yaml": "kind: ["}),
+    ("an app that is invalid", {"apps/a5.yaml": _deployment("a5").replace("containers", "containerz")}),
+    ("fix both", {"apps/a4.yaml": _deployment("a4"), "apps/a5.yaml": _deployment("a5", "nginx:1.28")}),
+    ("a trigger on a tag the repo lacks", {"apps/t2.yaml": _triggered("t2", "base:missing")}),
+    ("move the stream's digest", {"streams/base.yaml": _STREAM % ("b" * 64)}),
+    ("the trigger points at a real tag", {"apps/t2.yaml": _triggered("t2")}),
+    ("remove the stream", {"streams/base.yaml": None}),
+    ("an ignored kind next to an app", {"apps/svc.yaml": _SERVICE + "---\n" + _deployment("svc")}),
+    ("README only", {"README.md": "# config\n"}),
+    ("remove several", {"apps/a1.yaml": None, "more/pair.yaml": None, "apps/svc.yaml": None}),
+]
+
+
+def test_incremental_loads_equal_fresh_loads_through_duplicates_streams_and_invalid_apps(
+    git_remote: GitRemote, tmp_path: Path
+) -> None:
+    # Given a repo with apps, an image stream and an app whose ImageChange trigger follows it
+    files: dict[str, str | bytes] = {f"apps/a{i}.yaml": _deployment(f"a{i}") for i in range(1, 6)}
+    files |= {"streams/base.yaml": _STREAM % ("a" * 64), "apps/t1.yaml": _triggered("t1")}
+    git_remote.commit_and_push("Initial", files)
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        reader = DesiredStateReader(repo)
+        reader.load(repo.poll().head)
+        for message, change in _COMMITS:
+            # When one commit changes, adds or removes some files
+            for path, content in change.items():
+                if content is None:
+                    git_remote.remove_file(path)
+                else:
+                    git_remote.write_file(path, content)
+            git_remote.commit_all(message)
+            git_remote.push()
+            head = repo.poll().head
+            # Then the reader's result from the tree diff equals a load from scratch
+            assert reader.load(head) == DesiredStateReader(repo).load(head), message
