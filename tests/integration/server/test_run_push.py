@@ -60,45 +60,79 @@ def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
 
 
+class Running:
+    """``gitdeploy run --interval 1h --listen ... --webhook-secret-file ...`` in a subprocess."""
+
+    def __init__(self, git_remote: GitRemote, tmp_path: Path, *extra: str, env: dict[str, str] | None = None):
+        secret_file = tmp_path / "webhook-secret"
+        secret_file.write_bytes(SECRET + b"\n")
+        port = free_port()
+        command = [
+            gitdeploy_executable(),
+            "run",
+            "--repo",
+            git_remote.url,
+            "--interval",
+            "1h",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--webhook-secret-file",
+            str(secret_file),
+            *extra,
+        ]
+        full_env = {
+            **os.environ,
+            "GITDEPLOY_STATE_DIR": str(tmp_path / "state"),
+            "NO_COLOR": "1",
+            **(env or {}),
+        }
+        full_env.pop("KUBECONFIG", None)
+        self.process = subprocess.Popen(
+            command, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.base = f"http://127.0.0.1:{port}"
+        self.remote_url = git_remote.url
+
+    def metrics(self) -> Samples:
+        return parse(httpx.get(f"{self.base}/metrics", timeout=10).text)
+
+    def ready(self) -> bool:
+        try:
+            return httpx.get(f"{self.base}/readyz", timeout=2).status_code == 200
+        except httpx.TransportError:
+            assert self.process.poll() is None, "gitdeploy run exited early"
+            return False
+
+    def deliver(self, after: str, *, secret: bytes | None = SECRET) -> int:
+        """POST a GitHub push of ``after`` to main, signed with ``secret`` (unsigned when None)."""
+        body = json.dumps(
+            {"ref": "refs/heads/main", "after": after, "repository": {"clone_url": self.remote_url}}
+        ).encode()
+        headers = {"X-GitHub-Event": "push", "Content-Type": "application/json"}
+        if secret is not None:
+            headers["X-Hub-Signature-256"] = github_signature(body, secret)
+        return httpx.post(f"{self.base}/hooks/git", content=body, headers=headers, timeout=10).status_code
+
+    def stop(self) -> str:
+        """SIGTERM, and the output; the exit code must be 0."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            out, _ = self.process.communicate(timeout=30)
+        finally:
+            self.process.kill()
+        assert self.process.returncode == 0, out
+        return out
+
+
 def test_a_signed_push_fetches_at_once_and_metrics_and_a_dead_receiver_behave(
     git_remote: GitRemote, cluster: None, tmp_path: Path
 ) -> None:
     # Given `gitdeploy run` polling hourly, with the webhook, and notifications to a dead port
     git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web")})
-    secret_file = tmp_path / "webhook-secret"
-    secret_file.write_bytes(SECRET + b"\n")
-    port = free_port()
-    command = [
-        gitdeploy_executable(),
-        "run",
-        "--repo",
-        git_remote.url,
-        "--interval",
-        "1h",
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--webhook-secret-file",
-        str(secret_file),
-        "--notify-url",
-        f"http://127.0.0.1:{free_port()}/nobody-listens",
-    ]
-    env = {**os.environ, "GITDEPLOY_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
-    env.pop("KUBECONFIG", None)
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-
-    def metrics() -> Samples:
-        return parse(httpx.get(f"{base}/metrics", timeout=10).text)
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
-        except httpx.TransportError:
-            assert process.poll() is None, "gitdeploy run exited early"
-            return False
-
+    run = Running(git_remote, tmp_path, "--notify-url", f"http://127.0.0.1:{free_port()}/nobody-listens")
+    metrics = run.metrics
     try:
-        eventually(ready, "/readyz")
+        eventually(run.ready, "/readyz")
         eventually(
             lambda: total(metrics(), "gitdeploy_rollouts_completed_total", cause="ConfigChange") == 1,
             "web deployed although nobody receives the notifications",
@@ -107,26 +141,12 @@ def test_a_signed_push_fetches_at_once_and_metrics_and_a_dead_receiver_behave(
 
         # When a new app is pushed, and GitHub delivers the push (first badly signed, then right)
         after = git_remote.commit_and_push("Add api", {"apps/api.yaml": deployment("api")})
-        body = json.dumps(
-            {"ref": "refs/heads/main", "after": after, "repository": {"clone_url": git_remote.url}}
-        ).encode()
-        headers = {"X-GitHub-Event": "push", "Content-Type": "application/json"}
-        unsigned = httpx.post(f"{base}/hooks/git", content=body, headers=headers, timeout=10)
-        forged = httpx.post(
-            f"{base}/hooks/git",
-            content=body,
-            headers={**headers, "X-Hub-Signature-256": github_signature(body, b"not the secret")},
-            timeout=10,
-        )
-        signed = httpx.post(
-            f"{base}/hooks/git",
-            content=body,
-            headers={**headers, "X-Hub-Signature-256": github_signature(body, SECRET)},
-            timeout=10,
-        )
+        unsigned = run.deliver(after, secret=None)
+        forged = run.deliver(after, secret=b"not the secret")
+        signed = run.deliver(after)
 
         # Then only the signed delivery triggers a fetch, long before any poll was due, and api deploys
-        assert (unsigned.status_code, forged.status_code, signed.status_code) == (401, 401, 200)
+        assert (unsigned, forged, signed) == (401, 401, 200)
         eventually(
             lambda: total(metrics(), "gitdeploy_rollouts_started_total", cause="ConfigChange") == 2,
             "api's rollout started after the push",
@@ -141,10 +161,63 @@ def test_a_signed_push_fetches_at_once_and_metrics_and_a_dead_receiver_behave(
         assert total(samples, "gitdeploy_reconcile_duration_seconds_count") > 0
         assert total(samples, "gitdeploy_leader") == 1
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            out, _ = process.communicate(timeout=30)
-        finally:
-            process.kill()
-    assert process.returncode == 0, out
+        out = run.stop()
     assert "not delivered" in out
+
+
+def test_a_push_is_fetched_without_ls_remote_a_replay_is_harmless_and_a_force_push_deploys(
+    git_remote: GitRemote, cluster: None, tmp_path: Path
+) -> None:
+    # Given `gitdeploy run` (git traced to a file) that deployed web
+    initial = git_remote.commit_and_push(
+        "Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web")}
+    )
+    trace = tmp_path / "git-trace.log"
+    run = Running(git_remote, tmp_path, env={"GIT_TRACE": str(trace)})
+
+    def git_ran(subcommand: str) -> int:
+        return trace.read_text(errors="replace").count(f"built-in: git {subcommand} ")
+
+    def started() -> float:
+        return total(run.metrics(), "gitdeploy_rollouts_started_total", cause="ConfigChange")
+
+    try:
+        eventually(run.ready, "/readyz")
+        eventually(lambda: started() == 1, "web's rollout started")
+        ls_remotes, fetches = git_ran("ls-remote"), git_ran("fetch")
+
+        # When api is pushed and the push delivered
+        after = git_remote.commit_and_push("Add api", {"apps/api.yaml": deployment("api")})
+        assert run.deliver(after) == 200
+        # Then api rolls out after one fetch of the branch, without an ls-remote first
+        eventually(lambda: started() == 2, "api's rollout started")
+        assert (git_ran("ls-remote"), git_ran("fetch")) == (ls_remotes, fetches + 1)
+
+        # When an old delivery (of a commit the mirror has) comes again
+        polls = total(run.metrics(), "gitdeploy_source_poll_duration_seconds_count")
+        assert run.deliver(initial) == 200
+        eventually(
+            lambda: total(run.metrics(), "gitdeploy_source_poll_duration_seconds_count") > polls,
+            "the replay's poll",
+        )
+        # Then it is a poll without news: an ls-remote, no fetch, nothing rolls out
+        assert (git_ran("ls-remote"), git_ran("fetch")) == (ls_remotes + 1, fetches + 1)
+        assert started() == 2
+
+        # When main is force-pushed to a commit that replaces api by worker, and delivered
+        git_remote.reset_hard(initial)
+        replacement = git_remote.commit_files(
+            "Add worker instead", {"apps/worker.yaml": deployment("worker")}
+        )
+        git_remote.push(force=True)
+        assert run.deliver(replacement) == 200
+        # Then worker rolls out, and api, gone from git, is reported orphaned
+        eventually(lambda: started() == 3, "worker's rollout started")
+        eventually(
+            lambda: total(run.metrics(), "gitdeploy_apps_sync_state", state="Orphaned") == 1,
+            "api orphaned",
+        )
+        assert git_ran("ls-remote") == ls_remotes + 1
+    finally:
+        out = run.stop()
+    assert "was force-pushed" in out
