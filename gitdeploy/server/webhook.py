@@ -12,8 +12,10 @@ an unauthenticated body is ever interpreted. :func:`push_matches` then says whet
 the tracked repository and branch.
 
 A push only ever *triggers a fetch*: the loop re-reads the branch from git and never trusts the
-payload's ``after`` (DESIGN.md, level-based reconciliation). So a replayed or forged-but-signed
-delivery can at worst cause one needless fetch, and URL matching errs on the side of matching.
+payload's ``after`` (DESIGN.md, level-based reconciliation); ``after`` only tells the poll that
+the branch is worth fetching at once, without asking the remote first. So a replayed or
+forged-but-signed delivery can at worst cause one needless poll, and URL matching errs on the side
+of matching.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ class PushEvent:
 
     ``repo_urls`` holds every address of the repository the payload names (https, ssh, web), so
     the tracked URL matches whatever form it was configured in. ``after`` is the new head commit
-    as the sender saw it: a hint for logs, never what gets deployed.
+    as the sender saw it: a hint (for logs, and to fetch at once), never what gets deployed.
     """
 
     repo_urls: tuple[str, ...]
