@@ -5,6 +5,8 @@ Layout (one database file, WAL mode, safe for several processes at once):
 * ``objects``: one row per object, keyed by (resource key, namespace, name), with its ``uid``,
   ``resourceVersion``, labels (JSON, for selectors without parsing the body) and the body as
   compact JSON that already carries its ``resourceVersion``, so a list is a string join.
+  Objects are also indexed by their ``gitdeploy.io/app`` label (:data:`INDEXED_LABEL`), so that
+  a list of one app's objects (``gitdeploy.io/app=X``) reads only those rows.
 * ``owners``: owner uid → dependent uid (from ``ownerReferences``), for garbage collection and
   for "the pods of this ReplicaSet".
 * ``changes``: the watch log (``rv``, type, body), trimmed to the last ``watch_history`` entries;
@@ -32,7 +34,11 @@ from typing import Any
 
 __all__ = ["Change", "Store", "Timer", "Txn", "dumps"]
 
-_SCHEMA = """
+INDEXED_LABEL = "gitdeploy.io/app"
+"""The label of the ``objects_app`` index: gitdeploy's lists of one app select by it."""
+_APP_EXPRESSION = f"json_extract(labels, '$.\"{INDEXED_LABEL}\"')"
+
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('rv', 0), ('compacted', 0);
 CREATE TABLE IF NOT EXISTS objects(
@@ -41,6 +47,8 @@ CREATE TABLE IF NOT EXISTS objects(
     PRIMARY KEY (resource, namespace, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS objects_uid ON objects(uid);
+CREATE INDEX IF NOT EXISTS objects_app ON objects(resource, namespace, {_APP_EXPRESSION})
+    WHERE {_APP_EXPRESSION} IS NOT NULL;
 CREATE TABLE IF NOT EXISTS owners(
     owner_uid TEXT NOT NULL, dep_uid TEXT NOT NULL, controller INTEGER NOT NULL,
     PRIMARY KEY (owner_uid, dep_uid)
@@ -141,13 +149,20 @@ class Txn:
         *,
         after: tuple[str, str] | None = None,
         limit: int | None = None,
+        app: str | None = None,
     ) -> list[tuple[str, str, str, str]]:
-        """Rows ``(namespace, name, labels JSON, body JSON)`` in (namespace, name) order."""
-        sql = "SELECT namespace, name, labels, body FROM objects WHERE resource = ?"
+        """Rows ``(namespace, name, labels JSON, body JSON)`` in (namespace, name) order; with
+        ``app``, only the objects labelled :data:`INDEXED_LABEL` ``= app``, found by the index
+        without reading the others."""
+        sql = "SELECT namespace, name, labels, body FROM objects"
+        sql += " INDEXED BY objects_app WHERE resource = ?" if app is not None else " WHERE resource = ?"
         args: list[Any] = [resource]
         if namespace is not None:
             sql += " AND namespace = ?"
             args.append(namespace)
+        if app is not None:
+            sql += f" AND {_APP_EXPRESSION} = ?"
+            args.append(app)
         if after is not None:
             sql += " AND (namespace, name) > (?, ?)"
             args.extend(after)

@@ -26,7 +26,7 @@ from gitdeploy.localcluster.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from gitdeploy.localcluster.store import Store, dumps
+from gitdeploy.localcluster.store import INDEXED_LABEL, Store, dumps
 
 __all__ = ["ListResult", "Query", "list_objects", "watch_events"]
 
@@ -51,6 +51,18 @@ class Query:
     @property
     def everything(self) -> bool:
         return not self.labels and not self.fields
+
+    @property
+    def app(self) -> str | None:
+        """The one value this query requires of the indexed app label (``k=v``), if it does."""
+        return next(
+            (
+                r.values[0]
+                for r in self.labels
+                if r.key == INDEXED_LABEL and r.op in ("=", "in") and len(r.values) == 1
+            ),
+            None,
+        )
 
     def matches_row(self, labels_json: str, body: str) -> bool:
         if self.labels and not matches_labels(self.labels, json.loads(labels_json)):
@@ -118,7 +130,7 @@ def list_objects(
         else:
             cursor = after
             while True:
-                rows = txn.list_raw(resource.key, namespace, after=cursor, limit=_CHUNK)
+                rows = txn.list_raw(resource.key, namespace, after=cursor, limit=_CHUNK, app=query.app)
                 for row_ns, row_name, labels, body in rows:
                     if limit is not None and len(bodies) >= limit:
                         more = True
@@ -146,6 +158,7 @@ def watch_events(
     *,
     materialise: Callable[[], object],
     keep_going: Callable[[], bool],
+    next_transition_in: Callable[[], float | None] = lambda: None,
 ) -> Iterator[bytes]:
     """Yield watch event lines (``{"type":...,"object":...}``) until ``keep_going()`` is false.
 
@@ -179,5 +192,9 @@ def watch_events(
             ):
                 yield _event_line(change.type, change.body)
         if not changes:
+            # wake when the next simulation transition is due (a pod becoming ready), so that a
+            # watcher hears of it then, not up to a poll interval later
+            due_in = next_transition_in()
+            wait = _POLL_SECONDS if due_in is None else min(_POLL_SECONDS, max(due_in, 0.0) + 0.001)
             with store.changed:
-                store.changed.wait(_POLL_SECONDS)
+                store.changed.wait(wait)
