@@ -8,7 +8,7 @@ module as a :mod:`gitdeploy.errors` error.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
@@ -19,7 +19,6 @@ from urllib3.exceptions import HTTPError
 
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.lease import LeaseSpec, ObservedLease, format_micro_time
-from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import (
     APP_LABEL,
     ATTEMPT_ANNOTATION,
@@ -123,12 +122,18 @@ def _int_annotation(annotations: Mapping[str, str], key: str) -> int | None:
         return None
 
 
+def _labels(raw: Mapping[str, Any]) -> Mapping[str, str]:
+    labels: Mapping[str, str] = (raw.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
 def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
-    """A managed ReplicaSet as JSON (from a list) → what the planner reads."""
+    """A managed ReplicaSet as JSON (from a list) → what the planner reads. Its template stays
+    parsed JSON until someone reads it (see :class:`~gitdeploy.core.observed.ListedTemplate`)."""
     meta = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
-    labels = meta.get("labels") or {}
+    labels = _labels(raw)
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     failure = None
     for condition in status.get("conditions") or []:
@@ -160,9 +165,7 @@ def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
         uid=str(meta.get("uid", "")),
         observed_generation_current=int(status.get("observedGeneration", 0) or 0)
         >= int(meta.get("generation", 0) or 0),
-        template=PodTemplate(json.dumps(template, sort_keys=True, separators=(",", ":")))
-        if isinstance(template, dict)
-        else None,
+        template=template if isinstance(template, dict) else None,
     )
 
 
@@ -262,9 +265,10 @@ class Cluster:
         )
 
     def list_replica_sets(
-        self, namespace: str | None = None, app: str | None = None
+        self, namespace: str | None = None, app: str | None = None, *, of_apps: Container[str] | None = None
     ) -> list[ObservedReplicaSet]:
-        """Every ReplicaSet gitdeploy manages, in one namespace (or all), in one list call."""
+        """Every ReplicaSet gitdeploy manages, in one namespace (or all), in one list call; of one
+        ``app``, or (read from the whole list) only those of ``of_apps``."""
         selector = MANAGED_SELECTOR + (f",{APP_LABEL}={app}" if app else "")
         raw = self._list_selected(
             self.apps.list_replica_set_for_all_namespaces,
@@ -273,16 +277,18 @@ class Cluster:
             namespace,
             selector,
         )
+        if of_apps is not None:
+            raw = [item for item in raw if _labels(item).get(APP_LABEL) in of_apps]
         return [to_observed_replica_set(item) for item in raw]
 
-    def list_app_records(self, namespace: str | None = None) -> list[StoredRecord]:
-        """Every app record, in one namespace (or all), in one list call."""
+    def list_app_records(self, namespace: str | None = None, app: str | None = None) -> list[StoredRecord]:
+        """Every app record (or ``app``'s), in one namespace (or all), in one list call."""
         raw = self._list_selected(
             self.core.list_config_map_for_all_namespaces,
             self.core.list_namespaced_config_map,
             "list app records",
             namespace,
-            f"{RECORD_LABEL}=true",
+            f"{RECORD_LABEL}=true" + (f",{APP_LABEL}={app}" if app else ""),
         )
         return [_record(item) for item in raw]
 

@@ -35,6 +35,32 @@ def record_name(app: str) -> str:
     return f"gitdeploy.{app}"
 
 
+class ListedTemplate:
+    """The ``template`` of :class:`ObservedReplicaSet`: a :class:`PodTemplate`, or a template as
+    listed (parsed JSON), written as canonical JSON only when someone reads it.
+
+    Few readers need a ReplicaSet's template (the planner compares template hashes); writing
+    every listed one as JSON was most of the cost of a list. The parsed template is kept until
+    then; a pass holds the ReplicaSets it listed only while it runs.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> PodTemplate | None:
+        if instance is None:
+            return None
+        value: PodTemplate | dict[str, Any] | None = instance.__dict__[self.name]
+        if isinstance(value, dict):
+            value = PodTemplate(json.dumps(value, sort_keys=True, separators=(",", ":")))
+            instance.__dict__[self.name] = value
+        return value
+
+    def __set__(self, instance: object, value: PodTemplate | dict[str, Any] | ListedTemplate | None) -> None:
+        # Without a template, the dataclass passes the field's default: this descriptor.
+        instance.__dict__[self.name] = None if value is self else value
+
+
 @dataclass(frozen=True)
 class ObservedReplicaSet:
     """A managed ReplicaSet: the numbers the rollout math needs, plus gitdeploy's annotations."""
@@ -46,7 +72,8 @@ class ObservedReplicaSet:
     uid: str = ""
     observed_generation_current: bool = True
     """``status.observedGeneration >= metadata.generation``: the status reflects the latest spec."""
-    template: PodTemplate | None = field(default=None, compare=False)
+    template: ListedTemplate = field(default=ListedTemplate(), compare=False)
+    """The pod template (built from a listed one on first read), None when the ReplicaSet has none."""
 
     @property
     def name(self) -> str:

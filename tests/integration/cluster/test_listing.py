@@ -1,0 +1,84 @@
+"""What the adapter's lists give the loop: templates as canonical JSON on demand, one app's
+objects, or the ReplicaSets of some apps read from a namespace-wide list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.hashing import canonical_template, template_hash
+from gitdeploy.core.models import PodTemplate
+from gitdeploy.core.observed import ReplicaSetSpec
+
+
+def template_of(app: str) -> PodTemplate:
+    # Keys out of order on purpose: the server keeps the order it was sent, gitdeploy adds its labels.
+    return canonical_template(
+        {
+            "spec": {"containers": [{"name": "main", "env": [{"value": "1", "name": "B"}], "image": "x"}]},
+            "metadata": {"labels": {"tier": "front", "app": app}},
+        }
+    )
+
+
+@pytest.fixture
+def cluster(kube_client: Any) -> Cluster:
+    cluster = Cluster(kube_client, "embedded")
+    cluster.ensure_namespace("shop")
+    return cluster
+
+
+def deploy(cluster: Cluster, app: str) -> str:
+    template = template_of(app)
+    record = cluster.write_app_record("shop", app, "{}", None)
+    spec = ReplicaSetSpec(
+        namespace="shop",
+        app=app,
+        template=template,
+        template_hash=template_hash(template),
+        selector_labels=(("app", app),),
+        replicas=1,
+        annotations=(("gitdeploy.io/revision", "1"),),
+        owner_uid=record.uid,
+    )
+    return cluster.create_replica_set(spec).name
+
+
+def test_a_listed_template_is_the_canonical_json_of_what_the_replica_set_holds(cluster: Cluster) -> None:
+    deploy(cluster, "web")
+    (listed,) = cluster.list_replica_sets("shop", "web")
+    hashed = template_hash(template_of("web"))
+    labels = f'"app":"web","gitdeploy.io/app":"web","gitdeploy.io/template-hash":"{hashed}","tier":"front"'
+    assert listed.template == PodTemplate(
+        f'{{"metadata":{{"labels":{{{labels}}}}},'
+        '"spec":{"containers":[{"env":[{"name":"B","value":"1"}],"image":"x","name":"main"}]}}'
+    )
+
+
+def test_lists_of_one_app(cluster: Cluster) -> None:
+    for app in ("web", "webshop", "api"):
+        deploy(cluster, app)
+    assert [rs.app for rs in cluster.list_replica_sets("shop", "web")] == ["web"]
+    assert [record.app for record in cluster.list_app_records("shop", "web")] == ["web"]
+    assert cluster.list_app_records("shop", "nothing") == []
+    assert sorted(record.app for record in cluster.list_app_records("shop")) == ["api", "web", "webshop"]
+
+
+@pytest.mark.parametrize(
+    ("of_apps", "expected"),
+    [
+        (None, ["api", "web", "webshop"]),
+        ({"web"}, ["web"]),
+        ({"web", "api"}, ["api", "web"]),
+        (set(), []),
+        ({"nothing"}, []),
+    ],
+)
+def test_a_namespace_list_reads_the_replica_sets_of_some_apps(
+    cluster: Cluster, of_apps: set[str] | None, expected: list[str]
+) -> None:
+    for app in ("web", "webshop", "api"):
+        deploy(cluster, app)
+    assert sorted(rs.app for rs in cluster.list_replica_sets("shop", of_apps=of_apps)) == expected
