@@ -95,6 +95,12 @@ def _api_error(bad: ApiException, what: str) -> GitdeployError:
     return PermanentError(f"{what}: the API server refused it ({status} {detail})", hint="see the message")
 
 
+def _discard(response: Any) -> None:
+    """Read an answer gitdeploy does not need, so that its connection goes back to the pool
+    (an unread ``_preload_content=False`` answer holds it, and the next request opens a new one)."""
+    response.read()
+
+
 @contextmanager
 def _translated(what: str) -> Iterator[None]:
     try:
@@ -332,8 +338,10 @@ class Cluster:
         """Delete the record; the ReplicaSets it owns are garbage-collected with it."""
         try:
             with _translated(f"delete the record of {namespace}/{app}"):
-                self.core.delete_namespaced_config_map(
-                    record_name(app), namespace, propagation_policy="Background", _preload_content=False
+                _discard(
+                    self.core.delete_namespaced_config_map(
+                        record_name(app), namespace, propagation_policy="Background", _preload_content=False
+                    )
                 )
         except NotFoundError:
             pass
@@ -341,7 +349,8 @@ class Cluster:
     def ensure_namespace(self, namespace: str) -> None:
         try:
             with _translated(f"create namespace {namespace}"):
-                self.core.create_namespace({"metadata": {"name": namespace}}, _preload_content=False)
+                body = {"metadata": {"name": namespace}}
+                _discard(self.core.create_namespace(body, _preload_content=False))
         except AlreadyExistsError:
             pass
 
@@ -522,7 +531,7 @@ class Cluster:
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
             with _translated(f"delete pod {namespace}/{name}"):
-                self.core.delete_namespaced_pod(name, namespace, _preload_content=False)
+                _discard(self.core.delete_namespaced_pod(name, namespace, _preload_content=False))
         except NotFoundError:
             pass
 
@@ -541,8 +550,10 @@ class Cluster:
     def delete_replica_set(self, namespace: str, name: str) -> None:
         try:
             with _translated(f"delete ReplicaSet {namespace}/{name}"):
-                self.apps.delete_namespaced_replica_set(
-                    name, namespace, propagation_policy="Background", _preload_content=False
+                _discard(
+                    self.apps.delete_namespaced_replica_set(
+                        name, namespace, propagation_policy="Background", _preload_content=False
+                    )
                 )
         except NotFoundError:
             pass
@@ -572,7 +583,7 @@ class Cluster:
             "count": 1,
         }
         with _translated(f"record event {reason} on {namespace}/{name}"):
-            self.core.create_namespaced_event(namespace, body, _preload_content=False)
+            _discard(self.core.create_namespaced_event(namespace, body, _preload_content=False))
 
     def list_events(self, namespace: str, name: str | None = None) -> list[dict[str, Any]]:
         """Events in ``namespace``, about the object ``name`` when given (oldest first)."""
