@@ -69,6 +69,33 @@ class AppReport:
     """True when no further pass is planned (Complete, or Failed/Waiting for a person)."""
 
 
+def _changed_apps(before: tuple[App, ...], after: tuple[App, ...]) -> tuple[list[App], list[AppKey]]:
+    """The apps of ``after`` that ``before`` does not hold as they are (new or changed), and the keys
+    of ``before`` that ``after`` lacks; both sorted by key. The desired-state reader keeps the App
+    objects of untouched apps, so after a commit this is a walk of identity checks, not a
+    comparison of every app.
+    """
+    changed: list[App] = []
+    removed: list[AppKey] = []
+    i = j = 0
+    while i < len(before) and j < len(after):
+        old, new = before[i], after[j]
+        if old is new:
+            i, j = i + 1, j + 1
+        elif old.key == new.key:
+            changed.append(new)
+            i, j = i + 1, j + 1
+        elif old.key < new.key:
+            removed.append(old.key)
+            i += 1
+        else:
+            changed.append(new)
+            j += 1
+    removed += [app.key for app in before[i:]]
+    changed += after[j:]
+    return changed, removed
+
+
 def _jitter(delay: float) -> float:
     """±10% so that many apps requeued together spread out; short delays stay exact."""
     return delay if delay < 2.0 else delay * random.uniform(0.9, 1.1)
@@ -160,7 +187,8 @@ class Controller:
 
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
         now = self.clock.now()
-        fresh = {app.key: app for app in desired.apps if self._mine(app.key)}
+        changed, removed = _changed_apps(self.desired.apps if self.desired else (), desired.apps)
+        changed = [app for app in changed if self._mine(app.key)]
         rendered: dict[str, list[str]] = defaultdict(list)
         for diagnostic in desired.diagnostics:
             rendered[diagnostic.app].append(diagnostic.render())
@@ -170,22 +198,26 @@ class Controller:
             if self._mine(key)
         }
         with self._lock:
-            for key, app in fresh.items():
-                old = self.apps.get(key)
+            apps = dict(self.apps)  # a new dict: readers may hold the old one
+            for app in changed:
+                old = apps.get(app.key)
                 if (
                     old is None
                     or old.manifest_json != app.manifest_json
                     or old.template_hash != app.template_hash
                 ):
-                    self.due[key] = now
+                    self.due[app.key] = now
+                apps[app.key] = app
             for key in set(problems) | set(self.problems):
                 self.due[key] = now
-            gone = [key for key in self.apps if key not in fresh and key not in problems]
-            for key in gone:
-                self.orphans[key] = self._removal_note(self.apps[key], head)
-                self.due[key] = now
-            kept = {key: app for key, app in self.apps.items() if key in problems}
-            self.apps = {**kept, **fresh}
+            # Gone: apps that left git, and invalid ones (kept at their last good manifest) that left
+            # too; an app that became invalid keeps its last good manifest.
+            now_valid = {app.key for app in changed}
+            for key in [*removed, *self.problems]:
+                if key in apps and key not in problems and key not in now_valid:
+                    self.orphans[key] = self._removal_note(apps.pop(key), head)
+                    self.due[key] = now
+            self.apps = apps
             self.problems = problems
             self.desired = desired
             self.head = head

@@ -192,3 +192,49 @@ def test_no_change_poll_makes_no_api_call_and_a_pass_lists_once_per_namespace(
     after = embedded_cluster.stats.snapshot()
     delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
     assert delta == {("list", "replicasets"): 1, ("list", "configmaps"): 1}
+
+
+_WEB2 = deployment("web", "nginx:2")
+_BAD_API = deployment("api").replace("replicas: 2", 'replicas: "two"')
+_BROKEN_DB = deployment("db").replace("replicas: 2", "replicas: -1")
+_THREE = {f"apps/{name}.yaml": deployment(name) for name in ("web", "api", "db")}
+
+# (commit subject, files to write (None: delete), apps, invalid apps, orphaned apps, apps made due)
+# fmt: off
+_DESIRED_STEPS: list[tuple[str, dict[str, str | None], set[str], set[str], set[str], set[str]]] = [
+    ("three apps", {**_THREE}, {"web", "api", "db"}, set(), set(), {"web", "api", "db"}),
+    ("bump web", {"apps/web.yaml": _WEB2}, {"web", "api", "db"}, set(), set(), {"web"}),
+    ("docs only", {"README.md": "# hi\n"}, {"web", "api", "db"}, set(), set(), set()),
+    ("break api, last good kept", {"apps/api.yaml": _BAD_API}, {"web", "api", "db"}, {"api"}, set(), {"api"}),
+    ("remove api while invalid", {"apps/api.yaml": None}, {"web", "db"}, set(), {"api"}, {"api"}),
+    ("break db", {"apps/db.yaml": _BROKEN_DB}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
+    ("fix db", {"apps/db.yaml": deployment("db", "postgres:16")}, {"web", "db"}, set(), {"api"}, {"db"}),
+    ("remove web", {"apps/web.yaml": None}, {"db"}, set(), {"api", "web"}, {"web"}),
+    ("web again", {"apps/web.yaml": _WEB2}, {"db", "web"}, set(), {"api", "web"}, {"web"}),
+]
+# fmt: on
+
+
+def test_a_new_head_updates_apps_problems_and_orphans_and_makes_only_changed_apps_due(
+    git_remote: GitRemote, controller: Controller
+) -> None:
+    for subject, files, apps, invalid, orphaned, due in _DESIRED_STEPS:
+        # Given the loop at the previous commit, with nothing due
+        controller.due.clear()
+        # When one commit changes these files, and the loop polls
+        for path, content in files.items():
+            if content is None:
+                git_remote.remove_file(path)
+            else:
+                git_remote.write_file(path, content)
+        git_remote.commit_all(subject)
+        git_remote.push()
+        assert controller.poll(), subject
+        # Then it knows which apps git has, which are invalid or gone, and which to look at again
+        names = (
+            {k.name for k in controller.apps},
+            {k.name for k in controller.problems},
+            {k.name for k in controller.orphans},
+            {k.name for k in controller.due},
+        )
+        assert names == (apps | invalid, invalid, orphaned, due), subject
