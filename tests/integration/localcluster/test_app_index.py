@@ -31,7 +31,7 @@ OBJECTS = {
 
 @pytest.fixture
 def core(kube_client: Any) -> Any:
-    api = client.CoreV1Api(kube_client)
+    api: Any = client.CoreV1Api(kube_client)
     for namespace in ("shop", "blog"):
         api.create_namespace({"metadata": {"name": namespace}})
     for (namespace, name), labels in OBJECTS.items():
@@ -87,7 +87,8 @@ def test_relabelled_and_deleted_objects_leave_the_app_list(core: Any) -> None:
 def test_a_database_from_before_the_index_gets_it(tmp_path: Path, fake_clock: FakeClock) -> None:
     with LocalCluster(tmp_path, clock=fake_clock) as cluster:
         api = api_client_for(cluster)
-        client.CoreV1Api(api).create_namespaced_config_map(
+        core: Any = client.CoreV1Api(api)
+        core.create_namespaced_config_map(
             "default", {"metadata": {"name": "web", "labels": {APP: "web"}}}
         )
         api.close()
