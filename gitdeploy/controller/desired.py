@@ -132,6 +132,8 @@ class _Loaded:
         for file in before:
             for key in _app_keys(file, settings):
                 definers[key] = definers[key] - {file.path}
+                if not definers[key]:
+                    del definers[key]
         for file in after:
             for key in _app_keys(file, settings):
                 definers[key] = definers.get(key, frozenset()) | {file.path}
@@ -169,7 +171,6 @@ class _Loaded:
                 )
             ),
         )
-        definers = {key: paths for key, paths in definers.items() if paths}
         return _Loaded(sha, settings, self.settings_problems, files, assembled, definers, self.stream_files)
 
 

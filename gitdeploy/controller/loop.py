@@ -78,7 +78,8 @@ def _changed_apps(before: tuple[App, ...], after: tuple[App, ...]) -> tuple[list
     changed: list[App] = []
     removed: list[AppKey] = []
     i = j = 0
-    while i < len(before) and j < len(after):
+    old_count, new_count = len(before), len(after)
+    while i < old_count and j < new_count:
         old, new = before[i], after[j]
         if old is new:
             i, j = i + 1, j + 1
