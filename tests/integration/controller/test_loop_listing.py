@@ -1,0 +1,165 @@
+"""How a pass reads the cluster: lists of each due app's own objects when few apps of a namespace
+are due, one list per kind of the whole namespace when many are (real git, embedded cluster)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.loop import PER_APP_LISTS_BELOW, Controller, lists_per_app
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.records import AppRecord
+from gitdeploy.localcluster import LocalCluster
+from gitdeploy.source.repo import ConfigRepo
+from tests.fixtures.gitrepo import GitRemote
+
+APPS = [f"app{i}" for i in range(8)]
+"""Eight apps in one namespace: two due are read one by one (2 × 4 ≤ 8), three through the namespace."""
+
+
+@pytest.mark.parametrize(
+    ("due", "apps_in_namespace", "per_app"),
+    [
+        (1, 833, True),
+        (208, 833, True),
+        (209, 833, False),
+        (833, 833, False),
+        (1, PER_APP_LISTS_BELOW, True),
+        (1, PER_APP_LISTS_BELOW - 1, False),
+        (2, 8, True),
+        (3, 8, False),
+        (1, 0, False),  # apps that left git (orphans): the namespace
+    ],
+)
+def test_when_a_pass_lists_per_app(due: int, apps_in_namespace: int, per_app: bool) -> None:
+    assert lists_per_app(due, apps_in_namespace) is per_app
+
+
+def manifest(name: str, image: str, hooked: bool = False) -> str:
+    if hooked:
+        return f"""\
+apiVersion: apps.openshift.io/v1
+kind: DeploymentConfig
+metadata: {{name: {name}, namespace: shop}}
+spec:
+  replicas: 1
+  selector: {{app: {name}}}
+  triggers: [{{type: ConfigChange}}]
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: main, image: "{image}"}}]
+  strategy:
+    type: Recreate
+    recreateParams:
+      pre: {{failurePolicy: Ignore, execNewPod: {{containerName: main, command: [/bin/true]}}}}
+"""
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: shop}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: main, image: "{image}"}}]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_git_config(isolated_git_config: None) -> None:
+    """git runs without the machine's configuration."""
+
+
+@pytest.fixture
+def controller(
+    git_remote: GitRemote, kube_client: Any, fake_clock: FakeClock, tmp_path: Path
+) -> Iterator[Controller]:
+    git_remote.commit_and_push("apps", {f"apps/{name}.yaml": manifest(name, "nginx:1") for name in APPS})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        controller = Controller(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
+        settle(controller, fake_clock)
+        yield controller
+
+
+def settle(controller: Controller, clock: FakeClock) -> None:
+    controller.poll()
+    for _ in range(200):
+        controller.reconcile_due()
+        wait = controller.next_due_in()
+        if wait is None:
+            return
+        clock.advance(min(max(wait, 0.5), 1.0))
+    raise AssertionError(f"not settled: {controller.reports}")
+
+
+def first_pass_lists(
+    controller: Controller, cluster: LocalCluster, git_remote: GitRemote, changes: dict[str, str]
+) -> dict[str, int]:
+    """Commit ``changes`` (app → manifest), then run the pass that sees them: its lists by resource."""
+    git_remote.commit_and_push("change", {f"apps/{name}.yaml": text for name, text in changes.items()})
+    assert controller.poll()
+    cluster.stats.reset()
+    controller.reconcile_due()
+    return {resource: n for (verb, resource), n in cluster.stats.snapshot().items() if verb == "list"}
+
+
+@pytest.mark.parametrize(
+    ("changed", "expected_lists"),
+    [
+        (["app3"], {"replicasets": 1, "configmaps": 1}),
+        (["app3", "app5"], {"replicasets": 2, "configmaps": 2}),
+        (["app1", "app3", "app5"], {"replicasets": 1, "configmaps": 1}),
+    ],
+)
+def test_few_due_apps_are_read_one_by_one_and_many_through_the_namespace(
+    controller: Controller,
+    embedded_cluster: LocalCluster,
+    git_remote: GitRemote,
+    fake_clock: FakeClock,
+    changed: list[str],
+    expected_lists: dict[str, int],
+) -> None:
+    # Given eight apps running in one namespace
+    # When some of their manifests change
+    lists = first_pass_lists(
+        controller, embedded_cluster, git_remote, {name: manifest(name, "nginx:2") for name in changed}
+    )
+    # Then the pass that sees the change reads them with these lists
+    assert lists == expected_lists
+    # And they roll out as usual
+    settle(controller, fake_clock)
+    for name in changed:
+        (running,) = [rs for rs in controller.cluster.list_replica_sets("shop", name) if rs.state.replicas]
+        assert running.template is not None and "nginx:2" in running.template.canonical_json
+        assert controller.reports[AppKey("shop", name)].sync == "Synced"
+
+
+def test_a_due_app_with_hooks_also_lists_its_own_hook_pods(
+    controller: Controller, embedded_cluster: LocalCluster, git_remote: GitRemote, fake_clock: FakeClock
+) -> None:
+    lists = first_pass_lists(controller, embedded_cluster, git_remote, {"app2": manifest("app2", "x", True)})
+    assert lists == {"replicasets": 1, "configmaps": 1, "pods": 1}
+    settle(controller, fake_clock)
+    stored = controller.cluster.read_app_record("shop", "app2")
+    assert stored is not None
+    latest = AppRecord.from_json(stored.payload).revisions[-1]
+    assert [(hook.phase, hook.outcome) for hook in latest.hooks] == [("pre", "Succeeded")]
+    assert controller.reports[AppKey("shop", "app2")].sync == "Synced"
+
+
+def test_a_pass_over_every_app_reads_the_namespace_and_gets_nothing(
+    controller: Controller, embedded_cluster: LocalCluster
+) -> None:
+    controller.mark_all_due()
+    embedded_cluster.stats.reset()
+    reports = controller.reconcile_due()
+    assert len(reports) == len(APPS)
+    assert embedded_cluster.stats.snapshot() == {("list", "replicasets"): 1, ("list", "configmaps"): 1}
