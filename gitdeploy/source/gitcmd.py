@@ -155,11 +155,24 @@ class GitRunner:
             try:
                 _, kind, size = self._git.get_object_header(sha)
             except (ValueError, OSError) as problem:
-                if "missing" not in str(problem):  # the reader died: a new one at the next lookup
-                    self._git.clear_cache()
+                self._lookup_failed(problem)
                 return None
-        # GitPython annotates str but passes git's bytes through.
-        return (kind.decode("ascii") if isinstance(kind, bytes) else kind), int(size)
+        return _text(kind), int(size)
+
+    def object_data(self, sha: str) -> tuple[str, bytes] | None:
+        """The type and contents of object ``sha``, or None when it is missing; from a long-lived
+        ``git cat-file --batch``, as :meth:`object_header`."""
+        with self._objects_lock:
+            try:
+                _, kind, _, data = self._git.get_object_data(sha)
+            except (ValueError, OSError) as problem:
+                self._lookup_failed(problem)
+                return None
+        return _text(kind), data
+
+    def _lookup_failed(self, problem: Exception) -> None:
+        if "missing" not in str(problem):  # the reader died: a new one starts at the next lookup
+            self._git.clear_cache()
 
     def run(
         self,
@@ -251,6 +264,11 @@ class GitRunner:
     def close(self) -> None:
         with self._objects_lock:
             self._git.clear_cache()
+
+
+def _text(value: str | bytes) -> str:
+    """GitPython annotates ``str`` where it passes git's bytes through."""
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
 
 
 def _subcommand_of(args: Sequence[str]) -> str:

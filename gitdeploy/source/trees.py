@@ -103,11 +103,20 @@ def check_entry_path(path: str, sha: str) -> None:
         raise PermanentError(f"commit {shorten_sha(sha)} holds an unsafe path {path!r}")
 
 
+FEW_BLOBS = 16
+"""Up to this many blobs are read from the runner's long-lived reader, not a new process."""
+
+
 def read_blobs(runner: GitRunner, shas: Iterable[str]) -> dict[str, bytes]:
-    """Read many blobs in one ``git cat-file --batch``; raise if one is missing."""
+    """Read many blobs in one ``git cat-file --batch`` (a few through the long-lived reader);
+    raise if one is missing."""
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return {}
+    if len(wanted) <= FEW_BLOBS:
+        found = {sha: runner.object_data(sha) for sha in wanted}
+        if all(item is not None and item[0] == "blob" for item in found.values()):
+            return {sha: item[1] for sha, item in found.items() if item is not None}
     out = runner.run("cat-file", "--batch", stdin=("\n".join(wanted) + "\n").encode())
     blobs: dict[str, bytes] = {}
     pos = 0

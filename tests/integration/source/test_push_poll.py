@@ -140,7 +140,7 @@ def test_a_push_before_the_first_poll_is_a_normal_poll(many_apps_remote: GitRemo
         assert spent().get("ls-remote") == 1
 
 
-def test_reading_a_pushed_commit_costs_one_tree_diff_and_lists_like_a_fresh_source(
+def test_reading_a_pushed_commit_costs_one_process_and_lists_like_a_fresh_source(
     config_repo: ConfigRepo, many_apps_remote: GitRemote, state_dir: Path
 ) -> None:
     old = config_repo.poll().head
@@ -156,8 +156,10 @@ def test_reading_a_pushed_commit_costs_one_tree_diff_and_lists_like_a_fresh_sour
     spent = git_spent(config_repo)
     changes = config_repo.changed_files(old, new)
     listed = config_repo.list_files(new)
-    # Then one diff-tree told it all (no ls-tree, no rev-parse of the heads)
+    blobs = config_repo.read_blobs([c.new_blob for c in changes if c.new_blob])
+    # Then one diff-tree told it all (no ls-tree, no rev-parse of the heads, no cat-file process)
     assert spent() == {"diff-tree": 1}
+    assert sorted(blobs.values()) == sorted([b"x: 1\n", render_app("app07", "nginx:2").encode()])
     assert [(c.path, c.change_type) for c in changes] == [
         ("apps/app05.yaml", ChangeType.DELETED),
         ("apps/app07.yaml", ChangeType.MODIFIED),
