@@ -136,7 +136,9 @@ class GitRunner:
         self.network_timeout = network_timeout
         self.env = build_git_environment()
         self._git = git.Git(git_dir)
-        self._git.update_environment(**self.env)
+        # GIT_DIR for GitPython's long-lived cat-file readers (every other command passes
+        # --git-dir): no repository discovery from the working directory.
+        self._git.update_environment(**self.env, GIT_DIR=git_dir)
         self._objects_lock = threading.Lock()
         #: How many times each git subcommand ran (for tests and benchmarks: "a no-change poll
         #: costs one ls-remote"). Lookups through :meth:`object_header` start no process and
