@@ -115,6 +115,7 @@ class ConfigRepo:
             str(self.mirror_path), redact=self.url.redact, network_timeout=network_timeout
         )
         self._failures = 0
+        self._maintenance_pending = False
         self._verified: dict[str, SignatureCheck] = {}
         self._trees: OrderedDict[str, dict[str, trees.TreeEntry]] = OrderedDict()
         self._listings: OrderedDict[tuple[str, tuple[str, ...]], trees.Listing] = OrderedDict()
@@ -175,7 +176,7 @@ class ConfigRepo:
         branch = self._pushed_branch(pushed) if pushed is not None else None
         if pushed is not None and branch is not None:
             try:
-                head, parents, previous = self._fetch_named_ref(branch)
+                head, parents, previous = self._fetch_named_ref(branch, for_push=True)
             except RefNotFoundError:
                 pass  # gone since the push: a normal poll says what the remote has now
             else:
@@ -191,6 +192,9 @@ class ConfigRepo:
         if previous is not None and previous == remote_sha:
             self._check_head_signature(previous)
             self._remember_head(previous)
+            if self._maintenance_pending:  # the housekeeping that push fetches left out
+                self._maintenance_pending = False
+                self._runner.run_unchecked("maintenance", "run", "--auto", "--quiet")
             return PollResult(ref=full_ref, head=previous, previous=previous)
         if is_full_sha(full_ref):
             head, parents = self._fetch_commit(full_ref), None
@@ -376,13 +380,18 @@ class ConfigRepo:
         self._keep_commit(sha)
         return sha
 
-    def _fetch_named_ref(self, full_ref: str) -> tuple[str, tuple[str, ...] | None, str | None]:
+    def _fetch_named_ref(
+        self, full_ref: str, *, for_push: bool = False
+    ) -> tuple[str, tuple[str, ...] | None, str | None]:
         """Fetch a branch or tag: the commit it names now, that commit's parents (None when not
         known cheaply) and the commit the tracking ref holds; one ``git fetch``, one
-        ``git for-each-ref``."""
+        ``git for-each-ref``. A fetch for a push leaves git's automatic housekeeping (a check
+        after every fetch) to the next poll without news."""
         fetched = f"refs/gitdeploy/fetched/{full_ref}"
         track = self._tracking_ref(full_ref)
-        self._fetch(self._FETCH_OPTIONS, (f"+{full_ref}:{fetched}",))
+        options = (*self._FETCH_OPTIONS, "--no-auto-maintenance") if for_push else self._FETCH_OPTIONS
+        self._fetch(options, (f"+{full_ref}:{fetched}",))
+        self._maintenance_pending |= for_push
         refs = self._read_refs(fetched, track)
         previous = refs[track][0] if track in refs else None
         if fetched in refs:

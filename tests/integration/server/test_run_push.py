@@ -181,25 +181,26 @@ def test_a_push_is_fetched_without_ls_remote_a_replay_is_harmless_and_a_force_pu
     def started() -> float:
         return total(run.metrics(), "gitdeploy_rollouts_started_total", cause="ConfigChange")
 
+    def polls() -> int:
+        return int(total(run.metrics(), "gitdeploy_source_poll_duration_seconds_count"))
+
     try:
         eventually(run.ready, "/readyz")
         eventually(lambda: started() == 1, "web's rollout started")
-        ls_remotes, fetches = git_ran("ls-remote"), git_ran("fetch")
+        # (every poll so far asked ls-remote first; when both counts agree, none is under way)
+        eventually(lambda: git_ran("ls-remote") == polls(), "the start-up polls are done")
+        ls_remotes, fetches, polled = git_ran("ls-remote"), git_ran("fetch"), polls()
 
         # When api is pushed and the push delivered
         after = git_remote.commit_and_push("Add api", {"apps/api.yaml": deployment("api")})
         assert run.deliver(after) == 200
-        # Then api rolls out after one fetch of the branch, without an ls-remote first
+        # Then api rolls out after one poll that fetched the branch, without an ls-remote first
         eventually(lambda: started() == 2, "api's rollout started")
-        assert (git_ran("ls-remote"), git_ran("fetch")) == (ls_remotes, fetches + 1)
+        assert (polls(), git_ran("ls-remote"), git_ran("fetch")) == (polled + 1, ls_remotes, fetches + 1)
 
         # When an old delivery (of a commit the mirror has) comes again
-        polls = total(run.metrics(), "gitdeploy_source_poll_duration_seconds_count")
         assert run.deliver(initial) == 200
-        eventually(
-            lambda: total(run.metrics(), "gitdeploy_source_poll_duration_seconds_count") > polls,
-            "the replay's poll",
-        )
+        eventually(lambda: polls() == polled + 2, "the replay's poll")
         # Then it is a poll without news: an ls-remote, no fetch, nothing rolls out
         assert (git_ran("ls-remote"), git_ran("fetch")) == (ls_remotes + 1, fetches + 1)
         assert started() == 2
