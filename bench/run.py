@@ -46,6 +46,7 @@ from bench.clusterstate import SIMULATION, api_client_for, settle
 from bench.generate import GeneratedRepo, generate_repo
 from gitdeploy.clock import Clock, FakeClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller import watcher
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.core.blobcache import BlobCache
@@ -279,27 +280,35 @@ class TimedController(Controller):
 
 class LoopThread:
     """What ``gitdeploy run`` does, on the system clock: poll every ``interval``, run each pass
-    when apps are due, sleep until the next poll or due app (at least 50 ms)."""
+    when apps are due, sleep until the next poll or due app (at least 50 ms). With
+    ``watch_rollouts``, ReplicaSets are watched as ``gitdeploy run`` does, and a rollout's pods
+    becoming ready wake the loop."""
 
-    def __init__(self, controller: Controller, interval: float) -> None:
+    def __init__(self, controller: Controller, interval: float, *, watch_rollouts: bool = False) -> None:
         self.controller = controller
         self.interval = interval
+        self.watch_rollouts = watch_rollouts
         self.polls: list[float] = []
         self.after_pass: Callable[[], None] | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-loop", daemon=True)
 
     def __enter__(self) -> LoopThread:
+        if self.watch_rollouts:
+            watcher.watch_rollouts(self.controller, self._stop, self._wake.set)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        self._wake.set()
         self._thread.join()
 
     def _run(self) -> None:
         next_poll = 0.0
         while not self._stop.is_set():
+            self._wake.clear()
             now = time.perf_counter()
             if now >= next_poll:
                 self.polls.append(now)
@@ -309,7 +318,7 @@ class LoopThread:
                 self.after_pass()
             wait = self.controller.next_due_in()
             timeout = next_poll - time.perf_counter()
-            self._stop.wait(max(min(timeout, wait) if wait is not None else timeout, 0.05))
+            self._wake.wait(max(min(timeout, wait) if wait is not None else timeout, 0.05))
 
 
 def deployment(name: str, replicas: int, version: int) -> str:
@@ -869,7 +878,7 @@ def _rollout_seconds(
             if all(r is not None and r.settled and r.phase == "Complete" for r in reports):
                 settled.set()
 
-        with LoopThread(controller, 0.2) as loop:
+        with LoopThread(controller, 0.2, watch_rollouts=True) as loop:
             loop.after_pass = check
             if not settled.wait(600):
                 raise RuntimeError(f"{name}: the first deploy did not complete")

@@ -28,7 +28,7 @@ from gitdeploy.controller.inspect import list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.controller.notify import Notifier
-from gitdeploy.controller.watcher import watch_records
+from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.syncstate import Health, Sync
@@ -355,6 +355,7 @@ def run(
         ):
             instrument(controller, metrics, notifier)
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
+            watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
             source = f"{repo} ({branch})"
             _loop(controller, stop, wake, pushed, interval, metrics, readiness, source, acting)
     finally:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError
 
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
@@ -318,6 +319,38 @@ class Cluster:
                 if event.get("type") == "ERROR":
                     raise TransientError(f"the watch of app records ended: {raw.get('message', raw)}")
                 yield str(event.get("type")), _record(raw)
+
+    # -- watching ReplicaSets (WAVES: wakes rollouts waiting for pods; see controller/watcher.py) --
+
+    def watch_replica_sets(
+        self, namespace: str, timeout_seconds: int = 300
+    ) -> Iterator[tuple[str, ObservedReplicaSet]]:
+        """``(event type, ReplicaSet)`` for every change of a ReplicaSet gitdeploy manages in
+        ``namespace`` from now on (never a dump of every ReplicaSet), until the server ends the
+        watch. Events are read as plain JSON, without the client's models."""
+        what = f"watch ReplicaSets in {namespace}"
+        with _translated(what):
+            listed = self.apps.list_namespaced_replica_set(
+                namespace, label_selector=MANAGED_SELECTOR, limit=1, _preload_content=False
+            )
+            response = self.apps.list_namespaced_replica_set(
+                namespace,
+                label_selector=MANAGED_SELECTOR,
+                resource_version=str(json.loads(listed.data)["metadata"]["resourceVersion"]),
+                timeout_seconds=timeout_seconds,
+                watch=True,
+                _preload_content=False,
+            )
+            try:
+                for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                    event = json.loads(line) if line.strip() else {}
+                    raw = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        raise TransientError(f"the {what} ended: {raw.get('message', raw)}")
+                    if raw:
+                        yield str(event.get("type")), to_observed_replica_set(raw)
+            finally:
+                response.release_conn()
 
     def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
         raw = self._read_config_map(namespace, record_name(app), f"read the record of {namespace}/{app}")

@@ -167,6 +167,8 @@ class Controller:
         self._commits: dict[str, CommitRef] = {}
         """Commit that last changed each manifest file, at the current head (cleared when it moves)."""
         self._next_resync = 0.0
+        self._progressed: set[AppKey] = set()
+        """Apps whose ReplicaSets made progress while a pass over them was under way."""
         self._counted_apps: dict[AppKey, App] = {}
         self._apps_per_namespace: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -288,6 +290,20 @@ class Controller:
             if key not in self.apps:
                 return False
             self.due[key] = self.clock.now()
+        return True
+
+    def notice_progress(self, key: AppKey) -> bool:
+        """A ReplicaSet of the app made progress (see :mod:`gitdeploy.controller.watcher`): if the
+        app waits in a rollout, pass over it now instead of at its requeue time; if a pass over it
+        is under way, again right after it. True when that is what happens."""
+        with self._lock:
+            report = self.reports.get(key)
+            if report is None or report.settled or key in self.failures:
+                return False
+            if key in self.due:
+                self.due[key] = min(self.due[key], self.clock.now())
+            else:
+                self._progressed.add(key)
         return True
 
     def mark_all_due(self) -> None:
@@ -511,10 +527,11 @@ class Controller:
             )
         with self._lock:
             self.reports[report.key] = report
+            progressed = report.key in self._progressed  # during the pass: look again at once
+            self._progressed.discard(report.key)
             if requeue_after is not None:
-                self.due[report.key] = min(
-                    self.due.get(report.key, float("inf")), self.clock.now() + _jitter(requeue_after)
-                )
+                delay = 0.0 if progressed else _jitter(requeue_after)
+                self.due[report.key] = min(self.due.get(report.key, float("inf")), self.clock.now() + delay)
 
     def _failed(self, key: AppKey, problem: GitdeployError) -> None:
         self.failures[key] += 1

@@ -1,10 +1,17 @@
-"""Notice app-record changes made outside the loop (``gitdeploy rollback``, ``gitdeploy deploy``).
+"""Watches that make the loop look at an app before its next scheduled pass.
 
-A settled app is otherwise re-examined only when its manifest changes or at the periodic resync,
-so without this a rollback made from a laptop would wait minutes for ``gitdeploy run``. One watch
-per namespace on the record ConfigMaps feeds
-:meth:`Controller.notice`; the loop's own writes are recognised by their resourceVersion and
-ignored. The watch costs no request per poll, so a poll with nothing new still makes none.
+* App records (:func:`watch_records`): a settled app is otherwise re-examined only when its
+  manifest changes or at the periodic resync, so without this a rollback made from a laptop would
+  wait minutes for ``gitdeploy run``. Changes feed :meth:`Controller.notice`; the loop's own
+  writes are recognised by their resourceVersion and ignored.
+* ReplicaSets (:func:`watch_rollouts`): a rolling update waits for pods to become available (or
+  for old pods to go); the step after that is due as soon as a ReplicaSet's status says so
+  (:func:`~gitdeploy.core.progress.unblocks_rollout`), through
+  :meth:`Controller.notice_progress`, instead of at the step's requeue time.
+
+One watch per namespace and kind (gitdeploy's RBAC is per namespace, so never a cluster-wide
+watch), started as apps appear in new namespaces. A watch costs no request per poll, so a poll
+with nothing new still makes none.
 """
 
 from __future__ import annotations
@@ -15,14 +22,32 @@ from collections.abc import Callable
 
 from gitdeploy.controller.loop import Controller
 from gitdeploy.core.models import AppKey
+from gitdeploy.core.progress import unblocks_rollout
+from gitdeploy.core.replicasets import ReplicaSetState
 from gitdeploy.errors import GitdeployError
 
 log = logging.getLogger("gitdeploy.watch")
 
 
 def watch_records(controller: Controller, stop: threading.Event, on_notice: Callable[[], None]) -> None:
-    """Follow record changes until ``stop``: one watch per namespace gitdeploy deploys to (its RBAC
-    is per namespace, so never a cluster-wide watch), started as apps appear in new namespaces."""
+    """Follow app record changes until ``stop``; ``on_notice`` when an app became due."""
+    _per_namespace(controller, stop, "watch-records", lambda ns: _follow(controller, ns, stop, on_notice))
+
+
+def watch_rollouts(controller: Controller, stop: threading.Event, on_notice: Callable[[], None]) -> None:
+    """Follow ReplicaSet status until ``stop``; ``on_notice`` when a rollout became due."""
+    _per_namespace(
+        controller,
+        stop,
+        "watch-replicasets",
+        lambda ns: _follow_replica_sets(controller, ns, stop, on_notice),
+    )
+
+
+def _per_namespace(
+    controller: Controller, stop: threading.Event, name: str, follow: Callable[[str], None]
+) -> None:
+    """Run ``follow(namespace)`` on a thread per namespace gitdeploy deploys to, until ``stop``."""
 
     def supervise() -> None:
         watched: set[str] = set()
@@ -30,15 +55,12 @@ def watch_records(controller: Controller, stop: threading.Event, on_notice: Call
             wanted = set(controller.namespaces) or {key.namespace for key in list(controller.apps)}
             for namespace in sorted(wanted - watched):
                 threading.Thread(
-                    target=_follow,
-                    args=(controller, namespace, stop, on_notice),
-                    name=f"watch-records-{namespace}",
-                    daemon=True,
+                    target=follow, args=(namespace,), name=f"{name}-{namespace}", daemon=True
                 ).start()
                 watched.add(namespace)
             stop.wait(2.0)
 
-    threading.Thread(target=supervise, name="watch-records", daemon=True).start()
+    threading.Thread(target=supervise, name=name, daemon=True).start()
 
 
 def _follow(
@@ -59,4 +81,28 @@ def _follow(
             stop.wait(1.0)
 
 
-__all__ = ["watch_records"]
+def _follow_replica_sets(
+    controller: Controller, namespace: str, stop: threading.Event, on_notice: Callable[[], None]
+) -> None:
+    seen: dict[str, ReplicaSetState] = {}
+    """The last status of each ReplicaSet that changed while watched. The first change seen of a
+    ReplicaSet, and changes in a gap between two watches, wake nothing: the step then comes at
+    its requeue time."""
+    while not stop.is_set():
+        try:
+            for kind, rs in controller.cluster.watch_replica_sets(namespace, timeout_seconds=60):
+                if stop.is_set():
+                    return
+                before = seen.pop(rs.name, None)
+                if kind == "DELETED":
+                    continue
+                seen[rs.name] = rs.state
+                progressed = before is not None and unblocks_rollout(before, rs.state)
+                if progressed and controller.notice_progress(AppKey(rs.namespace, rs.app)):
+                    on_notice()
+        except GitdeployError as problem:
+            log.debug("ReplicaSet watch restarts: %s", problem)
+            stop.wait(1.0)
+
+
+__all__ = ["watch_records", "watch_rollouts"]

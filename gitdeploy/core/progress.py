@@ -445,3 +445,25 @@ def seconds_until_progress_check(
     if current.reason == ConditionReason.PROGRESS_DEADLINE_EXCEEDED:
         return None
     return max(current.last_update_time + progress_deadline_seconds - now, 0.0)
+
+
+def unblocks_rollout(before: ReplicaSetState, after: ReplicaSetState) -> bool:
+    """Whether a ReplicaSet's new status may let a waiting rollout take its next step: more of its
+    pods are available (room to scale old ones down and the new one up), or the last pods of a
+    ReplicaSet scaled to 0 are gone (a rollout completes, Recreate goes on). ``before`` is the
+    status seen last.
+
+    A rolling update waits only for these; the loop watches ReplicaSets to step such an app at
+    once instead of at its requeue time. Scaling that gitdeploy itself just wrote (pods created,
+    available ones removed) unblocks nothing.
+
+    >>> waiting = ReplicaSetState("web-new", "n", 2, 2.0, replicas=4, current=4, ready=2, available=2)
+    >>> more = dataclasses.replace(waiting, ready=4, available=4)
+    >>> unblocks_rollout(waiting, more), unblocks_rollout(more, waiting)
+    (True, False)
+    >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=0, current=2)
+    >>> unblocks_rollout(old, dataclasses.replace(old, current=0))
+    True
+    """
+    drained = after.replicas == 0 and after.current == 0 and before.current > 0
+    return after.available > before.available or drained

@@ -158,6 +158,12 @@ class Registry:
                 self._fire(txn, timer, at)
         return len(timers)
 
+    def next_transition_in(self) -> float | None:
+        """Seconds until the next simulation transition is due by the clock; None when none is pending."""
+        with self.store.read() as txn:
+            due = txn.next_due()
+        return None if due is None else due - self.clock.now()
+
     def _fire(self, txn: Txn, timer: Timer, now: float) -> None:
         if timer.action == simulation.RS_SYNC:
             replicaset = txn.get(timer.resource, timer.namespace, timer.name)

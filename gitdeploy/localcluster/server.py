@@ -310,6 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
             Query.parse(query.get("labelSelector"), query.get("fieldSelector")),
             query.get("resourceVersion"),
             materialise=cluster.registry.materialise,
+            next_transition_in=cluster.registry.next_transition_in,
             keep_going=lambda: not deadline.is_set() and not cluster._stopping.is_set(),
         )
         try:

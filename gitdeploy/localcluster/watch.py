@@ -158,6 +158,7 @@ def watch_events(
     *,
     materialise: Callable[[], object],
     keep_going: Callable[[], bool],
+    next_transition_in: Callable[[], float | None] = lambda: None,
 ) -> Iterator[bytes]:
     """Yield watch event lines (``{"type":...,"object":...}``) until ``keep_going()`` is false.
 
@@ -191,5 +192,9 @@ def watch_events(
             ):
                 yield _event_line(change.type, change.body)
         if not changes:
+            # wake when the next simulation transition is due (a pod becoming ready), so that a
+            # watcher hears of it then, not up to a poll interval later
+            due_in = next_transition_in()
+            wait = _POLL_SECONDS if due_in is None else min(_POLL_SECONDS, max(due_in, 0.0) + 0.001)
             with store.changed:
-                store.changed.wait(_POLL_SECONDS)
+                store.changed.wait(wait)

@@ -28,6 +28,7 @@ from gitdeploy.core.progress import (
     remove_condition,
     seconds_until_progress_check,
     set_condition,
+    unblocks_rollout,
 )
 from gitdeploy.core.replicasets import ReplicaSetFailure, ReplicaSetState
 
@@ -485,3 +486,26 @@ def test_seconds_until_progress_check(
         )
         == expected
     )
+
+
+# -- what wakes a waiting rollout ------------------------------------------------------------------
+
+
+def _counts(replicas: int, current: int, available: int) -> ReplicaSetState:
+    return ReplicaSetState("web-x", "x", 2, 1.0, replicas, current, available, available)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "wakes"),
+    [
+        ((4, 4, 2), (4, 4, 4), True),  # new pods became available
+        ((4, 2, 0), (4, 4, 0), False),  # pods created for a scale-up: not available yet
+        ((6, 6, 6), (2, 2, 2), False),  # a scale-down gitdeploy wrote
+        ((0, 2, 2), (0, 0, 0), True),  # the last pods of a scaled-down ReplicaSet are gone
+        ((0, 0, 0), (0, 0, 0), False),  # already empty: an annotation changed
+        ((2, 2, 2), (0, 2, 2), False),  # scaled to 0, pods still stopping
+        ((4, 4, 4), (4, 4, 3), False),  # a pod stopped being available
+    ],
+)
+def test_unblocks_rollout(before: tuple[int, int, int], after: tuple[int, int, int], wakes: bool) -> None:
+    assert unblocks_rollout(_counts(*before), _counts(*after)) is wakes

@@ -1,0 +1,140 @@
+"""The loop hears of a rollout's pods through a ReplicaSet watch and steps it at once.
+
+The embedded cluster runs on a fake clock whose pods become ready half a second after they start,
+sooner than the loop's requeue delay (1 s), so a pass that comes before that delay can only come
+from the watch. The watch itself is real: the official client's watch over HTTP, one per namespace.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.watcher import watch_rollouts
+from gitdeploy.core.models import AppKey
+from gitdeploy.localcluster import SimulationConfig
+from gitdeploy.source.repo import ConfigRepo
+from tests.fixtures.gitrepo import GitRemote
+
+SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
+WEB = AppKey("shop", "web")
+READY_AFTER = 0.5
+
+
+def web(image: str) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 8
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: main, image: "{image}"}}]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_git_config(isolated_git_config: None) -> None:
+    """git runs without the machine's configuration."""
+
+
+@pytest.fixture
+def simulation_config() -> SimulationConfig:
+    return SimulationConfig(pod_start_seconds=READY_AFTER)
+
+
+@pytest.fixture
+def controller(
+    git_remote: GitRemote, kube_client: Any, fake_clock: FakeClock, tmp_path: Path
+) -> Iterator[Controller]:
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
+    git_remote.commit_and_push("web 1.25", {"apps/web.yaml": web("nginx:1.25")})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        yield Controller(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
+
+
+@pytest.fixture
+def wake(controller: Controller) -> Iterator[threading.Event]:
+    """The loop's wake-up, set by the ReplicaSet watch (running until the test ends)."""
+    stop, woken = threading.Event(), threading.Event()
+    watch_rollouts(controller, stop, woken.set)
+    yield woken
+    stop.set()
+
+
+def settle(controller: Controller, clock: FakeClock) -> None:
+    controller.poll()
+    for _ in range(100):
+        controller.reconcile_due()
+        wait = controller.next_due_in()
+        if wait is None:
+            return
+        clock.advance(max(wait, 0.1))
+    raise AssertionError(f"not settled: {controller.reports}")
+
+
+def eventually(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def replicas(controller: Controller) -> list[int]:
+    """spec.replicas of web's ReplicaSets, oldest first."""
+    listed = controller.cluster.list_replica_sets("shop", "web")
+    return [rs.state.replicas for rs in sorted(listed, key=lambda rs: rs.state.revision)]
+
+
+def test_ready_pods_make_the_next_wave_due_before_the_requeue_delay(
+    controller: Controller, fake_clock: FakeClock, git_remote: GitRemote, wake: threading.Event
+) -> None:
+    # Given web running 8 replicas, and the ReplicaSet watch of its namespace up
+    settle(controller, fake_clock)
+    assert eventually(lambda: any(t.name == "watch-replicasets-shop" for t in threading.enumerate()))
+    time.sleep(0.5)  # the watch starts from the current resourceVersion
+
+    # When a new image starts a rollout (25%/25%: the first wave of 4 pods at once)
+    git_remote.commit_and_push("web 1.26", {"apps/web.yaml": web("nginx:1.26")})
+    controller.poll()
+    controller.reconcile_due()
+    assert replicas(controller) == [6, 4]
+
+    # Then the step's own writes wake nothing: the app waits for its requeue delay
+    time.sleep(0.5)
+    assert not wake.is_set()
+    assert controller.next_due_in() == pytest.approx(1.0)
+
+    # When the new pods become ready, half a second later
+    fake_clock.advance(READY_AFTER + 0.1)
+
+    # Then the watch makes the app due now (its requeue delay has 0.4 s left) and wakes the loop
+    assert eventually(wake.is_set)
+    assert controller.next_due_in() == 0.0
+    controller.reconcile_due()
+    assert replicas(controller) == [2, 8]
+
+    # When the second wave is ready, the last old pods go in the step it wakes
+    wake.clear()
+    fake_clock.advance(READY_AFTER + 0.1)
+    assert eventually(wake.is_set)
+    controller.reconcile_due()
+    assert replicas(controller) == [0, 8]
+
+    # Then the old ReplicaSet drained in that step: the app is due again at once, and completes
+    assert eventually(lambda: controller.next_due_in() == 0.0)
+    (report,) = controller.reconcile_due()
+    assert (report.phase, report.settled, report.revision) == ("Complete", True, 2)
