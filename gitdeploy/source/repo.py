@@ -173,8 +173,7 @@ class ConfigRepo:
         return result
 
     def _poll_once(self, pushed: str | None) -> PollResult:
-        branch = self._pushed_branch(pushed) if pushed is not None else None
-        if pushed is not None and branch is not None:
+        if pushed is not None and (branch := self._pushed_branch(pushed)) is not None:
             try:
                 head, parents, previous = self._fetch_named_ref(branch, for_push=True)
             except RefNotFoundError:
@@ -183,7 +182,7 @@ class ConfigRepo:
                 if head != pushed:
                     log.info(
                         "[source] a push named %s, but %s is at %s (a replayed or out-of-order "
-                        "delivery); syncing %s", shorten_sha(pushed), branch, shorten_sha(head),
+                        "delivery); syncing what the branch holds", shorten_sha(pushed), branch,
                         shorten_sha(head),
                     )  # fmt: skip
                 return self._advance(branch, head, parents, previous)
@@ -505,18 +504,14 @@ class ConfigRepo:
             listing = self._listings.get((new, suffixes))
             base = self._listings.get((old, suffixes))
             if listing is None and base is not None:
-                listing = (
-                    base
-                    if not raw
-                    else trees.apply_diff(
-                        base,
-                        raw,
-                        sha=new,
-                        root=self.subpath,
-                        suffixes=suffixes,
-                        limits=self.limits,
-                        size_of=self._blob_size,
-                    )
+                listing = trees.apply_diff(
+                    base,
+                    raw,
+                    sha=new,
+                    root=self.subpath,
+                    suffixes=suffixes,
+                    limits=self.limits,
+                    size_of=self._blob_size,
                 )
             if listing is not None:
                 self._cache_listing(new, suffixes, listing)

@@ -185,6 +185,8 @@ def apply_diff(
     side, the tracked path itself changed, no manifest is left, or ``size_of`` (blob sha to size)
     does not know a new blob.
     """
+    if not raw:
+        return listing
     if listing.has_links:
         return None
     entries = dict(listing.entries)
