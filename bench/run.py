@@ -954,6 +954,12 @@ def api_economy(bench: Bench) -> Measured:
         "waves": waves,
         "writes_per_rollout": round(per_rollout, 2),
         "writes_per_rollout_without_events": round((writes - events) / apps, 2),
+        "writes_per_rollout_by_resource": {
+            resource: round(
+                sum(n for (v, r), n in rollout.items() if r == resource and v in WRITE_VERBS) / apps, 2
+            )
+            for resource in sorted({r for v, r in rollout if v in WRITE_VERBS})
+        },
         "writes_allowed": 2 * waves + 2,
         "rollout_requests": {f"{v} {r}": n for (v, r), n in sorted(rollout.items())},
         "settled_pass_lists": settled_lists,

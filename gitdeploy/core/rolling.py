@@ -12,7 +12,10 @@ string such as ``"25%"`` (of the desired replicas; maxSurge rounds up, maxUnavai
 
 The worked example of the Kubernetes documentation: 3 replicas, maxSurge and maxUnavailable 25%,
 resolve to surge 1 and unavailable 0, so one pass at a time the rollout goes
-new→1, old→2, new→2, old→1, new→3, old→0 (see :func:`plan_rolling_step`).
+new→1, old→2, new→2, old→1, new→3, old→0 (see :func:`plan_rolling_step`). The Kubernetes
+controller re-syncs right after its own writes, so it only waits where pods must become available:
+new→1 | old→2, new→2 | old→1, new→3 | old→0. A step of gitdeploy makes those passes back to back
+(:func:`plan_rolling_passes`) and writes each ReplicaSet once (:func:`merge_passes`).
 """
 
 from __future__ import annotations
