@@ -9,6 +9,7 @@ passes the rest through untouched.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -45,7 +46,7 @@ class TriggerType(StrEnum):
     IMAGE_CHANGE = "ImageChange"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, slots=True, order=True)
 class AppKey:
     namespace: str
     name: str
@@ -54,13 +55,13 @@ class AppKey:
         return f"{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EnvVar:
     name: str
     value: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Hook:
     """A lifecycle hook (``execNewPod``): a pod built from the named container of the template."""
 
@@ -71,7 +72,7 @@ class Hook:
     volumes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RollingParams:
     """Rolling/RollingUpdate parameters. Bounds are ints or percentage strings such as ``"25%"``."""
 
@@ -84,7 +85,7 @@ class RollingParams:
     post: Hook | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RecreateParams:
     timeout_seconds: int = 600
     pre: Hook | None = None
@@ -92,14 +93,14 @@ class RecreateParams:
     post: Hook | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CustomParams:
     image: str
     command: tuple[str, ...] = ()
     environment: tuple[EnvVar, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Strategy:
     type: StrategyType
     rolling: RollingParams | None = None
@@ -120,7 +121,7 @@ class Strategy:
         return found
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImageChangeTrigger:
     automatic: bool
     container_names: tuple[str, ...]
@@ -133,7 +134,7 @@ class ImageChangeTrigger:
         return f"{self.stream_name}:{self.tag}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Triggers:
     config_change: bool
     image_change: tuple[ImageChangeTrigger, ...] = ()
@@ -144,7 +145,7 @@ class Triggers:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Container:
     name: str
     image: str
@@ -170,24 +171,24 @@ class PodTemplate:
     def containers(self) -> tuple[Container, ...]:
         spec = self.to_dict().get("spec") or {}
         return tuple(
-            Container(name=str(c.get("name", "")), image=str(c.get("image", "")))
+            Container(name=sys.intern(str(c.get("name", ""))), image=sys.intern(str(c.get("image", ""))))
             for c in spec.get("containers") or []
         )
 
     @cached_property
     def labels(self) -> dict[str, str]:
         meta = self.to_dict().get("metadata") or {}
-        return {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+        return {sys.intern(str(k)): sys.intern(str(v)) for k, v in (meta.get("labels") or {}).items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LabelSelectorRequirement:
     key: str
     operator: str  # In, NotIn, Exists, DoesNotExist
     values: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Selector:
     match_labels: tuple[tuple[str, str], ...] = ()
     match_expressions: tuple[LabelSelectorRequirement, ...] = ()
@@ -209,7 +210,7 @@ class Selector:
         return True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Location:
     """Where an object was defined: file (relative to the repo root) and 1-based line."""
 
@@ -221,7 +222,7 @@ class Location:
         return f"{self.file}:{self.line}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class App:
     """One deployable app, normalised from a Deployment or a DeploymentConfig.
 
@@ -247,8 +248,13 @@ class App:
     change_cause: str = ""
     labels: tuple[tuple[str, str], ...] = ()
     annotations: tuple[tuple[str, str], ...] = ()
-    manifest_json: str = field(default="{}", compare=False)
-    """The whole manifest as canonical JSON, for diffs and rollbacks that restore settings."""
+    manifest_pieces: tuple[str, ...] = field(default=("{}",), compare=False, repr=False)
+    """:attr:`manifest_json` in pieces (see :func:`manifest_pieces`)."""
+
+    @property
+    def manifest_json(self) -> str:
+        """The whole manifest as canonical JSON, for diffs and rollbacks that restore settings."""
+        return "".join(self.manifest_pieces)
 
     @property
     def name(self) -> str:
@@ -259,7 +265,29 @@ class App:
         return self.key.namespace
 
 
-@dataclass(frozen=True)
+def manifest_pieces(manifest_json: str, template: PodTemplate) -> tuple[str, ...]:
+    """``manifest_json`` as the pieces :attr:`App.manifest_pieces` joins: the text before and after
+    the template's canonical JSON, with that JSON as the very string object the template holds, so
+    the larger part of a manifest is kept once, not twice. That works when the manifest writes its
+    template as gitdeploy normalises it (no empty values, no template-hash label: the usual case);
+    otherwise the manifest is one piece.
+
+    >>> template = PodTemplate('{"spec":{"containers":[{"image":"nginx","name":"web"}]}}')
+    >>> whole = '{"kind":"Deployment","spec":{"replicas":2,"template":' + template.canonical_json + '}}'
+    >>> pieces = manifest_pieces(whole, template)
+    >>> pieces[1] is template.canonical_json, "".join(pieces) == whole
+    (True, True)
+    >>> manifest_pieces('{"kind":"Deployment"}', template)
+    ('{"kind":"Deployment"}',)
+    """
+    shared = template.canonical_json
+    at = manifest_json.find(shared)
+    if at < 0:
+        return (manifest_json,)
+    return (manifest_json[:at], shared, manifest_json[at + len(shared) :])
+
+
+@dataclass(frozen=True, slots=True)
 class ImageStreamTag:
     name: str
     from_kind: str  # DockerImage or ImageStreamTag
@@ -267,7 +295,7 @@ class ImageStreamTag:
     scheduled: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImageStream:
     key: AppKey
     location: Location
@@ -277,7 +305,7 @@ class ImageStream:
         return next((t for t in self.tags if t.name == name), None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RepoSettings:
     """The optional ``gitdeploy.yaml`` at the root of the config repo."""
 

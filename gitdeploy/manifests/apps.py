@@ -44,6 +44,7 @@ from gitdeploy.core.models import (
     Strategy,
     StrategyType,
     Triggers,
+    manifest_pieces,
 )
 from gitdeploy.manifests.documents import Document, FieldPath
 from gitdeploy.manifests.schemas import dotted, iter_violations
@@ -56,7 +57,7 @@ MAX_APP_NAME_LENGTH = 63 - 1 - HASH_LENGTH - max(POD_SUFFIX_LENGTH, HOOK_SUFFIX_
 """Longest app name for which ``<app>-<hash>-hook-post`` and pod names stay DNS-1123 labels."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AppDraft:
     """An app as far as one document can tell; the repo-wide pass completes it.
 
@@ -70,7 +71,7 @@ class AppDraft:
     trigger_positions: tuple[tuple[int, int], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Analysis:
     """What one document is: an app, an image stream, something ignored, or problems."""
 
@@ -381,7 +382,7 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
         change_cause=annotations.get(CHANGE_CAUSE_ANNOTATION, ""),
         labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
         annotations=tuple(sorted(annotations.items())),
-        manifest_json=canonical_json(data),
+        manifest_pieces=manifest_pieces(canonical_json(data), template),
     )
     draft = AppDraft(
         app=app,

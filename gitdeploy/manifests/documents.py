@@ -10,6 +10,7 @@ pointing at ``file:line:col``, never a crash or a hang.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -179,7 +180,7 @@ class _Builder:
             if not isinstance(key_node, ScalarNode):
                 raise _Invalid(key_node, "a mapping key must be a plain string", "quote the key")
             self.build(key_node, path, active)  # rejects custom tags on keys
-            key = str(key_node.value)
+            key = sys.intern(str(key_node.value))
             if key in seen:
                 first_line, _ = _at(seen[key])
                 raise _Invalid(
@@ -221,7 +222,7 @@ class _Builder:
                 raise _Invalid(node, f"custom YAML tag '{tag}' is not allowed", "remove the tag")
             kind = tag[len(_YAML_TAG) :]
         if kind in ("str", "timestamp"):
-            return text
+            return sys.intern(text)
         if kind == "null":
             return None
         if kind == "bool":

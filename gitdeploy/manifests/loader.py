@@ -23,7 +23,7 @@ MAX_MANIFEST_FILES = 50_000
 KNOWN_KINDS = ("Deployment", "DeploymentConfig", "ImageStream")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ignored:
     """A document of a kind gitdeploy does not manage (a Service, a ConfigMap, ...)."""
 
@@ -32,7 +32,7 @@ class Ignored:
     location: Location
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileAnalysis:
     path: str
     analyses: tuple[Analysis, ...]
