@@ -53,6 +53,11 @@ permanent GC generation.
 The parsed state of 10,000 apps is a few million long-lived objects; without ``gc.freeze()`` every
 full collection walks all of them again (about 150 ms each, during the load and in later polls)."""
 
+READ_AT_ONCE = 500
+"""Files whose blobs are read (one ``git cat-file --batch``) and parsed together. Reading all 10,000
+blobs of a big repo first held them (25 MB) through the whole parse and left a hole of their size
+in the heap under what the parse keeps: about 20 MiB more peak RSS for ``gitdeploy run`` (MEMORY)."""
+
 
 def settings_path(subpath: str) -> str:
     """The repo-relative path of ``gitdeploy.yaml`` for a source tracking ``subpath`` ('' = root)."""
@@ -229,19 +234,23 @@ class DesiredStateReader:
 
     def _analyse(self, entries: list[FileEntry]) -> dict[str, FileAnalysis]:
         """The analysis of each entry (by path), reading and parsing only blobs not in the cache."""
-        missing = [e for e in entries if not self.cache.contains(e.blob_sha, path=e.path)]
-        blobs = self.repo.read_blobs(sorted({e.blob_sha for e in missing})) if missing else {}
         parsed_before = self.files_parsed
 
-        def analyse(entry: FileEntry) -> FileAnalysis:
+        def analyse(entry: FileEntry, blobs: dict[str, bytes]) -> FileAnalysis:
             self.files_parsed += 1
             if self.files_parsed % FREEZE_AFTER_FILES == 0:
                 gc.freeze()
             return analyse_file(ManifestFile(entry.path, blobs[entry.blob_sha]))
 
-        analyses = {
-            e.path: self.cache.get_or_compute(e.blob_sha, partial(analyse, e), path=e.path) for e in entries
-        }
+        analyses: dict[str, FileAnalysis] = {}
+        # MEMORY: blobs are read READ_AT_ONCE entries at a time, not all at once (see READ_AT_ONCE).
+        for start in range(0, len(entries), READ_AT_ONCE):
+            batch = entries[start : start + READ_AT_ONCE]
+            missing = {e.blob_sha for e in batch if not self.cache.contains(e.blob_sha, path=e.path)}
+            blobs = self.repo.read_blobs(sorted(missing)) if missing else {}
+            for e in batch:
+                compute = partial(analyse, e, blobs)
+                analyses[e.path] = self.cache.get_or_compute(e.blob_sha, compute, path=e.path)
         if self.files_parsed - parsed_before >= FREEZE_AFTER_FILES:
             gc.freeze()
         return analyses

@@ -1,0 +1,66 @@
+"""Desired state read a few blobs at a time is the desired state read at once, parsed once per blob."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitdeploy.controller import desired
+from gitdeploy.controller.desired import DesiredStateReader
+from gitdeploy.manifests.loader import LoadResult, load_directory
+from gitdeploy.source.repo import ConfigRepo
+from tests.fixtures.gitrepo import GitRemote
+
+
+def _deployment(name: str, namespace: str, image: str = "nginx:1.25") -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: main, image: "{image}"}}]
+"""
+
+
+FILES = {
+    **{f"apps/shop/app{i}.yaml": _deployment(f"app{i}", "shop") for i in range(7)},
+    "apps/shop/same.yaml": _deployment("app0", "other"),  # the same bytes as no other file
+    "apps/broken.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: [x]}\n",
+    "apps/copy/app1.yaml": _deployment("app1", "shop"),  # a duplicate of app1: same blob, other path
+}
+
+
+def _facts(result: LoadResult) -> tuple[object, ...]:
+    return (
+        [(a, a.manifest_json, a.location) for a in result.apps],
+        result.invalid_apps,
+        [d.render() for d in result.diagnostics],
+    )
+
+
+@pytest.mark.parametrize("at_once", [1, 3, 500])
+def test_reading_blobs_in_batches_changes_nothing_but_how_many_are_held(
+    at_once: int, git_remote: GitRemote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(desired, "READ_AT_ONCE", at_once)
+    git_remote.commit_and_push("Apps", FILES)
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        reader = DesiredStateReader(repo)
+        result = reader.load(repo.poll().head)
+        assert reader.files_parsed == len(FILES)
+        assert _facts(result) == _facts(load_directory(git_remote.work))
+        assert {str(key) for key in result.invalid_apps} >= {"shop/app1"}
+
+        again = DesiredStateReader(repo, cache=reader.cache)
+        assert _facts(again.load(repo.poll().head)) == _facts(result)
+        assert again.files_parsed == 0
+
+        git_remote.commit_and_push("Bump app5", {"apps/shop/app5.yaml": _deployment("app5", "shop", "x:2")})
+        bumped = reader.load(repo.poll().head)
+        assert reader.files_parsed == len(FILES) + 1
+        assert _facts(bumped) == _facts(load_directory(git_remote.work))
