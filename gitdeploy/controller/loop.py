@@ -25,7 +25,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -353,8 +353,13 @@ class Controller:
             by_namespace[key.namespace].append(key)
         reports: list[AppReport] = []
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reconcile") as pool:
-            futures = []
+            futures: list[Future[AppReport | None]] = []
+            earlier = 0
             for namespace, members in sorted(by_namespace.items()):
+                # MEMORY: the next namespace is listed once the steps of all but the last one listed
+                # are done, so a pass holds what it listed of two namespaces, not of every one.
+                wait(futures[:earlier])
+                earlier = len(futures)
                 if lists_per_app(len(members), self._apps_in(namespace)):
                     futures += [pool.submit(self._list_and_reconcile_one, key) for key in members]
                     continue

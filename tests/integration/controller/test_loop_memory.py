@@ -1,0 +1,102 @@
+"""A pass over many namespaces holds what it listed of two of them at most, and still passes over
+every app (real git, embedded cluster, a fake clock)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.loop import AppReport, Controller, Listed
+from gitdeploy.core.models import AppKey
+from gitdeploy.localcluster import LocalCluster
+from gitdeploy.source.repo import ConfigRepo
+from tests.fixtures.gitrepo import GitRemote
+
+NAMESPACES = [f"team{i}" for i in range(5)]
+APPS = [AppKey(namespace, f"app{i}") for namespace in NAMESPACES for i in range(4)]
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_git_config(isolated_git_config: None) -> None:
+    """git runs without the machine's configuration."""
+
+
+def manifest(key: AppKey) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {key.name}, namespace: {key.namespace}}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: {key.name}}}}}
+  template:
+    metadata: {{labels: {{app: {key.name}}}}}
+    spec:
+      containers: [{{name: main, image: "nginx:1"}}]
+"""
+
+
+class PacedController(Controller):
+    """The loop's controller with slow steps (as on a busy machine), noting at each namespace
+    list the namespaces whose steps are still to finish."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.unfinished: Counter[str] = Counter()
+        self.unfinished_at_list: dict[str, set[str]] = {}
+        self._guard = threading.Lock()
+
+    def _list_namespace(self, namespace: str, members: list[AppKey]) -> dict[str, Listed]:
+        with self._guard:
+            self.unfinished_at_list[namespace] = {ns for ns, steps in self.unfinished.items() if steps}
+            self.unfinished[namespace] += len(members)
+        return super()._list_namespace(namespace, members)
+
+    def _reconcile_one(self, key: AppKey, *listed: Any) -> AppReport | None:
+        time.sleep(0.02)
+        try:
+            return super()._reconcile_one(key, *listed)
+        finally:
+            with self._guard:
+                self.unfinished[key.namespace] -= 1
+
+
+def test_a_pass_lists_a_namespace_once_all_but_the_last_listed_are_done(
+    git_remote: GitRemote,
+    kube_client: Any,
+    embedded_cluster: LocalCluster,
+    fake_clock: FakeClock,
+    tmp_path: Path,
+) -> None:
+    # Given 20 apps in 5 namespaces, deployed
+    git_remote.commit_and_push("apps", {f"apps/{k.namespace}/{k.name}.yaml": manifest(k) for k in APPS})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        controller = PacedController(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
+        controller.poll()
+        for _ in range(100):
+            controller.reconcile_due()
+            wait = controller.next_due_in()
+            if wait is None:
+                break
+            fake_clock.advance(min(max(wait, 0.5), 1.0))
+        synced = {key: report.sync for key, report in controller.reports.items()}
+        assert synced == dict.fromkeys(APPS, "Synced")
+
+        # When a pass goes over every app
+        controller.mark_all_due()
+        embedded_cluster.stats.reset()
+        reports = controller.reconcile_due()
+
+    # Then every app is passed over, each namespace listed once
+    assert sorted(report.key for report in reports) == sorted(APPS)
+    assert embedded_cluster.stats.count("list", "replicasets") == len(NAMESPACES)
+    # And when a namespace was listed, at most the one listed before it still had steps to run
+    assert list(controller.unfinished_at_list) == NAMESPACES
+    assert all(len(earlier) <= 1 for earlier in controller.unfinished_at_list.values())
