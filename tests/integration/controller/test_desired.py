@@ -189,13 +189,7 @@ def test_incremental_loads_equal_fresh_loads_through_duplicates_streams_and_inva
         reader.load(repo.poll().head)
         for message, change in _COMMITS:
             # When one commit changes, adds or removes some files
-            for path, content in change.items():
-                if content is None:
-                    git_remote.remove_file(path)
-                else:
-                    git_remote.write_file(path, content)
-            git_remote.commit_all(message)
-            git_remote.push()
+            git_remote.commit_and_push_changes(message, change)
             head = repo.poll().head
             # Then the reader's result from the tree diff equals a load from scratch
             assert reader.load(head) == DesiredStateReader(repo).load(head), message

@@ -222,13 +222,7 @@ def test_a_new_head_updates_apps_problems_and_orphans_and_makes_only_changed_app
         # Given the loop at the previous commit, with nothing due
         controller.due.clear()
         # When one commit changes these files, and the loop polls
-        for path, content in files.items():
-            if content is None:
-                git_remote.remove_file(path)
-            else:
-                git_remote.write_file(path, content)
-        git_remote.commit_all(subject)
-        git_remote.push()
+        git_remote.commit_and_push_changes(subject, files)
         assert controller.poll(), subject
         # Then it knows which apps git has, which are invalid or gone, and which to look at again
         names = (

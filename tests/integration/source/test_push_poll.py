@@ -150,12 +150,15 @@ def test_reading_a_pushed_commit_costs_one_process_and_lists_like_a_fresh_source
     old = config_repo.poll().head
     config_repo.list_files(old)
     # When a push changes one app, adds one, removes one and touches a README
-    many_apps_remote.remove_file("apps/app05.yaml")
-    many_apps_remote.write_files(
-        {"apps/app07.yaml": render_app("app07", "nginx:2"), "apps/new.yml": "x: 1\n", "README.md": "# hi\n"}
+    new = many_apps_remote.commit_and_push_changes(
+        "Mixed",
+        {
+            "apps/app05.yaml": None,
+            "apps/app07.yaml": render_app("app07", "nginx:2"),
+            "apps/new.yml": "x: 1\n",
+            "README.md": "# hi\n",
+        },
     )
-    new = many_apps_remote.commit_all("Mixed")
-    many_apps_remote.push()
     config_repo.poll(pushed=new)
     spent = git_spent(config_repo)
     changes = config_repo.changed_files(old, new)
