@@ -218,8 +218,11 @@ class Controller:
         changed, removed = _changed_apps(self.desired.apps if self.desired else (), desired.apps)
         changed = [app for app in changed if self._mine(app.key)]
         rendered: dict[str, list[str]] = defaultdict(list)
+        unreadable: dict[str, list[str]] = defaultdict(list)  # problems naming no app, by file
         for diagnostic in desired.diagnostics:
             rendered[diagnostic.app].append(diagnostic.render())
+            if not diagnostic.app:
+                unreadable[diagnostic.file].append(diagnostic.render())
         problems = {
             key: "; ".join(rendered[str(key)]) or "the manifest is invalid (see `gitdeploy validate`)"
             for key in desired.invalid_apps
@@ -239,11 +242,15 @@ class Controller:
             for key in set(problems) | set(self.problems):
                 self.due[key] = now
             # Gone: apps that left git, and invalid ones (kept at their last good manifest) that left
-            # too; an app that became invalid keeps its last good manifest.
+            # too. An app that became invalid keeps its last good manifest, also when its file no
+            # longer parses (it is still in git, but does not say which apps it holds).
             now_valid = {app.key for app in changed}
             for key in [*removed, *self.problems]:
                 if key in apps and key not in problems and key not in now_valid:
-                    self.orphans[key] = self._removal_note(apps.pop(key), head)
+                    if apps[key].location.file in unreadable:
+                        problems[key] = "; ".join(unreadable[apps[key].location.file])
+                    else:
+                        self.orphans[key] = self._removal_note(apps.pop(key), head)
                     self.due[key] = now
             self.apps = apps
             self.problems = problems

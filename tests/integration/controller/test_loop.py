@@ -209,6 +209,9 @@ _DESIRED_STEPS: list[tuple[str, dict[str, str | None], set[str], set[str], set[s
     ("remove api while invalid", {"apps/api.yaml": None}, {"web", "db"}, set(), {"api"}, {"api"}),
     ("break db", {"apps/db.yaml": _BROKEN_DB}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
     ("fix db", {"apps/db.yaml": deployment("db", "postgres:16")}, {"web", "db"}, set(), {"api"}, {"db"}),
+    ("db's YAML breaks: not gone", {"apps/db.yaml": "kind: ["}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
+    ("still broken", {"apps/db.yaml": "kind: [ ["}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
+    ("db's YAML fixed", {"apps/db.yaml": deployment("db")}, {"web", "db"}, set(), {"api"}, {"db"}),
     ("remove web", {"apps/web.yaml": None}, {"db"}, set(), {"api", "web"}, {"web"}),
     ("web again", {"apps/web.yaml": _WEB2}, {"db", "web"}, set(), {"api", "web"}, {"web"}),
 ]
