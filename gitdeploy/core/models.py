@@ -4,6 +4,10 @@ The manifests layer normalises both ``apps/v1 Deployment`` and OpenShift ``Deplo
 :class:`App`; everything after it works on this one model. The pod template is kept as canonical
 JSON (:class:`PodTemplate`), the single free-form part: gitdeploy acts on a few of its fields and
 passes the rest through untouched.
+
+``gitdeploy run`` keeps every app of the repo in memory (10,000 in the benchmarks), so records use
+``__slots__``, strings read from many templates are interned, and an app's manifest text shares
+its template's text (:func:`manifest_pieces`).
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ FieldPath = tuple[str | int, ...]
 _YAML_TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_YAML_TAG}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")}
 
+# Memory: keys and string values are interned (sys.intern), so a key or value repeated across
+# thousands of manifests ("app", "25%", label values) is one string wherever the parsed apps keep
+# it; an interned string is freed with its last user.
+
 # Speed (profiled: ruamel's resolver and tag objects were half of parsing). Implicitly resolved
 # nodes share one Tag object per tag, so the builder knows their kind by identity and reads the
 # tag text only for the rare explicit tag.
