@@ -403,9 +403,9 @@ def _loop(
     log.info("gitdeploy run: %s on %s, polling every %.1f s", source, where, interval)
     next_poll = 0.0
     while not stop.is_set():
+        wake.clear()  # a push, a watch's notice or a leadership change sets it: no waiting then
         now = time.monotonic()
-        if now >= next_poll or wake.is_set():
-            wake.clear()
+        if now >= next_poll or pushed:  # a watch's notice needs a pass, not a poll of git
             controller.poll(pushed.pop() if pushed else None)  # only this thread pops
             if controller.head is not None:
                 readiness.set_repo_read()
