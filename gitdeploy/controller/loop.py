@@ -4,9 +4,10 @@
   (blob-cached: one changed file is one parse), and only apps whose manifest changed become due.
   A poll with no new commit makes no API call and parses nothing.
 * :meth:`Controller.reconcile_due` takes every due app, lists each namespace involved once
-  (ReplicaSets, app records, and hook pods when an app there has hooks), and runs one step per app
-  on a bounded pool of workers. An app in rollout is due again after its step's requeue delay (with
-  jitter); a settled app only when its manifest changes, or at the periodic resync.
+  (ReplicaSets, app records, and hook pods when an app there has hooks), or, when few of a
+  namespace's apps are due (:func:`lists_per_app`), each of those apps' own objects, and runs one
+  step per app on a bounded pool of workers. An app in rollout is due again after its step's
+  requeue delay (with jitter); a settled app only when its manifest changes, or at the periodic resync.
 * Errors are data: a failing app backs off exponentially on its own; an invalid manifest makes
   only its apps ``InvalidManifest`` (they keep their last good revision, and a rollout in flight
   finishes with the last good manifest); an unreachable repo leaves everything as it is and
