@@ -603,6 +603,13 @@ class Controller:
             for key in self.apps:
                 self.due.setdefault(key, now)
 
+    def _unreadable_files(self) -> list[str]:
+        """Manifest files with a problem that names no app (YAML that does not parse, a document
+        without kind or name): any app could be in them."""
+        if self.desired is None:
+            return []
+        return sorted({d.file for d in self.desired.diagnostics if not d.app})
+
     def _handle_orphan(
         self, key: AppKey, replica_sets: list[ObservedReplicaSet], stored: StoredRecord | None
     ) -> AppReport | None:
@@ -610,7 +617,10 @@ class Controller:
         if stored is None and not any(rs.app == key.name for rs in replica_sets):
             self.orphans.pop(key, None)
             return None
-        if self.prune:
+        unreadable = self._unreadable_files()
+        if unreadable:  # a file that does not say which apps it holds may hold this one
+            note += f"; not pruned while {', '.join(unreadable)} cannot be read (see `gitdeploy validate`)"
+        elif self.prune:
             for rs in replica_sets:
                 if rs.app == key.name and rs.state.replicas:
                     self.cluster.scale_replica_set(key.namespace, rs.name, 0)
@@ -628,8 +638,7 @@ class Controller:
                 self.cluster.write_app_record(
                     key.namespace, key.name, updated.to_json(), stored.resource_version
                 )
-        report = AppReport(
-            key, Sync.ORPHANED, Health.HEALTHY, "Orphaned", f"{note}; prune is off", settled=True
-        )
+        why = "" if unreadable else "; prune is off"
+        report = AppReport(key, Sync.ORPHANED, Health.HEALTHY, "Orphaned", note + why, settled=True)
         self._remember(report, None)
         return report

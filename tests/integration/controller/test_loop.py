@@ -141,6 +141,30 @@ def test_one_invalid_app_does_not_stop_the_others(
     assert [rs.state.replicas for rs in adapter.list_replica_sets("shop", "api")] == [2]
 
 
+def test_after_a_restart_an_app_in_a_file_that_does_not_parse_is_not_pruned(
+    git_remote: GitRemote, controller: Controller, adapter: Cluster, fake_clock: FakeClock, tmp_path: Path
+) -> None:
+    git_remote.commit_and_push(
+        "two apps", {"apps/web.yaml": deployment("web"), "apps/api.yaml": deployment("api", "api:1")}
+    )
+    settle(controller, fake_clock)
+    # Given api's file stops parsing while gitdeploy is down, and it comes back with prune
+    git_remote.commit_and_push("break api", {"apps/api.yaml": "kind: Deployment\nmetadata: {name: api\n"})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "restarted") as repo:
+        restarted = Controller(repo, adapter, fake_clock, workers=2, prune=True)
+        reports = settle(restarted, fake_clock)
+    # Then api (in git, but in a file that says nothing) keeps running, and the report says why
+    api = reports[AppKey("shop", "api")]
+    assert api.sync == "Orphaned" and "not pruned while apps/api.yaml cannot be read" in api.message
+    assert [rs.state.replicas for rs in adapter.list_replica_sets("shop", "api")] == [2]
+    assert adapter.read_app_record("shop", "api") is not None
+    # And once the file parses again, api is an app like any other
+    git_remote.commit_and_push("fix api", {"apps/api.yaml": deployment("api", "api:1")})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "restarted") as repo:
+        reports = settle(Controller(repo, adapter, fake_clock, workers=2, prune=True), fake_clock)
+    assert reports[AppKey("shop", "api")].sync == "Synced"
+
+
 def test_a_new_app_that_is_invalid_from_the_start_is_reported(
     git_remote: GitRemote, controller: Controller, adapter: Cluster, fake_clock: FakeClock
 ) -> None:
