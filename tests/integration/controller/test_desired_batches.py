@@ -11,27 +11,13 @@ from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.manifests.loader import LoadResult, load_directory
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
-
-
-def _deployment(name: str, namespace: str, image: str = "nginx:1.25") -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: {namespace}}}
-spec:
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      containers: [{{name: main, image: "{image}"}}]
-"""
-
+from tests.fixtures.manifests import deployment
 
 FILES = {
-    **{f"apps/shop/app{i}.yaml": _deployment(f"app{i}", "shop") for i in range(7)},
-    "apps/shop/same.yaml": _deployment("app0", "other"),  # the same bytes as no other file
+    **{f"apps/shop/app{i}.yaml": deployment(f"app{i}", "shop") for i in range(7)},
+    "apps/shop/other.yaml": deployment("app0", "other"),  # the same name in another namespace
     "apps/broken.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: [x]}\n",
-    "apps/copy/app1.yaml": _deployment("app1", "shop"),  # a duplicate of app1: same blob, other path
+    "apps/copy/app1.yaml": deployment("app1", "shop"),  # a duplicate of app1: same blob, other path
 }
 
 
@@ -60,7 +46,7 @@ def test_reading_blobs_in_batches_changes_nothing_but_how_many_are_held(
         assert _facts(again.load(repo.poll().head)) == _facts(result)
         assert again.files_parsed == 0
 
-        git_remote.commit_and_push("Bump app5", {"apps/shop/app5.yaml": _deployment("app5", "shop", "x:2")})
+        git_remote.commit_and_push("Bump app5", {"apps/shop/app5.yaml": deployment("app5", "shop", "x:2")})
         bumped = reader.load(repo.poll().head)
         assert reader.files_parsed == len(FILES) + 1
         assert _facts(bumped) == _facts(load_directory(git_remote.work))

@@ -18,6 +18,8 @@ from gitdeploy.core.models import AppKey
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.loop import settle
+from tests.fixtures.manifests import deployment
 
 NAMESPACES = [f"team{i}" for i in range(5)]
 APPS = [AppKey(namespace, f"app{i}") for namespace in NAMESPACES for i in range(4)]
@@ -26,21 +28,6 @@ APPS = [AppKey(namespace, f"app{i}") for namespace in NAMESPACES for i in range(
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-def manifest(key: AppKey) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {key.name}, namespace: {key.namespace}}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: {key.name}}}}}
-  template:
-    metadata: {{labels: {{app: {key.name}}}}}
-    spec:
-      containers: [{{name: main, image: "nginx:1"}}]
-"""
 
 
 class PacedController(Controller):
@@ -76,17 +63,11 @@ def test_a_pass_lists_a_namespace_once_all_but_the_last_listed_are_done(
     tmp_path: Path,
 ) -> None:
     # Given 20 apps in 5 namespaces, deployed
-    git_remote.commit_and_push("apps", {f"apps/{k.namespace}/{k.name}.yaml": manifest(k) for k in APPS})
+    files = {f"apps/{key.namespace}/{key.name}.yaml": deployment(key.name, key.namespace) for key in APPS}
+    git_remote.commit_and_push("apps", files)
     with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
         controller = PacedController(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
-        controller.poll()
-        for _ in range(100):
-            controller.reconcile_due()
-            wait = controller.next_due_in()
-            if wait is None:
-                break
-            fake_clock.advance(min(max(wait, 0.5), 1.0))
-        synced = {key: report.sync for key, report in controller.reports.items()}
+        synced = {key: report.sync for key, report in settle(controller, fake_clock).items()}
         assert synced == dict.fromkeys(APPS, "Synced")
 
         # When a pass goes over every app
