@@ -170,6 +170,8 @@ class Controller:
         self._next_resync = 0.0
         self._progressed: set[AppKey] = set()
         """Apps whose ReplicaSets made progress while a pass over them was under way."""
+        self.watched: set[str] = set()
+        """Namespaces whose ReplicaSets a watch follows (see :mod:`gitdeploy.controller.watcher`)."""
         self._counted_apps: dict[AppKey, App] = {}
         self._apps_per_namespace: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -490,7 +492,11 @@ class Controller:
             )
 
         step = self.runner.run_step(
-            target, snapshot, stored, keep_note_current(amend, note, lambda s: verdict(s)[2])
+            target,
+            snapshot,
+            stored,
+            keep_note_current(amend, note, lambda s: verdict(s)[2]),
+            watched=app.key.namespace in self.watched,
         )
         sync, health, message = verdict(step)
         settled = step.requeue_after is None

@@ -132,11 +132,14 @@ class RolloutRunner:
         snapshot: Snapshot,
         stored: StoredRecord | None,
         amend: Callable[[Step, AppRecord], AppRecord] | None = None,
+        *,
+        watched: bool = False,
     ) -> Step:
         """Plan and execute one pass. ``amend`` may change the record to write (the loop adds its
-        sync status there, so that it costs no write of its own)."""
+        sync status there, so that it costs no write of its own); ``watched``: a watch of the
+        app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
         now = self.clock.now()
-        step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key))
+        step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
         record = step.record or snapshot.record
         if amend is not None and not step.create_record:
             record = amend(step, record)

@@ -89,10 +89,11 @@ def _follow_replica_sets(
     ReplicaSet, and changes in a gap between two watches, wake nothing: the step then comes at
     its requeue time."""
     while not stop.is_set():
+        controller.watched.add(namespace)
         try:
             for kind, rs in controller.cluster.watch_replica_sets(namespace, timeout_seconds=60):
                 if stop.is_set():
-                    return
+                    break
                 before = seen.pop(rs.name, None)
                 if kind == "DELETED":
                     continue
@@ -101,8 +102,10 @@ def _follow_replica_sets(
                 if progressed and controller.notice_progress(AppKey(rs.namespace, rs.app)):
                     on_notice()
         except GitdeployError as problem:
+            controller.watched.discard(namespace)  # steps requeue as if unwatched meanwhile
             log.debug("ReplicaSet watch restarts: %s", problem)
             stop.wait(1.0)
+    controller.watched.discard(namespace)
 
 
 __all__ = ["watch_records", "watch_rollouts"]

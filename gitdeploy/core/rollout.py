@@ -96,7 +96,10 @@ from gitdeploy.core.rolling import (
 from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 
 DEFAULT_REQUEUE_SECONDS = 1.0
-"""How soon to look again at a rollout that waits for pods (a watch would make this earlier)."""
+"""How soon to look again at a rollout that waits for pods."""
+WATCHED_REQUEUE_SECONDS = 5.0
+"""The same while a watch of the app's ReplicaSets wakes the loop when pods become ready: only a
+fallback for a change the watch missed (see ``plan_pass(watched=...)``)."""
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -308,6 +311,7 @@ class _Pass:
     snap: Snapshot
     now: float
     previous: DeploymentStatus | None
+    watched: bool = False
 
     def __post_init__(self) -> None:
         self.app = self.target.app
@@ -380,6 +384,13 @@ class _Pass:
         if self.app.kind is AppKind.DEPLOYMENT_CONFIG:
             return tuple(first) or plan_rolling_step(*bounds, self.new, self.old)
         return merge_passes(plan_rolling_passes(*bounds, self.new, self.old, first=first))
+
+    def rolling_intervals(self) -> tuple[float, float]:
+        """``(after a scale, while waiting)`` of a rolling update (see :func:`_intervals`), which
+        waits for ReplicaSet status only: while a watch tells the loop of it, they are fallbacks."""
+        if self.watched and self.app.kind is not AppKind.DEPLOYMENT_CONFIG:
+            return WATCHED_REQUEUE_SECONDS, WATCHED_REQUEUE_SECONDS
+        return _intervals(self.app)
 
     def annotate(self, name: str, *pairs: tuple[str, str]) -> None:
         self.patch(name, None, pairs)
@@ -550,7 +561,7 @@ class _Pass:
         requeue = 0.0  # hooks and Recreate go on at once
         if not staged:
             self.scale(self.resync())  # the first wave at once, not one scale per pass
-            requeue = _intervals(self.app)[0]
+            requeue = self.rolling_intervals()[0]
         cause = f" ({target.cause})" if target.cause != Cause.CONFIG_CHANGE.value else ""
         self.events.insert(
             0,
@@ -781,7 +792,7 @@ class _Pass:
         gate = self.hook_gate("pre", params.pre if params else None, status)
         if gate is not None:
             return gate
-        after_scale, waiting = _intervals(self.app)
+        after_scale, waiting = self.rolling_intervals()
         proportional: tuple[ScaleAction, ...] = ()
         if is_scaling_event(self.replicas, self.states):
             proportional = plan_proportional_scaling(
@@ -995,15 +1006,25 @@ def starts_rollout(template_hash: str, snap: Snapshot) -> bool:
     return new is None or new.revision < latest or new.revision == 0
 
 
-def plan_pass(target: Target, snap: Snapshot, now: float, previous: DeploymentStatus | None = None) -> Step:
+def plan_pass(
+    target: Target,
+    snap: Snapshot,
+    now: float,
+    previous: DeploymentStatus | None = None,
+    *,
+    watched: bool = False,
+) -> Step:
     """One pass for one app: what to do now to move it towards ``target``.
 
     ``previous`` is the status the last pass returned (kept in memory by the caller; ``None``
-    after a restart, when progress times are read from the cluster instead). A rollback pin the
-    target no longer honours (git moved on) is cleared in the record this step writes, and a
+    after a restart, when progress times are read from the cluster instead). ``watched``: the
+    caller watches the app's ReplicaSets and passes over it as soon as its pods change, so a
+    rolling update waiting for pods is looked at again after :data:`WATCHED_REQUEUE_SECONDS`
+    (the progress deadline still on time), not :data:`DEFAULT_REQUEUE_SECONDS`. A rollback pin
+    the target no longer honours (git moved on) is cleared in the record this step writes, and a
     served ``deploy --latest`` request too.
     """
-    step = _plan(target, snap, now, previous)
+    step = _plan(target, snap, now, previous, watched)
     if step.create_record:
         return step
     record = step.record or snap.record
@@ -1018,8 +1039,10 @@ def plan_pass(target: Target, snap: Snapshot, now: float, previous: DeploymentSt
     return step
 
 
-def _plan(target: Target, snap: Snapshot, now: float, previous: DeploymentStatus | None) -> Step:
-    run = _Pass(target, snap, now, previous)
+def _plan(
+    target: Target, snap: Snapshot, now: float, previous: DeploymentStatus | None, watched: bool
+) -> Step:
+    run = _Pass(target, snap, now, previous, watched)
     app = target.app
     if not snap.record_uid:
         # The record owns the ReplicaSets: create it before anything else.

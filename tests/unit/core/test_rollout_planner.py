@@ -808,6 +808,57 @@ def test_deployment_config_rolling_waits_its_update_period_and_interval() -> Non
     assert (waiting.actions, waiting.requeue_after) == ((), 2.0)
 
 
+# (what the step does, the app, the ReplicaSets, requeue unwatched, requeue while a watch of its
+# ReplicaSets wakes the loop): only a rolling update's wait for pods is the watch's to end; hook
+# pods, Recreate, a DeploymentConfig's own periods and the progress deadline keep their times
+HOOKED = Strategy(StrategyType.ROLLING_UPDATE, rolling=RollingParams(pre=HOOK_PRE))
+DC_ROLLING = Strategy(
+    StrategyType.ROLLING, rolling=RollingParams(interval_seconds=2, update_period_seconds=3)
+)
+WATCHED_CASES = [
+    ("starts", make_app(V2), (rs(V1, 1, 3),), 1.0, 5.0),
+    ("scales", make_app(V2), (rs(V1, 1, 3), rs(V2, 2, 1, phase="Running")), 1.0, 5.0),
+    ("waits for pods", make_app(V2), (rs(V1, 1, 2), rs(V2, 2, 2, 2, 1, phase="Running")), 1.0, 5.0),
+    (
+        "waits for pods, 2 s before the deadline",
+        make_app(V2, deadline=12),
+        (rs(V1, 1, 2, progressed_at=T0), rs(V2, 2, 2, 2, 1, phase="Running", progressed_at=T0)),
+        1.0,
+        2.0,
+    ),
+    ("starts a pre hook", make_app(V2, strategy=HOOKED), (rs(V1, 1, 3),), 0.0, 0.0),
+    (
+        "waits for old pods (Recreate)",
+        make_app(V2, strategy=RECREATE),
+        (rs(V1, 1, 0, 2), rs(V2, 2, 0, phase="Running")),
+        1.0,
+        1.0,
+    ),
+    (
+        "a DeploymentConfig waits",
+        make_app(V2, kind=AppKind.DEPLOYMENT_CONFIG, strategy=DC_ROLLING),
+        (rs(V1, 1, 3), rs(V2, 2, 1, 1, 0, phase="Running")),
+        2.0,
+        2.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("app", "replica_sets", "unwatched", "watched"),
+    [c[1:] for c in WATCHED_CASES],
+    ids=[c[0] for c in WATCHED_CASES],
+)
+def test_a_watched_rolling_update_waits_longer_for_pods(
+    app: App, replica_sets: tuple[ObservedReplicaSet, ...], unwatched: float, watched: float
+) -> None:
+    record = AppRecord(revisions=(entry(V1, 1),))
+    target, now = make_target(app), T0 + 10
+    for watching, requeue in ((False, unwatched), (True, watched)):
+        step = plan_pass(target, snap(*replica_sets, record=record), now, watched=watching)
+        assert step.requeue_after == requeue
+
+
 # -- the progress deadline ---------------------------------------------------------------------------
 
 
