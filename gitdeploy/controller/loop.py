@@ -434,6 +434,8 @@ class Controller:
         records: Mapping[str, StoredRecord],
     ) -> AppReport | None:
         stored = records.get(key.name)
+        if stored is not None:  # the record as this pass saw it is no news when a watch reports it
+            self.runner.record_versions[key] = stored.resource_version
         started = time.perf_counter()
         try:
             if key in self.orphans and key not in self.apps:

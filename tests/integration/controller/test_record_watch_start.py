@@ -35,9 +35,6 @@ def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
 
 
-@pytest.mark.xfail(
-    strict=True, reason="notice() takes the records the watch starts with for changes made elsewhere"
-)
 def test_the_records_a_watch_starts_with_make_no_app_due(
     git_remote: GitRemote, kube_client: Any, fake_clock: FakeClock, tmp_path: Path
 ) -> None:
