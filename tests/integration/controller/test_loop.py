@@ -11,12 +11,13 @@ import pytest
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.controller.loop import Controller
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import AppRecord, Outcome
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.loop import settle
 
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
 
@@ -53,19 +54,6 @@ def controller(
     git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
     with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
         yield Controller(repo, adapter, fake_clock, workers=2)
-
-
-def settle(controller: Controller, clock: FakeClock, limit: float = 600) -> dict[AppKey, AppReport]:
-    """Poll, then pass after pass until nothing is due; the clock follows the requeue delays."""
-    controller.poll()
-    start = clock.now()
-    while clock.now() - start < limit:
-        controller.reconcile_due()
-        wait = controller.next_due_in()
-        if wait is None:
-            return dict(controller.reports)
-        clock.advance(min(max(wait, 0.5), 1.0))
-    raise AssertionError(f"not settled: {controller.reports}")
 
 
 def record_of(adapter: Cluster, name: str) -> AppRecord:

@@ -17,6 +17,7 @@ from gitdeploy.core.records import AppRecord
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.loop import settle
 
 APPS = [f"app{i}" for i in range(8)]
 """Eight apps in one namespace: two due are read one by one (2 × 4 ≤ 8), three through the namespace."""
@@ -87,17 +88,6 @@ def controller(
         controller = Controller(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
         settle(controller, fake_clock)
         yield controller
-
-
-def settle(controller: Controller, clock: FakeClock) -> None:
-    controller.poll()
-    for _ in range(200):
-        controller.reconcile_due()
-        wait = controller.next_due_in()
-        if wait is None:
-            return
-        clock.advance(min(max(wait, 0.5), 1.0))
-    raise AssertionError(f"not settled: {controller.reports}")
 
 
 def first_pass_lists(
