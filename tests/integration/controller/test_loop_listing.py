@@ -18,6 +18,7 @@ from gitdeploy.localcluster import LocalCluster
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import settle
+from tests.fixtures.manifests import deployment
 
 APPS = [f"app{i}" for i in range(8)]
 """Eight apps in one namespace: two due are read one by one (2 × 4 ≤ 8), three through the namespace."""
@@ -60,18 +61,7 @@ spec:
     recreateParams:
       pre: {{failurePolicy: Ignore, execNewPod: {{containerName: main, command: [/bin/true]}}}}
 """
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: shop}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      containers: [{{name: main, image: "{image}"}}]
-"""
+    return deployment(name, "shop", image)
 
 
 @pytest.fixture(autouse=True)

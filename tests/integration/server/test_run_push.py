@@ -19,25 +19,11 @@ import pytest
 from gitdeploy.server.webhook import github_signature
 from tests.fixtures.cli import gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.manifests import deployment
 from tests.integration.server.scrape import Samples, parse, total
 
 SECRET = b"push-secret-4c9e1f"
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
-
-
-def deployment(name: str) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      containers: [{{name: main, image: "nginx:1.25"}}]
-"""
 
 
 def free_port() -> int:
@@ -128,7 +114,9 @@ def test_a_signed_push_fetches_at_once_and_metrics_and_a_dead_receiver_behave(
     git_remote: GitRemote, cluster: None, tmp_path: Path
 ) -> None:
     # Given `gitdeploy run` polling hourly, with the webhook, and notifications to a dead port
-    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web")})
+    git_remote.commit_and_push(
+        "Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web", "shop")}
+    )
     run = Running(git_remote, tmp_path, "--notify-url", f"http://127.0.0.1:{free_port()}/nobody-listens")
     metrics = run.metrics
     try:
@@ -140,7 +128,7 @@ def test_a_signed_push_fetches_at_once_and_metrics_and_a_dead_receiver_behave(
         polls_before = total(metrics(), "gitdeploy_source_poll_duration_seconds_count")
 
         # When a new app is pushed, and GitHub delivers the push (first badly signed, then right)
-        after = git_remote.commit_and_push("Add api", {"apps/api.yaml": deployment("api")})
+        after = git_remote.commit_and_push("Add api", {"apps/api.yaml": deployment("api", "shop")})
         unsigned = run.deliver(after, secret=None)
         forged = run.deliver(after, secret=b"not the secret")
         signed = run.deliver(after)
@@ -170,7 +158,7 @@ def test_a_push_is_fetched_without_ls_remote_a_replay_is_harmless_and_a_force_pu
 ) -> None:
     # Given `gitdeploy run` (git traced to a file) that deployed web
     initial = git_remote.commit_and_push(
-        "Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web")}
+        "Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web", "shop")}
     )
     trace = tmp_path / "git-trace.log"
     run = Running(git_remote, tmp_path, env={"GIT_TRACE": str(trace)})
@@ -192,7 +180,7 @@ def test_a_push_is_fetched_without_ls_remote_a_replay_is_harmless_and_a_force_pu
         ls_remotes, fetches, polled = git_ran("ls-remote"), git_ran("fetch"), polls()
 
         # When api is pushed and the push delivered
-        after = git_remote.commit_and_push("Add api", {"apps/api.yaml": deployment("api")})
+        after = git_remote.commit_and_push("Add api", {"apps/api.yaml": deployment("api", "shop")})
         assert run.deliver(after) == 200
         # Then api rolls out after one poll that fetched the branch, without an ls-remote first
         eventually(lambda: started() == 2, "api's rollout started")
@@ -208,7 +196,7 @@ def test_a_push_is_fetched_without_ls_remote_a_replay_is_harmless_and_a_force_pu
         # When main is force-pushed to a commit that replaces api by worker, and delivered
         git_remote.reset_hard(initial)
         replacement = git_remote.commit_files(
-            "Add worker instead", {"apps/worker.yaml": deployment("worker")}
+            "Add worker instead", {"apps/worker.yaml": deployment("worker", "shop")}
         )
         git_remote.push(force=True)
         assert run.deliver(replacement) == 200
