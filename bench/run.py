@@ -102,7 +102,19 @@ def spread(prefix: str, samples_ms: Sequence[float]) -> dict[str, float]:
 class PeakRss:
     exit_code: int
     peak_rss_mib: float
+    """The largest RSS of the process or any child it waited for (git), from ``wait4``."""
     seconds: float
+    own_peak_rss_mib: float | None = None
+    """The process's own peak (``VmHWM`` read from /proc while it ran; None where there is none)."""
+
+
+def _own_peak_mib(pid: int) -> float | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    except OSError:
+        return None
+    kib = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), None)
+    return int(kib) / 1024 if kib is not None else None
 
 
 def measure_peak_rss(
@@ -113,11 +125,13 @@ def measure_peak_rss(
     env: dict[str, str] | None = None,
     output: Path | None = None,
 ) -> PeakRss:
-    """Run ``command`` and return its peak resident set size (``ru_maxrss`` of that child, via wait4).
+    """Run ``command`` and return its peak resident set size: ``ru_maxrss`` via wait4, which on
+    Linux is the largest of the child and of every process it waited for (its git commands), and,
+    with ``run_for``, the child's own peak (``VmHWM``, read until it is signalled).
 
     With ``run_for``, a long-running command (``gitdeploy run``) gets SIGTERM after that many
-    seconds, or earlier once ``until()`` is true (SIGKILL 10 s later). The figure covers the
-    child only, not its own children. Its stdout and stderr go to ``output`` (else nowhere).
+    seconds, or earlier once ``until()`` is true (SIGKILL 10 s later). Its stdout and stderr go to
+    ``output`` (else nowhere).
     """
     started = time.perf_counter()
     with ExitStack() as stack:
@@ -125,12 +139,15 @@ def measure_peak_rss(
         process = subprocess.Popen(list(command), env=env, stdout=sink, stderr=sink)
     deadline = None if run_for is None else started + run_for
     signalled_at: float | None = None
+    own: float | None = None
     while True:
         pid, status, usage = os.wait4(process.pid, os.WNOHANG if deadline is not None else 0)
         if pid == process.pid:
             break
         now = time.perf_counter()
         stop = deadline is not None and (now >= deadline or (until is not None and until()))
+        if signalled_at is None:
+            own = _own_peak_mib(process.pid) or own
         if stop and signalled_at is None:
             os.kill(process.pid, signal.SIGTERM)
             signalled_at = now
@@ -140,7 +157,8 @@ def measure_peak_rss(
     process.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen consistent
     # ru_maxrss is in KiB on Linux (bytes on macOS).
     scale = 1 if sys.platform == "darwin" else 1024
-    return PeakRss(process.returncode, usage.ru_maxrss * scale / 2**20, time.perf_counter() - started)
+    peak = usage.ru_maxrss * scale / 2**20
+    return PeakRss(process.returncode, peak, time.perf_counter() - started, own)
 
 
 # -- the registry ---------------------------------------------------------------------------------
@@ -1008,8 +1026,9 @@ class Verdicts:
 def memory(bench: Bench) -> Measured:
     """A real ``gitdeploy run`` process (the installed command; ``--no-leader-elect``, so that no
     Lease is left in the cached cluster) against the cached cluster (two ReplicaSets per app),
-    until its first pass over every app is done (its log gave every app a verdict), then SIGTERM;
-    its peak RSS from wait4."""
+    until its first pass over every app is done (its log gave every app a verdict), then SIGTERM.
+    The target is judged on the peak from wait4, which includes the git commands it ran (in a pod
+    they count against its memory limit too); the process's own peak is printed next to it."""
     executable = Path(sys.executable).with_name("gitdeploy")
     with bench.running_cluster() as (cluster, facts):
         stats = timed_stats(cluster)
@@ -1026,6 +1045,7 @@ def memory(bench: Bench) -> Measured:
         listed = stats.count("list", "replicasets")
     figures = {
         "peak_rss_mib": round(peak.peak_rss_mib, 1),
+        "own_peak_rss_mib": round(peak.own_peak_rss_mib, 1) if peak.own_peak_rss_mib else None,
         "replica_sets": replica_sets,
         "apps_with_verdict": verdicts.count(),
         "replica_set_lists": listed,
@@ -1034,7 +1054,11 @@ def memory(bench: Bench) -> Measured:
         **facts,
     }
     ok = peak.peak_rss_mib <= 300 and verdicts.count() >= bench.apps and peak.exit_code == 0
-    summary = f"peak RSS {peak.peak_rss_mib:.0f} MiB ({bench.apps} apps, {replica_sets} ReplicaSets)"
+    own = f"{peak.own_peak_rss_mib:.0f} MiB" if peak.own_peak_rss_mib else "unknown"
+    summary = (
+        f"peak RSS {peak.peak_rss_mib:.0f} MiB with its git commands (the process itself: {own}); "
+        f"{bench.apps} apps, {replica_sets} ReplicaSets"
+    )
     return Measured(figures, ok, summary)
 
 

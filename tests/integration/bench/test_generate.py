@@ -105,3 +105,14 @@ def test_peak_rss_is_measured_for_the_child_process() -> None:
 
     assert peak.exit_code == 0
     assert 64 <= peak.peak_rss_mib < 1024
+
+
+def test_the_peak_covers_the_commands_the_process_ran_and_its_own_peak_is_apart() -> None:
+    grandchild = "block = bytearray(200 * 2**20); block[::4096] = b'x' * 51200"
+    child = "import subprocess, sys, time; "
+    child += f"subprocess.run([sys.executable, '-c', {grandchild!r}]); time.sleep(1)"
+    peak = measure_peak_rss([sys.executable, "-c", child], run_for=60)
+
+    assert peak.exit_code == 0
+    assert peak.peak_rss_mib >= 200  # wait4: the git commands of `gitdeploy run` count
+    assert peak.own_peak_rss_mib is not None and peak.own_peak_rss_mib < 100
