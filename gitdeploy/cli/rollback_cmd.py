@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import getpass
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.rollback import SkippedRollback
 from gitdeploy.core.templatediff import diff_templates
 from gitdeploy.errors import GitdeployError
+from gitdeploy.source.gitcmd import configured_author
 from gitdeploy.source.repo import ConfigRepo
 
 
@@ -118,18 +118,7 @@ def parse_author(text: str | None) -> Author:
         if not name.strip() or "@" not in email:
             raise click.BadParameter(f"{text!r} is not 'Name <email>'", param_hint="--author")
         return Author(name.strip(), email)
-    found = []
-    for key in ("user.name", "user.email"):
-        try:
-            done = subprocess.run(
-                ["git", "config", "--get", key], capture_output=True, text=True, check=False
-            )
-        except OSError:
-            break
-        found.append(done.stdout.strip() if done.returncode == 0 else "")
-    if len(found) == 2 and all(found):
-        return Author(found[0], found[1])
-    return Author("gitdeploy", "gitdeploy@localhost")
+    return configured_author() or Author("gitdeploy", "gitdeploy@localhost")
 
 
 def _git_revert(

@@ -27,6 +27,7 @@ from typing import BinaryIO
 import git
 from git.exc import GitCommandError, GitCommandNotFound, UnsafeOptionError, UnsafeProtocolError
 
+from gitdeploy.core.commits import Author
 from gitdeploy.errors import GitdeployError, PermanentError, TransientError
 
 #: Options git must never receive from a user-supplied value, per command (GitPython's lists).
@@ -315,3 +316,15 @@ def wrap_git_command_error(exc: GitCommandError, redact: Callable[[str], str]) -
     stderr = exc.stderr if isinstance(exc.stderr, str) else str(exc.stderr or "")
     status = exc.status if isinstance(exc.status, int) else -1
     return GitFailure(str(exc.command[0]) if exc.command else "git", status, redact(stderr))
+
+
+def configured_author() -> Author | None:
+    """The user's own git identity (``user.name``/``user.email`` as their git config gives it), or
+    None when either is unset or git is missing."""
+    found = []
+    for key in ("user.name", "user.email"):
+        try:
+            found.append(str(git.Git().config("--get", key)).strip())
+        except (GitCommandError, GitCommandNotFound):
+            return None
+    return Author(found[0], found[1]) if all(found) else None
