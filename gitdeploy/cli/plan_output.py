@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.text import Text
@@ -64,16 +64,7 @@ def summary_line(plan: Plan) -> str:
 
 
 def _diagnostic_json(d: Diagnostic) -> dict[str, Any]:
-    return {
-        "file": d.file,
-        "line": d.line,
-        "column": d.column,
-        "app": d.app,
-        "path": d.path,
-        "message": d.message,
-        "hint": d.hint,
-        "text": d.render(),
-    }
+    return {**asdict(d), "text": d.render()}
 
 
 def _commit_json(c: CommitInfo) -> dict[str, Any]:

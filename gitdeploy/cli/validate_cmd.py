@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +32,7 @@ def _load_path(path: Path) -> tuple[LoadResult, str]:
 
 
 def _diagnostic_json(d: Diagnostic, prefix: str) -> dict[str, Any]:
-    return {
-        "file": _display(prefix, d.file),
-        "line": d.line,
-        "column": d.column,
-        "app": d.app,
-        "path": d.path,
-        "message": d.message,
-        "hint": d.hint,
-    }
+    return {**asdict(d), "file": _display(prefix, d.file)}
 
 
 def render(result: LoadResult, prefix: str, output: str) -> None:
