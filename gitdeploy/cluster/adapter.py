@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError
@@ -313,12 +313,24 @@ class Cluster:
             call, kwargs["namespace"] = self.core.list_namespaced_config_map, namespace
         else:
             call = self.core.list_config_map_for_all_namespaces
-        with _translated("watch app records"):
-            for event in watch.Watch().stream(call, **kwargs):  # type: ignore[no-untyped-call]
-                raw = event.get("raw_object") or {}
-                if event.get("type") == "ERROR":
-                    raise TransientError(f"the watch of app records ended: {raw.get('message', raw)}")
-                yield str(event.get("type")), _record(raw)
+        for kind, raw in self._watch_json(call, "watch of app records", **kwargs):
+            yield kind, _record(raw)
+
+    def _watch_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
+        """``(event type, object as plain JSON)`` of one watch request, read without the client's
+        models, until the server ends it; an ``ERROR`` event (``410 Gone``) is a TransientError."""
+        with _translated(what):
+            response = call(watch=True, _preload_content=False, **kwargs)
+            try:
+                for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                    event = json.loads(line) if line.strip() else {}
+                    raw = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        raise TransientError(f"the {what} ended: {raw.get('message', raw)}")
+                    if raw:
+                        yield str(event.get("type")), raw
+            finally:
+                response.release_conn()
 
     # -- watching ReplicaSets (WAVES: wakes rollouts waiting for pods; see controller/watcher.py) --
 
@@ -327,30 +339,21 @@ class Cluster:
     ) -> Iterator[tuple[str, ObservedReplicaSet]]:
         """``(event type, ReplicaSet)`` for every change of a ReplicaSet gitdeploy manages in
         ``namespace`` from now on (never a dump of every ReplicaSet), until the server ends the
-        watch. Events are read as plain JSON, without the client's models."""
-        what = f"watch ReplicaSets in {namespace}"
+        watch."""
+        what = f"watch of ReplicaSets in {namespace}"
         with _translated(what):
             listed = self.apps.list_namespaced_replica_set(
                 namespace, label_selector=MANAGED_SELECTOR, limit=1, _preload_content=False
             )
-            response = self.apps.list_namespaced_replica_set(
-                namespace,
-                label_selector=MANAGED_SELECTOR,
-                resource_version=str(json.loads(listed.data)["metadata"]["resourceVersion"]),
-                timeout_seconds=timeout_seconds,
-                watch=True,
-                _preload_content=False,
-            )
-            try:
-                for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
-                    event = json.loads(line) if line.strip() else {}
-                    raw = event.get("object") or {}
-                    if event.get("type") == "ERROR":
-                        raise TransientError(f"the {what} ended: {raw.get('message', raw)}")
-                    if raw:
-                        yield str(event.get("type")), to_observed_replica_set(raw)
-            finally:
-                response.release_conn()
+        for kind, raw in self._watch_json(
+            self.apps.list_namespaced_replica_set,
+            what,
+            namespace=namespace,
+            label_selector=MANAGED_SELECTOR,
+            resource_version=str(json.loads(listed.data)["metadata"]["resourceVersion"]),
+            timeout_seconds=timeout_seconds,
+        ):
+            yield kind, to_observed_replica_set(raw)
 
     def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
         raw = self._read_config_map(namespace, record_name(app), f"read the record of {namespace}/{app}")
