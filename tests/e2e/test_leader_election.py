@@ -23,6 +23,7 @@ from gitdeploy.cluster.connection import connect
 from gitdeploy.core.lease import LeaseSpec
 from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.manifests import deployment
 
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
 LEASE_NAMESPACE, LEASE_NAME = "gitdeploy-system", "gitdeploy"
@@ -31,18 +32,7 @@ T = TypeVar("T")
 
 
 def web(image: str) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web}}
-spec:
-  replicas: 2
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers: [{{name: web, image: "{image}"}}]
-"""
+    return deployment("web", "shop", image, replicas=2)
 
 
 def eventually(probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:

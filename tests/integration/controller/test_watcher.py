@@ -24,6 +24,7 @@ from gitdeploy.core.models import AppKey
 from gitdeploy.localcluster import SimulationConfig
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.manifests import deployment
 
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
 WEB = AppKey("shop", "web")
@@ -31,18 +32,7 @@ READY_AFTER = 0.5
 
 
 def web(image: str) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web}}
-spec:
-  replicas: 8
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers: [{{name: main, image: "{image}"}}]
-"""
+    return deployment("web", "shop", image, replicas=8)
 
 
 @pytest.fixture(autouse=True)
