@@ -54,7 +54,7 @@ from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.hashing import canonical_template, template_hash
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
-from gitdeploy.localcluster import LocalCluster, SimulationConfig, ensure_running, stop
+from gitdeploy.localcluster import ClusterInfo, LocalCluster, SimulationConfig, ensure_running, stop
 from gitdeploy.localcluster.daemon import ssl_context
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import NAMESPACES, REPLICASETS
@@ -271,12 +271,13 @@ class TimedStats(RequestStats):
 
 
 class TimedController(Controller):
-    """The loop's controller, timing each app's step (snapshot, plan, writes) and each pass
-    (divided by its steps) for step-overhead."""
+    """The loop's controller, timing each app's step (snapshot, plan, writes; wall-clock time
+    and its thread's CPU time) and each pass (divided by its steps) for step-overhead."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.step_ms: list[float] = []
+        self.step_cpu_ms: list[float] = []
         self.pass_ms_per_step: list[float] = []
 
     def reconcile_due(self, only: Iterable[AppKey] | None = None) -> list[AppReport]:
@@ -293,11 +294,12 @@ class TimedController(Controller):
         pods: list[ObservedPod],
         records: Mapping[str, StoredRecord],
     ) -> AppReport | None:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             return super()._reconcile_one(key, replica_sets, pods, records)
         finally:
             self.step_ms.append(millis_since(started))
+            self.step_cpu_ms.append((time.thread_time() - cpu) * 1000)
 
 
 class LoopThread:
@@ -428,6 +430,109 @@ def empty_cluster(bench: Bench) -> Iterator[LocalCluster]:
     """An embedded cluster in process (plain HTTP) whose ``stats`` count every API request."""
     with LocalCluster(bench.work / "cluster" / str(time.monotonic_ns()), clock=SystemClock()) as cluster:
         yield cluster
+
+
+# -- the cluster in its own process (step-overhead, makespan) --------------------------------------
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class SentRequests:
+    """Notes when the controller sent each request (this process's ``perf_counter``, the method),
+    by standing in for the REST client of the official client's ``ApiClient``: every request,
+    watches included, goes through its ``request``."""
+
+    def __init__(self, api: Any) -> None:
+        self._rest = api.rest_client
+        self.sent: list[tuple[float, str]] = []
+        api.rest_client = self
+
+    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        self.sent.append((time.perf_counter(), method))
+        return self._rest.request(method, url, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rest, name)
+
+    def first_write(self, after: float) -> float:
+        return next(t for t, method in list(self.sent) if t > after and method in WRITE_METHODS)
+
+
+class OwnProcessCluster:
+    """A running embedded cluster daemon, as ``gitdeploy cluster up`` starts it (its own process,
+    HTTPS); its request counts come from ``/gitdeploy/v1/stats``."""
+
+    def __init__(self, info: ClusterInfo) -> None:
+        self.info = info
+
+    def api_client(self) -> Any:
+        return _daemon_client(self.info.state_dir, self.info.url)
+
+    def _stats(self, method: str, path: str) -> dict[str, Any]:
+        token = (self.info.state_dir / "token").read_text().strip()
+        request = urllib.request.Request(
+            self.info.url + path, method=method, headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request, context=ssl_context(self.info.state_dir)) as response:
+            body: dict[str, Any] = json.loads(response.read())
+        return body
+
+    def reset_stats(self) -> None:
+        self._stats("POST", "/gitdeploy/v1/stats/reset")
+
+    def cpu_seconds(self) -> tuple[float, float]:
+        """CPU time (user + system) used so far by this process (the controller) and by the daemon."""
+        fields = Path(f"/proc/{self.info.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        daemon = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return sum(os.times()[:2]), daemon
+
+    def requests(self) -> dict[str, int]:
+        """The requests since the last reset, by ``"verb resource"``."""
+        counts = self._stats("GET", "/gitdeploy/v1/stats")["requests"]
+        return {f"{c['verb']} {c['resource']}": int(c["count"]) for c in counts}
+
+
+@contextmanager
+def daemon_world(
+    bench: Bench, name: str, repo_url: str, pod_start_seconds: float, *, timed: bool = False
+) -> Iterator[tuple[Controller, OwnProcessCluster, SentRequests]]:
+    """The embedded cluster daemon of a fresh state dir (pods ready ``pod_start_seconds`` after
+    they start, on the system clock), and a controller (the loop's, or :class:`TimedController`)
+    reading the config repo at ``repo_url`` and talking to the daemon with the official client
+    over HTTPS. The daemon is stopped at the end, also on error."""
+    state_dir = bench.work / "cluster" / name
+    try:
+        info = ensure_running(state_dir, SimulationConfig(pod_start_seconds=pod_start_seconds))
+        with ConfigRepo(repo_url, ref="main", state_dir=bench.state_dir(name)) as source:
+            api = OwnProcessCluster(info).api_client()
+            sent = SentRequests(api)
+            kind = TimedController if timed else Controller
+            try:
+                yield kind(source, Cluster(api), SystemClock()), OwnProcessCluster(info), sent
+            finally:
+                api.close()
+    finally:
+        stop(state_dir)
+
+
+def roll_out(loop: LoopThread, keys: Collection[AppKey], what: str, timeout: float) -> None:
+    """Wait until the loop saw every app of ``keys`` Complete at a revision above the one it had
+    when this was called (none yet: any revision)."""
+    controller = loop.controller
+    before = {key: report.revision for key, report in list(controller.reports.items())}
+    done = threading.Event()
+
+    def check() -> None:
+        reports = [controller.reports.get(key) for key in keys]
+        if all(
+            r is not None and r.settled and r.phase == "Complete" and r.revision > before.get(r.key, 0)
+            for r in reports
+        ):
+            done.set()
+
+    loop.after_pass = check
+    if not done.wait(timeout):
+        raise RuntimeError(f"{what} did not complete within {timeout:.0f} s")
 
 
 # -- scenarios that run today ---------------------------------------------------------------------
@@ -845,40 +950,53 @@ def one_app_commit(bench: Bench) -> Measured:
 
 @scenario("step-overhead", target="100 apps rolling: controller time per step p50 ≤ 10 ms, p99 ≤ 50 ms")
 def step_overhead(bench: Bench) -> Measured:
-    """100 generated apps (fewer with a smaller --apps) roll to a new image at once, on a fake
-    clock shared with the cluster (pods are ready after 0.5 s of fake time). Each app's step is
-    timed in the loop (snapshot from the namespace lists, plan, writes and their HTTP round
-    trips to the in-process cluster), with the loop's 4 workers; ``per_step_of_pass`` is the pass
-    time divided by its steps."""
+    """100 generated apps (fewer with a smaller --apps) roll to a new image at once. The cluster
+    runs as users run it, in its own process over HTTPS (the daemon of ``gitdeploy cluster up``),
+    on the system clock: pods are ready 0.5 s after they start. The loop runs as ``gitdeploy
+    run`` does (:class:`LoopThread`, ReplicaSets watched, the loop's 4 workers). Each app's step
+    is timed in the loop (snapshot from the namespace lists, plan, writes and their HTTPS round
+    trips); ``per_step_of_pass`` is the pass time divided by its steps. The requests of the
+    rollout are counted by the cluster."""
     apps = min(100, bench.apps)
-    clock = FakeClock()
     generated = generate_repo(bench.work / "step-overhead-repo", apps, bench.seed)
-    config = SIMULATION
-    with (
-        LocalCluster(bench.work / "cluster" / "step-overhead", clock=clock, config=config) as cluster,
-        ConfigRepo(generated.url, ref="main", state_dir=bench.state_dir("step-overhead")) as source,
-    ):
-        api = api_client_for(cluster)
-        controller = TimedController(source, Cluster(api), clock)
-        settle(controller, clock)
-        controller.step_ms.clear()
-        controller.pass_ms_per_step.clear()
-        generated.commit_versions(2)
-        settle(controller, clock)
-        api.close()
+    keys = [AppKey(plan.namespace, plan.name) for plan in generated.apps]
+    ready_after = SIMULATION.pod_start_seconds
+    with daemon_world(bench, "step-overhead", generated.url, ready_after, timed=True) as world:
+        controller, cluster, _ = world
+        assert isinstance(controller, TimedController)
+        with LoopThread(controller, 0.2, watch_rollouts=True) as loop:
+            roll_out(loop, keys, "step-overhead: the first deploy", 600)
+            controller.step_ms.clear()
+            controller.step_cpu_ms.clear()
+            controller.pass_ms_per_step.clear()
+            cluster.reset_stats()
+            cpu_before = cluster.cpu_seconds()
+            generated.commit_versions(2)
+            roll_out(loop, keys, "step-overhead: the rollout", 600)
+            cpu = [after - before for after, before in zip(cluster.cpu_seconds(), cpu_before, strict=True)]
+        requests = cluster.requests()
     samples = controller.step_ms
+    writes = sum(n for kind, n in requests.items() if kind.split()[0] in WRITE_VERBS)
     figures: dict[str, Any] = {
         **spread("step_", samples),
+        **spread("step_cpu_", controller.step_cpu_ms),
         "steps": len(samples),
         "apps": apps,
         "per_step_of_pass_median_ms": round(statistics.median(controller.pass_ms_per_step), 2),
         "workers": controller.workers,
-        "clock": "fake",
+        "rollout_cpu_s": {"controller": round(cpu[0], 2), "cluster": round(cpu[1], 2)},
+        "requests_per_rollout": round(sum(requests.values()) / apps, 2),
+        "writes_per_rollout": round(writes / apps, 2),
+        "rollout_requests": requests,
+        "ready_after_s": ready_after,
+        "clock": "system",
+        "cluster": "own process, HTTPS",
     }
     ok = figures["step_median_ms"] <= 10 and figures["step_p99_ms"] <= 50
     summary = (
         f"{len(samples)} steps of {apps} apps: median {figures['step_median_ms']} ms, p99 "
-        f"{figures['step_p99_ms']} ms (pass time per step {figures['per_step_of_pass_median_ms']} ms)"
+        f"{figures['step_p99_ms']} ms (its CPU: median {figures['step_cpu_median_ms']} ms; pass time per "
+        f"step {figures['per_step_of_pass_median_ms']} ms)"
     )
     return Measured(figures, ok, summary)
 
@@ -886,45 +1004,39 @@ def step_overhead(bench: Bench) -> Measured:
 def _rollout_seconds(
     bench: Bench, name: str, apps: int, replicas: int, ready_after: float
 ) -> tuple[float, dict[str, int]]:
-    """Deploy ``apps`` apps, then roll them all to a new image with the loop on the system clock;
-    return the time from the first write of the rollout until the loop saw every app Complete,
-    and the requests of the rollout by ``verb resource``."""
+    """Deploy ``apps`` apps, then roll them all to a new image with the loop on the system clock
+    and the cluster in its own process; return the time from the controller sending the first
+    write of the rollout until the loop saw every app Complete, and the requests of the rollout
+    by ``verb resource`` (counted by the cluster)."""
     names = [f"app{i:04d}" for i in range(apps)]
-    with controller_world(bench, name, SystemClock(), ready_after) as (repo, controller, cluster):
-        stats = timed_stats(cluster)
+    keys = [AppKey("bench", n) for n in names]
+    repo = PlainRepo(bench.work / "plain" / name)
+    repo.commit({"README.md": "# bench\n"}, "start")
+    with daemon_world(bench, name, str(repo.root), ready_after) as (controller, cluster, sent):
         repo.apps_at(names, replicas, 1)
-        settled = threading.Event()
-
-        def check() -> None:
-            reports = [controller.reports.get(AppKey("bench", n)) for n in names]
-            if all(r is not None and r.settled and r.phase == "Complete" for r in reports):
-                settled.set()
-
         with LoopThread(controller, 0.2, watch_rollouts=True) as loop:
-            loop.after_pass = check
-            if not settled.wait(600):
-                raise RuntimeError(f"{name}: the first deploy did not complete")
-            settled.clear()
-            stats.reset()
+            roll_out(loop, keys, f"{name}: the first deploy", 600)
+            cluster.reset_stats()
             marked = time.perf_counter()
             repo.apps_at(names, replicas, 2)
-            if not settled.wait(1200):
-                raise RuntimeError(f"{name}: the rollout did not complete")
+            roll_out(loop, keys, f"{name}: the rollout", 1200)
             done = time.perf_counter()
-        first_write = next(t for t, verb, _ in stats.arrivals if t > marked and verb in WRITE_VERBS)
-        requests = {f"{verb} {resource}": n for (verb, resource), n in sorted(stats.snapshot().items())}
-    return done - first_write, requests
+        requests = cluster.requests()
+    return done - sent.first_write(marked), requests
 
 
 @scenario("makespan", target="rollout time ÷ (waves × R) ≤ 1.05 (1 app), ≤ 1.10 (1,000 apps)")
 def makespan(bench: Bench) -> Measured:
     """System clock: one app of 100 replicas, then 1,000 apps of 4 (fewer with a smaller --apps),
     rolling 25%/25% with pods ready R seconds after they start (the simulated kubelet). The lower
-    bound is waves × R, where a wave replaces at most maxSurge + maxUnavailable pods."""
+    bound is waves × R, where a wave replaces at most maxSurge + maxUnavailable pods. The cluster
+    runs as users run it, in its own process over HTTPS (the daemon of ``gitdeploy cluster up``);
+    the rollout time starts when the controller sends its first write. The requests of each
+    rollout (per app for the many) are counted by the cluster."""
     many = min(1000, bench.apps)
     one_r, many_r = 2.0, 5.0
-    one_s, _ = _rollout_seconds(bench, "makespan-one", 1, 100, one_r)
-    many_s, _ = _rollout_seconds(bench, "makespan-many", many, 4, many_r)
+    one_s, one_requests = _rollout_seconds(bench, "makespan-one", 1, 100, one_r)
+    many_s, many_requests = _rollout_seconds(bench, "makespan-many", many, 4, many_r)
     one_bound, many_bound = rolling_waves(100) * one_r, rolling_waves(4) * many_r
     figures: dict[str, Any] = {
         "one_app_s": round(one_s, 2),
@@ -935,7 +1047,10 @@ def makespan(bench: Bench) -> Measured:
         "many_apps_lower_bound_s": many_bound,
         "many_apps_ratio": round(many_s / many_bound, 3),
         "ready_after_s": {"one": one_r, "many": many_r},
+        "one_app_requests": one_requests,
+        "many_apps_requests_per_app": {kind: round(n / many, 2) for kind, n in many_requests.items()},
         "clock": "system",
+        "cluster": "own process, HTTPS",
     }
     ok = figures["one_app_ratio"] <= 1.05 and figures["many_apps_ratio"] <= 1.10
     summary = (
