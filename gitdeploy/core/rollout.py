@@ -89,7 +89,7 @@ from gitdeploy.core.retention import select_replica_sets_to_delete
 from gitdeploy.core.rolling import (
     Bound,
     merge_passes,
-    new_replica_set_replicas,
+    plan_new_replica_set_scale,
     plan_rolling_passes,
     plan_rolling_step,
 )
@@ -354,8 +354,21 @@ class _Pass:
     def patch(self, name: str, replicas: int | None, pairs: Sequence[tuple[str, str]]) -> None:
         """Write ``pairs`` (and ``replicas``) to ReplicaSet ``name``, one write per ReplicaSet and
         step: an annotation-only write planned earlier in the step joins this one, and annotations
-        join an earlier scale, which keeps its place (the order of scales keeps the pod bounds)."""
+        join an earlier scale, which keeps its place (the order of scales keeps the pod bounds).
+        A ReplicaSet this step creates is created with them: a scale moves its creation to the
+        scale's place, after the step's scale-downs."""
         for index, earlier in enumerate(self.actions):
+            if isinstance(earlier, CreateReplicaSet) and earlier.spec.name == name:
+                spec = earlier.spec
+                joined = tuple((dict(spec.annotations) | dict(pairs)).items())
+                if replicas is None:
+                    self.actions[index] = CreateReplicaSet(dataclasses.replace(spec, annotations=joined))
+                    return
+                del self.actions[index]
+                self.actions.append(
+                    CreateReplicaSet(dataclasses.replace(spec, replicas=replicas, annotations=joined))
+                )
+                return
             if not isinstance(earlier, PatchReplicaSet) or earlier.name != name:
                 continue
             joined = tuple((dict(earlier.annotations) | dict(pairs)).items())
@@ -380,10 +393,13 @@ class _Pass:
         one write per ReplicaSet (:func:`~gitdeploy.core.rolling.plan_rolling_passes`). A
         DeploymentConfig takes one pass per step: its ``updatePeriodSeconds`` paces the scales."""
         assert self.new is not None
-        bounds = (self.strategy, self.replicas, self.surge, self.unavailable)
         if self.app.kind is AppKind.DEPLOYMENT_CONFIG:
-            return tuple(first) or plan_rolling_step(*bounds, self.new, self.old)
-        return merge_passes(plan_rolling_passes(*bounds, self.new, self.old, first=first))
+            return tuple(first) or plan_rolling_step(*self.bounds(), self.new, self.old)
+        return merge_passes(plan_rolling_passes(*self.bounds(), self.new, self.old, first=first))
+
+    def bounds(self) -> tuple[str, int, Bound, Bound]:
+        """``(strategy, replicas, maxSurge, maxUnavailable)``, as the rolling math takes them."""
+        return self.strategy, self.replicas, self.surge, self.unavailable
 
     def rolling_intervals(self) -> tuple[float, float]:
         """``(after a scale, while waiting)`` of a rolling update (see :func:`_intervals`), which
@@ -523,30 +539,23 @@ class _Pass:
             or bool(self.app.strategy.hooks)
             or not (self.app.strategy.type.is_rolling)
         )
+        created = self.new is None
         if self.new is None:
-            initial = 0
-            if not staged:
-                initial = new_replica_set_replicas(
-                    self.strategy, self.replicas, self.surge, self.unavailable, 0, sum_replicas(self.old)
-                )
+            # Created empty here; the step's first scale of it (below) creates it with its pods.
             spec = ReplicaSetSpec(
                 namespace=self.app.namespace,
                 app=self.app.name,
                 template=target.template,
                 template_hash=target.template_hash,
                 selector_labels=self.app.selector.match_labels,
-                replicas=initial,
+                replicas=0,
                 annotations=(*annotations, *self.replica_annotations()),
                 owner_uid=self.snap.record_uid,
                 min_ready_seconds=self.app.min_ready_seconds,
             )
             self.actions.append(CreateReplicaSet(spec))
-            self.scaled.append(ScaleAction(spec.name, 0, initial))
             name = spec.name
-            self.states = [
-                *self.states,
-                ReplicaSetState(name, target.template_hash, revision, self.now, initial),
-            ]
+            self.states = [*self.states, ReplicaSetState(name, target.template_hash, revision, self.now)]
             self.new, self.old = split_replica_sets(self.states, target.template_hash)
         else:
             name = self.new.name
@@ -560,6 +569,11 @@ class _Pass:
             self.new, self.old = split_replica_sets(self.states, target.template_hash)
         requeue = 0.0  # hooks and Recreate go on at once
         if not staged:
+            assert self.new is not None
+            if created and self.app.kind is AppKind.DEPLOYMENT_CONFIG:
+                # A DeploymentConfig's step is one pass, besides the creation that sizes its ReplicaSet.
+                grown = plan_new_replica_set_scale(*self.bounds(), self.new, self.old)
+                self.scale([grown] if grown is not None else [])
             self.scale(self.resync())  # the first wave at once, not one scale per pass
             requeue = self.rolling_intervals()[0]
         cause = f" ({target.cause})" if target.cause != Cause.CONFIG_CHANGE.value else ""
@@ -582,7 +596,7 @@ class _Pass:
         status = record_new_replica_set(
             self.baseline(),
             name,
-            created=not any(rs.name == name for rs in self.snap.replica_sets),
+            created=created,
             progress_deadline_seconds=self.deadline_seconds(),
             now=self.now,
         )

@@ -60,6 +60,34 @@ def test_seed_002_walkthrough_scales_one_pod_at_a_time(world: World) -> None:
     }
 
 
+def test_each_step_writes_each_replica_set_once_creation_included(world: World) -> None:
+    # Given 8 replicas of nginx:1.14.2 running (maxSurge and maxUnavailable 25%: 2 and 2)
+    v1 = load_app(nginx(replicas=8))
+    world.roll(v1, commit("Deploy nginx", 1))
+
+    # When the image changes
+    v2 = load_app(nginx("nginx:1.16.1", replicas=8))
+    before = len(world.scaling_story(v2, v2.template_hash))
+    world.cluster.stats.reset()
+    world.roll(v2, commit("Bump nginx to 1.16.1", 2), check=world.invariants(v2))
+
+    # Then the old ReplicaSet first went to 6, and the new one was created with the 4 pods of the
+    # first wave (not with 2, then scaled to 4); each later step wrote each ReplicaSet once
+    story = world.scaling_story(v2, v2.template_hash)[before:]
+    assert story == ["old→6", "new→4", "old→2", "new→8", "old→0"]
+    writes = {
+        verb: world.cluster.stats.count(verb, "replicasets") for verb in ("create", "patch", "update")
+    }
+    # four scales, and the Complete phase on the new ReplicaSet
+    assert writes == {"create": 1, "patch": 5, "update": 0}
+    # and at every instant at least 6 pods were available and at most 10 existed
+    assert world.violations == []
+    assert world.replica_sets(v2) == {
+        f"nginx-deployment-{v1.template_hash}": 0,
+        f"nginx-deployment-{v2.template_hash}": 8,
+    }
+
+
 def failed(step: Step) -> bool:
     return step.phase == AppPhase.FAILED
 
