@@ -107,6 +107,8 @@ class Txn:
         self._conn = conn
         self._watch_history = watch_history
         self.writable = writable
+        #: resource key → the last ``resourceVersion`` this transaction gave one of its objects
+        self.touched: dict[str, int] = {}
 
     # -- resource versions ---------------------------------------------------------------------
 
@@ -206,6 +208,7 @@ class Txn:
             "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
             (rv, resource, namespace, event_type, body),
         )
+        self.touched[resource] = rv
         return obj
 
     def delete(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -225,6 +228,7 @@ class Txn:
             "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
             (rv, resource, namespace, "DELETED", dumps(obj)),
         )
+        self.touched[resource] = rv
         return obj
 
     # -- owner references ----------------------------------------------------------------------
@@ -296,8 +300,9 @@ class Store:
         self._pool_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._closed = False
-        #: Notified after every committed write of this process (watches wait on it).
-        self.changed = threading.Condition()
+        # notified after every committed write of this process (see wait_for_commit)
+        self._changed = threading.Condition()
+        self._committed: dict[str, int] = {}
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
             conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
@@ -341,14 +346,23 @@ class Store:
         """A read-modify-write transaction holding the database write lock from its start."""
         with self._write_lock, self._connection() as conn:
             self._begin_immediate(conn)
+            txn = Txn(conn, self.watch_history, writable=True)
             try:
-                yield Txn(conn, self.watch_history, writable=True)
+                yield txn
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-        with self.changed:
-            self.changed.notify_all()
+        if txn.touched:
+            with self._changed:
+                self._committed.update(txn.touched)
+                self._changed.notify_all()
+
+    def wait_for_commit(self, resource: str, after: int, timeout: float) -> None:
+        """Wait until this process commits a change to an object of ``resource`` with a
+        ``resourceVersion`` above ``after``, at most ``timeout`` seconds."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._committed.get(resource, 0) > after, timeout)
 
     @staticmethod
     def _begin_immediate(conn: sqlite3.Connection) -> None:

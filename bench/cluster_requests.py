@@ -1,0 +1,317 @@
+"""The embedded cluster's CPU per request, by request kind: ``python bench/cluster_requests.py``.
+
+Runs the cluster in a process of its own (as the daemon does; plain HTTP unless ``--tls``) with
+pods ready 0.2 s after they start on the system clock, keeps two watches open on it (the
+namespace's ReplicaSets and ConfigMaps, as ``gitdeploy run`` does), and replays through the
+official client what a rollout of ``--apps`` apps sends: app records created and replaced,
+ReplicaSets created and merge-patched (replicas and annotations, which makes the simulated
+ReplicaSet controller create and delete pods), events created, lists of the namespace and of one
+app. Each kind runs as its own phase; the cluster process's CPU time (``/proc``) over the phase,
+divided by the requests sent, is the figure printed. ``--profile FILE`` writes a cProfile of the
+cluster's request threads (``python -m pstats FILE``). Not a test; the figures depend on the
+machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import functools
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as ``python bench/cluster_requests.py``
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import urllib3
+from kubernetes import client
+
+from gitdeploy.localcluster import LocalCluster, SimulationConfig
+from gitdeploy.localcluster import server as localcluster_server
+
+NAMESPACE = "bench"
+APP_LABEL = "gitdeploy.io/app"
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def serve(state_dir: Path, profile: Path | None, tls: bool) -> None:
+    """The cluster process: serve until stdin closes, then write the merged profile."""
+    profiles: list[cProfile.Profile] = []
+    if profile is not None:
+        handle = localcluster_server._Handler.handle
+
+        def profiled(self: Any) -> None:
+            profiler = cProfile.Profile(time.thread_time)  # CPU, not waits
+            profiler.enable()
+            try:
+                handle(self)
+            finally:
+                profiler.disable()
+                profiles.append(profiler)
+
+        localcluster_server._Handler.handle = profiled  # type: ignore[method-assign]
+    cluster = LocalCluster(state_dir, config=SimulationConfig(pod_start_seconds=0.2), tls=tls).start()
+    print(
+        json.dumps({"url": cluster.url, "token": cluster.token, "ca": str(cluster.ca_path or "")}), flush=True
+    )
+    sys.stdin.read()
+    cluster.stop()
+    if profile is not None:
+        time.sleep(0.5)  # the request threads end once their connections are closed
+        stats = pstats.Stats(profiles[0])
+        for other in profiles[1:]:
+            stats.add(other)
+        stats.dump_stats(profile)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _template(app: str, image: str) -> dict[str, Any]:
+    env = [{"name": f"SETTING_{n}", "value": f"value-{n}-{app}"} for n in range(12)]
+    return {
+        "metadata": {"labels": {"app": app, APP_LABEL: app}, "annotations": {"team": "payments"}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": image,
+                    "env": env,
+                    "ports": [{"containerPort": 8080, "name": "http"}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                    "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}},
+                }
+            ]
+        },
+    }
+
+
+def _replica_set(app: str, owner_uid: str) -> dict[str, Any]:
+    labels = {"app": app, APP_LABEL: app, "app.kubernetes.io/managed-by": "gitdeploy"}
+    return {
+        "metadata": {
+            "name": f"{app}-5d8f7c9b6",
+            "labels": labels,
+            "annotations": {"gitdeploy.io/revision": "1", "gitdeploy.io/commit": "0" * 40},
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": f"gitdeploy.{app}",
+                    "uid": owner_uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "replicas": 1,
+            "minReadySeconds": 0,
+            "selector": {"matchLabels": {"app": app}},
+            "template": _template(app, "registry.local/shop/app:1.0"),
+        },
+    }
+
+
+def _record(app: str, revision: int, rv: str | None = None) -> dict[str, Any]:
+    log = [
+        {"revision": n, "commit": "0" * 40, "cause": "ConfigChange", "author": "a"} for n in range(revision)
+    ]
+    meta: dict[str, Any] = {
+        "name": f"gitdeploy.{app}",
+        "labels": {"gitdeploy.io/record": "true", APP_LABEL: app},
+    }
+    if rv is not None:
+        meta["resourceVersion"] = rv
+    return {"metadata": meta, "data": {"record": json.dumps({"revisions": log, "pad": "x" * 1500})}}
+
+
+class Driver:
+    """The client side: one official client, the phases, and the watches."""
+
+    def __init__(self, url: str, token: str, ca: str, apps: int, pid: int) -> None:
+        configuration = client.Configuration()
+        configuration.host = url
+        configuration.api_key = {"authorization": f"Bearer {token}"}
+        if ca:
+            configuration.ssl_ca_cert = ca
+        self.configuration = configuration
+        self.api = client.ApiClient(configuration)
+        self.core: Any = client.CoreV1Api(self.api)
+        self.apps_api: Any = client.AppsV1Api(self.api)
+        self.names = [f"app-{n:04d}" for n in range(apps)]
+        self.pid = pid
+        self.uids: dict[str, str] = {}
+        self.record_rvs: dict[str, str] = {}
+        self.watched = 0
+        self.results: list[dict[str, Any]] = []
+
+    def watch(self, call: Callable[..., Any]) -> None:
+        api = client.ApiClient(self.configuration)
+        response = call(api)(NAMESPACE, watch=True, _preload_content=False, timeout_seconds=3600)
+        with contextlib.suppress(urllib3.exceptions.HTTPError):  # the cluster stops at the end
+            for _line in response:
+                self.watched += 1
+
+    def phase(self, kind: str, requests: list[Callable[[], Any]]) -> None:
+        cpu, wall = _cpu_seconds(self.pid), time.perf_counter()
+        for request in requests:
+            request()
+        cpu, wall = _cpu_seconds(self.pid) - cpu, time.perf_counter() - wall
+        self.results.append(
+            {
+                "kind": kind,
+                "requests": len(requests),
+                "server_cpu_ms_per_request": round(1000 * cpu / len(requests), 3),
+                "wall_ms_per_request": round(1000 * wall / len(requests), 3),
+            }
+        )
+
+    def run(self) -> None:
+        core, apps = self.core, self.apps_api
+        core.create_namespace({"metadata": {"name": NAMESPACE}})
+        for call in (
+            lambda api: client.AppsV1Api(api).list_namespaced_replica_set,
+            lambda api: client.CoreV1Api(api).list_namespaced_config_map,
+        ):
+            threading.Thread(target=self.watch, args=(call,), daemon=True).start()
+        time.sleep(0.5)
+
+        def create_record(app: str) -> None:
+            raw = json.loads(
+                core.create_namespaced_config_map(NAMESPACE, _record(app, 1), _preload_content=False).data
+            )
+            self.uids[app] = raw["metadata"]["uid"]
+            self.record_rvs[app] = raw["metadata"]["resourceVersion"]
+
+        def replace_record(app: str, revision: int) -> None:
+            body = _record(app, revision, self.record_rvs[app])
+            response = core.replace_namespaced_config_map(
+                f"gitdeploy.{app}", NAMESPACE, body, _preload_content=False
+            )
+            self.record_rvs[app] = json.loads(response.data)["metadata"]["resourceVersion"]
+
+        def patch_rs(app: str, replicas: int, revision: int) -> None:
+            patch = {
+                "spec": {"replicas": replicas},
+                "metadata": {"annotations": {"gitdeploy.io/phase": f"Running{revision}"}},
+            }
+            apps.patch_namespaced_replica_set(
+                f"{app}-5d8f7c9b6",
+                NAMESPACE,
+                patch,
+                _preload_content=False,
+                _content_type="application/merge-patch+json",
+            )
+
+        def event(app: str) -> None:
+            body = {
+                "metadata": {"generateName": f"gitdeploy.{app}.", "namespace": NAMESPACE},
+                "involvedObject": {"kind": "ConfigMap", "name": f"gitdeploy.{app}", "namespace": NAMESPACE},
+                "reason": "RolloutStep",
+                "message": f"scaled {app}-5d8f7c9b6 to 2",
+                "type": "Normal",
+                "source": {"component": "gitdeploy"},
+                "count": 1,
+            }
+            core.create_namespaced_event(NAMESPACE, body, _preload_content=False)
+
+        def each(request: Callable[[str], Any]) -> list[Callable[[], Any]]:
+            return [functools.partial(request, app) for app in self.names]
+
+        self.phase("create configmap (app record)", each(create_record))
+        self.phase(
+            "create replicaset (1 pod)",
+            each(
+                lambda a: apps.create_namespaced_replica_set(
+                    NAMESPACE, _replica_set(a, self.uids[a]), _preload_content=False
+                )
+            ),
+        )
+        time.sleep(0.5)
+        self.phase("patch replicaset 1→2 (+1 pod)", each(lambda a: patch_rs(a, 2, 2)))
+        time.sleep(0.5)
+        self.phase("patch replicaset 2→1 (−1 pod)", each(lambda a: patch_rs(a, 1, 3)))
+        self.phase("patch replicaset annotations only", each(lambda a: patch_rs(a, 1, 4)))
+        self.phase("replace configmap (app record)", each(lambda a: replace_record(a, 3)))
+        self.phase("create event", each(event))
+        self.phase(
+            "get configmap",
+            each(
+                lambda a: core.read_namespaced_config_map(f"gitdeploy.{a}", NAMESPACE, _preload_content=False)
+            ),
+        )
+        self.phase(
+            "list replicasets of one app",
+            each(
+                lambda a: apps.list_namespaced_replica_set(
+                    NAMESPACE, label_selector=f"{APP_LABEL}={a}", _preload_content=False
+                )
+            ),
+        )
+        self.phase(
+            f"list replicasets of the namespace ({len(self.names)})",
+            [lambda: apps.list_namespaced_replica_set(NAMESPACE, _preload_content=False)] * 20,
+        )
+        cpu = _cpu_seconds(self.pid)
+        time.sleep(2.0)
+        self.results.append(
+            {
+                "kind": "idle, 2 watches open (CPU ms per s)",
+                "requests": 0,
+                "server_cpu_ms_per_request": round(1000 * (_cpu_seconds(self.pid) - cpu) / 2.0, 3),
+                "wall_ms_per_request": 0,
+            }
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--apps", type=int, default=300)
+    parser.add_argument("--profile", type=Path)
+    parser.add_argument("--tls", action="store_true")
+    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve is not None:
+        serve(args.serve, args.profile, args.tls)
+        return
+    with tempfile.TemporaryDirectory(prefix="cluster-requests-") as work:
+        command = [sys.executable, __file__, "--serve", work] + (["--tls"] if args.tls else [])
+        if args.profile is not None:
+            command += ["--profile", str(args.profile.resolve())]
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert process.stdin is not None and process.stdout is not None
+        facts = json.loads(process.stdout.readline())
+        driver = Driver(facts["url"], facts["token"], facts["ca"], args.apps, process.pid)
+        try:
+            driver.run()
+        finally:
+            process.stdin.close()
+            process.wait(timeout=60)
+    total = sum(r["requests"] for r in driver.results)
+    print(
+        json.dumps(
+            {"apps": args.apps, "requests": total, "watch_events": driver.watched, "kinds": driver.results}
+        )
+    )
+    width = max(len(r["kind"]) for r in driver.results)
+    print(f"{'request kind':{width}}  {'n':>5}  server CPU ms/req  wall ms/req")
+    for r in driver.results:
+        cpu, wall = r["server_cpu_ms_per_request"], r["wall_ms_per_request"]
+        print(f"{r['kind']:{width}}  {r['requests']:>5}  {cpu:>17.3f}  {wall:>11.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Watches over a change log that other resources' writes dominate, as in a rollout of many apps."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kubernetes import client as kubernetes_client
+from kubernetes import watch as kubernetes_watch
+
+from gitdeploy.localcluster import LocalCluster
+from gitdeploy.localcluster.resources import CONFIGMAPS, CORE_EVENTS
+
+client: Any = kubernetes_client
+watch: Any = kubernetes_watch
+NS = "default"
+
+
+def _event(index: int) -> dict[str, Any]:
+    return {"metadata": {"name": f"e-{index}"}, "involvedObject": {"kind": "ConfigMap", "name": "x"}}
+
+
+def _names(core: Any, start: str, count: int) -> list[str]:
+    names: list[str] = []
+    watcher = watch.Watch()
+    for event in watcher.stream(
+        core.list_namespaced_config_map, NS, resource_version=start, timeout_seconds=30
+    ):
+        names.append(event["object"].metadata.name)
+        if len(names) == count:
+            watcher.stop()
+    return names
+
+
+def test_a_watch_hears_every_change_of_its_resource_among_many_others(
+    embedded_cluster: LocalCluster, kube_client: Any
+) -> None:
+    """Given 3,000 changes, every other one a ConfigMap (more ConfigMaps than one read of the log
+    returns), when a ConfigMap watch replays them, then it yields every ConfigMap change in order."""
+    core = client.CoreV1Api(kube_client)
+    start = core.list_namespaced_config_map(NS).metadata.resource_version
+    expected = []
+    for index in range(3_000):
+        if index % 2 == 0:
+            embedded_cluster.registry.create(CONFIGMAPS, NS, {"metadata": {"name": f"cm-{index}"}})
+            expected.append(f"cm-{index}")
+        else:
+            embedded_cluster.registry.create(CORE_EVENTS, NS, _event(index))
+    assert _names(core, start, len(expected)) == expected
+
+
+def test_a_waiting_watch_hears_a_change_after_many_of_other_resources(
+    embedded_cluster: LocalCluster, kube_client: Any
+) -> None:
+    """Given a ConfigMap watch that is open, when 1,500 events and then one ConfigMap are
+    written, then the watch yields that ConfigMap."""
+    core = client.CoreV1Api(kube_client)
+    start = core.list_namespaced_config_map(NS).metadata.resource_version
+    heard: list[str] = []
+    listener = threading.Thread(target=lambda: heard.extend(_names(core, start, 1)))
+    listener.start()
+    for index in range(1_500):
+        embedded_cluster.registry.create(CORE_EVENTS, NS, _event(index))
+    embedded_cluster.registry.create(CONFIGMAPS, NS, {"metadata": {"name": "second"}})
+    listener.join(timeout=30)
+    assert heard == ["second"]
