@@ -102,10 +102,10 @@ def spread(prefix: str, samples_ms: Sequence[float]) -> dict[str, float]:
 class PeakRss:
     exit_code: int
     peak_rss_mib: float
-    """The largest RSS of the process or any child it waited for (git), from ``wait4``."""
+    """The largest RSS of the command or of any process it waited for (git), from ``wait4``."""
     seconds: float
     own_peak_rss_mib: float | None = None
-    """The process's own peak (``VmHWM`` read from /proc while it ran; None where there is none)."""
+    """The command's own peak (``VmHWM`` read from /proc while it ran; None where there is none)."""
 
 
 def _own_peak_mib(pid: int) -> float | None:
@@ -117,6 +117,29 @@ def _own_peak_mib(pid: int) -> float | None:
     return int(kib) / 1024 if kib is not None else None
 
 
+_LAUNCHER = """\
+import os, sys
+report = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.close(report)
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+os.write(report, b"%d\\n" % pid)
+_, status, usage = os.wait4(pid, 0)
+os.write(report, b"%d %d\\n" % (status, usage.ru_maxrss))
+"""
+"""Starts a command and reports its pid, then its wait status and ``ru_maxrss``, on a pipe.
+
+On Linux, ``exec`` keeps the high-water mark of the memory image it replaces in the process's
+``ru_maxrss``, and a child made by fork or vfork starts in its parent's image: a command this
+process started itself would report at least this process's peak. bench/run.py holds several
+hundred MiB late in a full run (the 673 and 707 MiB "of gitdeploy run", whose own peak was
+249 MiB), so a fresh small interpreter forks the command instead."""
+
+
 def measure_peak_rss(
     command: Sequence[str],
     *,
@@ -126,39 +149,47 @@ def measure_peak_rss(
     output: Path | None = None,
 ) -> PeakRss:
     """Run ``command`` and return its peak resident set size: ``ru_maxrss`` via wait4, which on
-    Linux is the largest of the child and of every process it waited for (its git commands), and,
-    with ``run_for``, the child's own peak (``VmHWM``, read until it is signalled).
+    Linux is the largest of the command and of every process it waited for (its git commands),
+    not counting this process (see :data:`_LAUNCHER`), and the command's own peak (``VmHWM``,
+    read until it is signalled).
 
     With ``run_for``, a long-running command (``gitdeploy run``) gets SIGTERM after that many
     seconds, or earlier once ``until()`` is true (SIGKILL 10 s later). Its stdout and stderr go to
     ``output`` (else nowhere).
     """
     started = time.perf_counter()
+    read_end, write_end = os.pipe()
     with ExitStack() as stack:
         sink = stack.enter_context(output.open("wb")) if output is not None else subprocess.DEVNULL
-        process = subprocess.Popen(list(command), env=env, stdout=sink, stderr=sink)
+        launcher = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(write_end), *command],
+            env=env,
+            stdout=sink,
+            stderr=sink,
+            pass_fds=(write_end,),
+        )
+    os.close(write_end)
     deadline = None if run_for is None else started + run_for
     signalled_at: float | None = None
     own: float | None = None
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG if deadline is not None else 0)
-        if pid == process.pid:
-            break
-        now = time.perf_counter()
-        stop = deadline is not None and (now >= deadline or (until is not None and until()))
-        if signalled_at is None:
-            own = _own_peak_mib(process.pid) or own
-        if stop and signalled_at is None:
-            os.kill(process.pid, signal.SIGTERM)
-            signalled_at = now
-        elif signalled_at is not None and now - signalled_at > 10:
-            os.kill(process.pid, signal.SIGKILL)
-        time.sleep(0.05)
-    process.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen consistent
+    with os.fdopen(read_end, "rb") as report:
+        pid = int(report.readline())
+        while launcher.poll() is None:
+            now = time.perf_counter()
+            stop = deadline is not None and (now >= deadline or (until is not None and until()))
+            if signalled_at is None:
+                own = _own_peak_mib(pid) or own
+            if stop and signalled_at is None:
+                os.kill(pid, signal.SIGTERM)
+                signalled_at = now
+            elif signalled_at is not None and now - signalled_at > 10:
+                os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
+        status, max_rss = (int(field) for field in report.readline().split())
     # ru_maxrss is in KiB on Linux (bytes on macOS).
     scale = 1 if sys.platform == "darwin" else 1024
-    peak = usage.ru_maxrss * scale / 2**20
-    return PeakRss(process.returncode, peak, time.perf_counter() - started, own)
+    peak = max_rss * scale / 2**20
+    return PeakRss(os.waitstatus_to_exitcode(status), peak, time.perf_counter() - started, own)
 
 
 # -- the registry ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -116,3 +117,25 @@ def test_the_peak_covers_the_commands_the_process_ran_and_its_own_peak_is_apart(
     assert peak.exit_code == 0
     assert peak.peak_rss_mib >= 200  # wait4: the git commands of `gitdeploy run` count
     assert peak.own_peak_rss_mib is not None and peak.own_peak_rss_mib < 100
+
+
+def test_the_peak_leaves_out_the_memory_of_the_process_that_measures() -> None:
+    # bench/run.py grows to several hundred MiB over a full run; on Linux a command it started
+    # itself would report that size as its own ru_maxrss (exec keeps the caller's high-water mark).
+    measuring = "import sys; from bench.run import measure_peak_rss; "
+    measuring += "block = bytearray(300 * 2**20); block[::4096] = b'x' * 76800; "
+    measuring += "print(measure_peak_rss([sys.executable, '-c', 'pass']).peak_rss_mib)"
+    out = subprocess.run(
+        [sys.executable, "-c", measuring], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout
+
+    assert 0 < float(out) < 100
+
+
+def test_a_long_running_command_itself_gets_the_stop_signal() -> None:
+    peak = measure_peak_rss(
+        [sys.executable, "-c", "import time; time.sleep(60)"], run_for=60, until=lambda: True
+    )
+
+    assert peak.exit_code == -signal.SIGTERM
+    assert peak.own_peak_rss_mib is not None and peak.own_peak_rss_mib > 0
