@@ -512,10 +512,13 @@ class OwnProcessCluster:
         self._stats("POST", "/gitdeploy/v1/stats/reset")
 
     def cpu_seconds(self) -> dict[str, float]:
-        """CPU time (user + system) used so far by this process (the controller) and by the daemon."""
+        """CPU time (user + system) used so far by this process (the controller), by the git
+        commands it ran (its children that ended) and by the daemon."""
         fields = Path(f"/proc/{self.info.pid}/stat").read_text().rsplit(")", 1)[1].split()
         daemon = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        return {"controller": sum(os.times()[:2]), "cluster": daemon}
+        own = os.times()
+        children = own.children_user + own.children_system
+        return {"controller": own.user + own.system, "git": children, "cluster": daemon}
 
     @contextmanager
     def cpu_used(self) -> Iterator[dict[str, float]]:
