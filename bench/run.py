@@ -429,10 +429,10 @@ class PlainRepo:
 
 @contextmanager
 def controller_world(
-    bench: Bench, name: str, clock: Clock, pod_start_seconds: float, *, timed: bool = False
+    bench: Bench, name: str, clock: Clock, pod_start_seconds: float
 ) -> Iterator[tuple[PlainRepo, Controller, LocalCluster]]:
-    """A plain config repo, an embedded cluster in process on ``clock`` with timed stats, and a
-    controller (the loop's, or :class:`TimedController`) reading one from the other."""
+    """A plain config repo, an embedded cluster in process on ``clock`` with timed stats, and the
+    loop's controller reading one from the other."""
     repo = PlainRepo(bench.work / "plain" / name)
     repo.commit({"README.md": "# bench\n"}, "start")
     config = SimulationConfig(pod_start_seconds=pod_start_seconds)
@@ -443,9 +443,8 @@ def controller_world(
     ):
         cluster.stats = TimedStats()
         api = api_client_for(cluster)
-        kind = TimedController if timed else Controller
         try:
-            yield repo, kind(source, Cluster(api), clock), cluster
+            yield repo, Controller(source, Cluster(api), clock), cluster
         finally:
             api.close()
 
