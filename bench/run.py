@@ -47,6 +47,7 @@ from bench.clusterstate import SIMULATION, api_client_for, settle
 from bench.generate import GeneratedRepo, generate_repo
 from gitdeploy.clock import Clock, FakeClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.cluster.connection import connect
 from gitdeploy.controller import watcher
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.controller.loop import AppReport, Controller
@@ -495,9 +496,6 @@ class OwnProcessCluster:
     def __init__(self, info: ClusterInfo) -> None:
         self.info = info
 
-    def api_client(self) -> Any:
-        return _daemon_client(self.info.state_dir, self.info.url)
-
     def _stats(self, method: str, path: str) -> dict[str, Any]:
         token = (self.info.state_dir / "token").read_text().strip()
         request = urllib.request.Request(
@@ -538,17 +536,20 @@ def daemon_world(
 ) -> Iterator[tuple[Controller, OwnProcessCluster, SentRequests]]:
     """The embedded cluster daemon of a fresh state dir (pods ready ``pod_start_seconds`` after
     they start, on the system clock), and a controller (the loop's, or :class:`TimedController`)
-    reading the config repo at ``repo_url`` and talking to the daemon with the official client
-    over HTTPS. The daemon is stopped at the end, also on error."""
+    reading the config repo at ``repo_url`` and connected to the daemon through its kubeconfig as
+    ``gitdeploy run`` is (the official client, HTTPS). The daemon is stopped at the end, also on
+    error."""
     state_dir = bench.work / "cluster" / name
     try:
         info = ensure_running(state_dir, SimulationConfig(pod_start_seconds=pod_start_seconds))
         with ConfigRepo(repo_url, ref="main", state_dir=bench.state_dir(name)) as source:
-            api = OwnProcessCluster(info).api_client()
+            connection = connect(info.kubeconfig)
+            api: Any = connection.api
             sent = SentRequests(api)
             kind = TimedController if timed else Controller
             try:
-                yield kind(source, Cluster(api), SystemClock()), OwnProcessCluster(info), sent
+                cluster = Cluster(api, connection.description)
+                yield kind(source, cluster, SystemClock()), OwnProcessCluster(info), sent
             finally:
                 api.close()
     finally:
