@@ -9,7 +9,6 @@ same transaction as the write that triggered them.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import uuid
@@ -148,7 +147,7 @@ class Registry:
     def materialise(self, now: float | None = None) -> int:
         """Apply every simulation transition due by ``now``; returns how many timers fired."""
         at = self.clock.now() if now is None else now
-        with self.store.read() as txn:
+        with self.store.read(snapshot=False) as txn:
             due = txn.next_due()
         if due is None or due > at:
             return 0
@@ -160,7 +159,7 @@ class Registry:
 
     def next_transition_in(self) -> float | None:
         """Seconds until the next simulation transition is due by the clock; None when none is pending."""
-        with self.store.read() as txn:
+        with self.store.read(snapshot=False) as txn:
             due = txn.next_due()
         return None if due is None else due - self.clock.now()
 
@@ -174,7 +173,7 @@ class Registry:
         if pod is None or pod["metadata"]["uid"] != timer.uid:
             return
         pod["status"] = simulation.pod_transition(pod, timer.action, timer.due, self.config)
-        txn.put(PODS.key, pod, "MODIFIED")
+        txn.put(PODS.key, pod, "MODIFIED", owners_changed=False)
         self._after_write(txn, PODS, pod, now)
         if timer.action == simulation.STOP and pod["status"].get("phase") == "Succeeded":
             self._act_as_custom_deployer(txn, pod, now)
@@ -208,7 +207,7 @@ class Registry:
     # -- reads -----------------------------------------------------------------------------------
 
     def get(self, resource: ResourceType, namespace: str, name: str) -> dict[str, Any]:
-        with self.store.read() as txn:
+        with self.store.read(snapshot=False) as txn:
             obj = txn.get(resource.key, namespace, name)
         if obj is None:
             raise ApiError.not_found(resource.qualified, name)
@@ -282,7 +281,8 @@ class Registry:
         now = self.clock.now()
         with self.store.write() as txn:
             current = self._current(txn, resource, namespace, name)
-            base = self._scale_of(current) if subresource == "scale" else copy.deepcopy(current)
+            # the patch functions never change their input: the stored object is the base as it is
+            base = self._scale_of(current) if subresource == "scale" else current
             try:
                 patched = apply_patch(content_type, base, body)
             except PatchError as problem:
@@ -346,7 +346,9 @@ class Registry:
         return body
 
     def _body_object(self, resource: ResourceType, body: Any) -> dict[str, Any]:
-        obj = copy.deepcopy(self._plain(body))
+        """The request body as the object to store: it is changed in place (bodies are decoded
+        for each request, and callers in process give theirs up)."""
+        obj = self._plain(body)
         if obj.get("kind") not in (None, "", resource.kind):
             raise ApiError.bad_request(f"expected kind {resource.kind}, got {obj.get('kind')}")
         obj["kind"] = resource.kind
@@ -406,7 +408,8 @@ class Registry:
                 txn.add_timer(Timer(due, PODS.key, namespace, name, meta["uid"], action))
         txn.put(resource.key, obj, "ADDED")
         if reconcile:
-            self._after_write(txn, resource, obj, now)
+            # the answer is the object as created; reconciliation writes its own versions
+            self._after_write(txn, resource, {**obj, "metadata": dict(meta)}, now)
         return obj
 
     def _update(
@@ -423,6 +426,8 @@ class Registry:
         new_meta = new.setdefault("metadata", {})
         if not isinstance(new_meta, dict):
             raise ApiError.bad_request("metadata must be an object")
+        # changed below: never the stored object's own (a patch shares what it leaves as it was)
+        new["metadata"] = new_meta = dict(new_meta)
         if new_meta.get("name") not in (None, name):
             raise ApiError.bad_request(
                 f"the name of the object ({new_meta.get('name')}) does not match the name on the URL ({name})"
@@ -431,18 +436,15 @@ class Registry:
         if wanted_rv and str(wanted_rv) != old_meta["resourceVersion"]:
             raise ApiError.conflict(resource.qualified, name)
         if subresource == "status":
-            merged = copy.deepcopy(current)
-            merged["status"] = new.get("status")
-            new = merged
+            new = {**current, "metadata": dict(old_meta), "status": new.get("status")}
         else:
             new["kind"] = resource.kind
             new["apiVersion"] = resource.api_version
             if resource.has_status:
                 if "status" in current:
-                    new["status"] = copy.deepcopy(current["status"])
+                    new["status"] = current["status"]
                 else:
                     new.pop("status", None)
-            new_meta = new["metadata"]
             for immutable in (
                 "uid",
                 "creationTimestamp",
@@ -460,12 +462,13 @@ class Registry:
                 new_meta["generation"] = int(old_meta["generation"]) + 1
             validate(resource, new)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        refs = new["metadata"].get("ownerReferences")
         if new == current:
             return current
-        txn.put(resource.key, new, "MODIFIED")
+        txn.put(resource.key, new, "MODIFIED", owners_changed=refs != old_meta.get("ownerReferences"))
+        # reconciliation may change it again (status): the answer is the object as stored last
         self._after_write(txn, resource, new, now)
-        # Reconciliation may have changed the object again (status): answer with the stored state.
-        return txn.get(resource.key, old_meta.get("namespace", ""), name) or new
+        return new
 
     def _apply_scale(
         self, txn: Txn, current: dict[str, Any], scale: dict[str, Any], now: float
@@ -484,9 +487,11 @@ class Registry:
                 current["metadata"]["name"],
                 [("spec.replicas", "must be greater than or equal to 0")],
             )
-        new = copy.deepcopy(current)
-        new.setdefault("spec", {})["replicas"] = replicas
-        new["metadata"].pop("resourceVersion", None)
+        new = {
+            **current,
+            "metadata": {k: v for k, v in current["metadata"].items() if k != "resourceVersion"},
+            "spec": {**(current.get("spec") or {}), "replicas": replicas},
+        }
         updated = self._update(txn, REPLICASETS, current, new, "", now)
         return self._scale_of(updated)
 
@@ -531,9 +536,7 @@ class Registry:
     def _after_write(self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
         """Run the ReplicaSet controller for the ReplicaSet this write concerns."""
         if resource is REPLICASETS:
-            current = txn.get(REPLICASETS.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-            if current is not None:
-                self._reconcile_replicaset(txn, current, now)
+            self._reconcile_replicaset(txn, obj, now)
         elif resource is PODS:
             for ref in obj["metadata"].get("ownerReferences") or []:
                 if ref.get("controller") and ref.get("kind") == "ReplicaSet":
@@ -561,7 +564,7 @@ class Registry:
             )
         if plan.status != replicaset.get("status"):
             replicaset["status"] = plan.status
-            txn.put(REPLICASETS.key, replicaset, "MODIFIED")
+            txn.put(REPLICASETS.key, replicaset, "MODIFIED", owners_changed=False)
         if plan.recheck_at is not None:
             txn.add_timer(
                 Timer(

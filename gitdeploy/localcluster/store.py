@@ -109,10 +109,14 @@ class Txn:
         self.writable = writable
         #: resource key → the last ``resourceVersion`` this transaction gave one of its objects
         self.touched: dict[str, int] = {}
+        # a write transaction counts versions here and stores the last one once, at its end
+        self._rv: int | None = None
 
     # -- resource versions ---------------------------------------------------------------------
 
     def current_rv(self) -> int:
+        if self._rv is not None:
+            return self._rv
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
         return int(row[0])
 
@@ -121,15 +125,17 @@ class Txn:
         return int(row[0])
 
     def _next_rv(self) -> int:
-        row = self._conn.execute(
-            "UPDATE meta SET value = value + 1 WHERE key = 'rv' RETURNING value"
-        ).fetchone()
-        rv = int(row[0])
+        rv = self._rv = self.current_rv() + 1
         if rv % _COMPACT_EVERY == 0 and rv > self._watch_history:
             floor = rv - self._watch_history
             self._conn.execute("DELETE FROM changes WHERE rv <= ?", (floor,))
             self._conn.execute("UPDATE meta SET value = MAX(value, ?) WHERE key = 'compacted'", (floor,))
         return rv
+
+    def _store_rv(self) -> None:
+        """Write the version counter back (at the end of a write transaction that moved it)."""
+        if self._rv is not None:
+            self._conn.execute("UPDATE meta SET value = ? WHERE key = 'rv'", (self._rv,))
 
     # -- objects -------------------------------------------------------------------------------
 
@@ -185,8 +191,14 @@ class Txn:
             ).fetchone()
         return int(row[0])
 
-    def put(self, resource: str, obj: dict[str, Any], event_type: str) -> dict[str, Any]:
-        """Store ``obj`` (created or modified) with a new ``resourceVersion``; log the change."""
+    def put(
+        self, resource: str, obj: dict[str, Any], event_type: str, *, owners_changed: bool = True
+    ) -> dict[str, Any]:
+        """Store ``obj`` (created or modified) with a new ``resourceVersion``; log the change.
+
+        ``owners_changed`` False: the caller knows the stored object has the same owner
+        references (a status change), so the owner index is left as it is.
+        """
         assert self.writable, "put needs a write transaction"
         meta = obj["metadata"]
         rv = self._next_rv()
@@ -198,12 +210,14 @@ class Txn:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (resource, namespace, meta["name"], meta["uid"], rv, dumps(meta.get("labels") or {}), body),
         )
-        self._conn.execute("DELETE FROM owners WHERE dep_uid = ?", (meta["uid"],))
-        for ref in meta.get("ownerReferences") or []:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO owners(owner_uid, dep_uid, controller) VALUES (?, ?, ?)",
-                (ref.get("uid", ""), meta["uid"], 1 if ref.get("controller") else 0),
-            )
+        if owners_changed:
+            if event_type != "ADDED":  # a new object has a new uid: nothing to remove
+                self._conn.execute("DELETE FROM owners WHERE dep_uid = ?", (meta["uid"],))
+            for ref in meta.get("ownerReferences") or []:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO owners(owner_uid, dep_uid, controller) VALUES (?, ?, ?)",
+                    (ref.get("uid", ""), meta["uid"], 1 if ref.get("controller") else 0),
+                )
         self._conn.execute(
             "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
             (rv, resource, namespace, event_type, body),
@@ -332,9 +346,13 @@ class Store:
                     self._pool.append(conn)
 
     @contextmanager
-    def read(self) -> Iterator[Txn]:
-        """A consistent snapshot for reads."""
+    def read(self, *, snapshot: bool = True) -> Iterator[Txn]:
+        """A consistent snapshot for reads; ``snapshot`` False for one statement, which is
+        consistent on its own (it saves the transaction's BEGIN and COMMIT)."""
         with self._connection() as conn:
+            if not snapshot:
+                yield Txn(conn, self.watch_history, writable=False)
+                return
             conn.execute("BEGIN")
             try:
                 yield Txn(conn, self.watch_history, writable=False)
@@ -349,6 +367,7 @@ class Store:
             txn = Txn(conn, self.watch_history, writable=True)
             try:
                 yield txn
+                txn._store_rv()
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
