@@ -329,6 +329,8 @@ class _Pass:
         self.log_pods: list[str] = []
         self.scaled: list[ScaleAction] = []
         """This step's scales (creating a ReplicaSet with pods included), told in one event."""
+        self.outcome: list[Event] = []
+        """Told after the scales (a rollout that the step's scales complete)."""
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -341,7 +343,7 @@ class _Pass:
             revision=revision,
             status=status,
             actions=tuple(self.actions),
-            events=(*self.events, scaled) if scaled is not None else tuple(self.events),
+            events=(*self.events, *([scaled] if scaled is not None else []), *self.outcome),
             record=self.record,
             requeue_after=requeue,
             log_pods=tuple(self.log_pods),
@@ -668,9 +670,10 @@ class _Pass:
             entry = dataclasses.replace(entry, message=f"completed after it failed: {previous.message}")
         self.record = (self.record or self.snap.record).with_entry(entry)
         self.annotate(self.new.name, (PHASE_ANNOTATION, Outcome.COMPLETE.value))
-        self.events.append(Event("RolloutComplete", f"Revision {self.new.revision} is complete"))
-        self.cleanup()
-        return self.step(AppPhase.COMPLETE, f"revision {self.new.revision} complete", None, status)
+        self.outcome.append(Event("RolloutComplete", f"Revision {self.new.revision} is complete"))
+        waits = self.cleanup()
+        requeue = DEFAULT_REQUEUE_SECONDS if waits else None
+        return self.step(AppPhase.COMPLETE, f"revision {self.new.revision} complete", requeue, status)
 
     def fail(self, reason: str, message: str, status: DeploymentStatus) -> Step:
         """Mark the current revision Failed; with auto-rollback, pin the last Complete revision."""
@@ -718,13 +721,19 @@ class _Pass:
         self.record = record
         return self.step(AppPhase.FAILED, f"revision {self.new.revision} failed: {message}", requeue, status)
 
-    def cleanup(self) -> None:
-        """Delete old ReplicaSets beyond the revision history limit (only once a rollout is done)."""
+    def cleanup(self) -> bool:
+        """Delete old ReplicaSets beyond the revision history limit (only once a rollout is done).
+
+        One this step scaled waits for a status that shows it without pods (Kubernetes deletes no
+        ReplicaSet before): True when one waits so."""
         doomed = select_replica_sets_to_delete(
             self.states, self.target.template_hash, self.app.revision_history_limit
         )
+        scaled = {action.name for action in self.scaled}
         for rs in doomed:
-            self.actions.append(DeleteReplicaSet(rs.name))
+            if rs.name not in scaled:
+                self.actions.append(DeleteReplicaSet(rs.name))
+        return any(rs.name in scaled for rs in doomed)
 
     # -- hooks ---------------------------------------------------------------------------------------
 
@@ -813,10 +822,30 @@ class _Pass:
                 self.strategy, self.replicas, self.surge, self.unavailable, self.new, self.old
             )
         self.scale(self.resync(proportional))
+        post = params.post if params else None
+        if self.actions and post is None and self.drains_to_completion():
+            return self.finish(self.status())
         status = self.status()
         if self.actions:
             return self.step(AppPhase.PROGRESSING, self.progress_message(), after_scale, status)
-        return self.after_scaling(params.post if params else None, status, waiting)
+        return self.after_scaling(post, status, waiting)
+
+    def drains_to_completion(self) -> bool:
+        """Whether this step's scales complete the rollout: they take the last old ReplicaSets to 0
+        while every new pod is available. If so, the step counts the pods of those ReplicaSets as
+        gone, as Kubernetes does once their ReplicaSet controller deleted them, right after the
+        write (terminating pods are not counted): the Deployment controller's next sync finds the
+        rollout complete; the step that makes it so says so, and the rollout takes one pass fewer."""
+        drained = {action.name for action in self.scaled if action.to_replicas == 0}
+        states = [
+            dataclasses.replace(rs, current=0, ready=0, available=0) if rs.name in drained else rs
+            for rs in self.states
+        ]
+        new, old = split_replica_sets(states, self.target.template_hash)
+        if not drained or not self.is_complete(new, old):
+            return False
+        self.states, self.new, self.old = states, new, old
+        return True
 
     def recreate(self) -> Step:
         assert self.new is not None
@@ -935,13 +964,17 @@ class _Pass:
     def observed_current(self) -> bool:
         return all(rs.observed_generation_current for rs in self.snap.replica_sets)
 
-    def is_complete(self) -> bool:
-        assert self.new is not None
+    def is_complete(
+        self, new: ReplicaSetState | None = None, old: Sequence[ReplicaSetState] | None = None
+    ) -> bool:
+        """Every pod new and available, none old: this pass's ReplicaSets, or ``new`` and ``old``."""
+        new = new or self.new
+        assert new is not None
         return (
-            self.new.replicas == self.replicas
-            and self.new.available >= self.replicas
-            and self.new.current == self.replicas
-            and all(rs.replicas == 0 and rs.current == 0 for rs in self.old)
+            new.replicas == self.replicas
+            and new.available >= self.replicas
+            and new.current == self.replicas
+            and all(rs.replicas == 0 and rs.current == 0 for rs in (self.old if old is None else old))
             and self.observed_current()
         )
 

@@ -727,7 +727,6 @@ SEED_002: list[tuple[tuple[int, int, int], tuple[int, int, int], list[tuple[str,
     ((2, 2, 2), (1, 1, 1), [("new", 2)]),
     ((2, 2, 2), (2, 2, 2), [("old", 1), ("new", 3)]),
     ((1, 1, 1), (2, 2, 2), [("new", 3)]),
-    ((1, 1, 1), (3, 3, 3), [("old", 0)]),
 ]
 
 
@@ -754,6 +753,76 @@ def test_seed_002_first_pass_creates_the_new_replica_set_with_one_pod() -> None:
     step = plan_pass(make_target(make_app(V2)), snap(old, record=AppRecord(revisions=(entry(V1, 1),))), T0)
     assert only_create(step).spec.replicas == 1
     assert scaling_events(step) == [f"Scaled up replica set {rs_name(V2)} to 1"]
+
+
+def test_seed_002_the_step_that_scales_the_last_old_pod_away_completes_the_revision() -> None:
+    old = rs(V1, 1, 1, progressed_at=T0 + 40)
+    new = rs(V2, 2, 3, phase="Running", started_at=T0, progressed_at=T0 + 40)
+    now = T0 + 50
+    record = AppRecord(revisions=(entry(V1, 1),))
+    step = plan_pass(make_target(make_app(V2)), snap(old, new, record=record), now)
+    assert step.actions == (
+        scaled(old.name, 0, 3, 4, now),
+        PatchReplicaSet(new.name, None, ((PHASE_ANNOTATION, "Complete"),)),
+    )
+    assert step.events == (
+        Event("ScalingReplicaSet", f"Scaled down replica set {old.name} to 0"),
+        Event("RolloutComplete", "Revision 2 is complete"),
+    )
+    assert step.record is not None
+    assert [(e.revision, e.outcome, e.finished_at) for e in step.record.revisions] == [
+        (1, Outcome.COMPLETE, None),
+        (2, Outcome.COMPLETE, now),
+    ]
+    assert (step.phase, step.message, step.requeue_after) == (AppPhase.COMPLETE, "revision 2 complete", None)
+    # the old pods count as gone, as Kubernetes stops counting them once they are deleted
+    assert (step.status.replicas, step.status.updated_replicas, step.status.available_replicas) == (3, 3, 3)
+    progressing = step.status.condition(ConditionType.PROGRESSING)
+    assert progressing is not None and progressing.reason == ConditionReason.NEW_REPLICA_SET_AVAILABLE
+
+
+@pytest.mark.parametrize(
+    ("app", "new"),
+    [
+        (
+            make_app(
+                V2, strategy=Strategy(StrategyType.ROLLING_UPDATE, rolling=RollingParams(post=HOOK_POST))
+            ),
+            None,
+        ),
+        (make_app(V2), rs(V2, 2, 3, 4, 3, phase="Running")),
+        (make_app(V2), rs(V2, 2, 3, phase="Running", observed_current=False)),
+    ],
+    ids=["a post hook runs once the old pods are gone", "a surplus new pod still counted", "stale status"],
+)
+def test_the_step_that_scales_the_last_old_pod_away_completes_nothing_else(
+    app: App, new: ObservedReplicaSet | None
+) -> None:
+    old = rs(V1, 1, 1)
+    new = new or rs(V2, 2, 3, phase="Running")
+    step = plan_pass(make_target(app), snap(old, new, record=AppRecord(revisions=(entry(V1, 1),))), T0 + 50)
+    assert (step.phase, step.record, step.requeue_after) == (AppPhase.PROGRESSING, None, 1.0)
+    assert [(a.name, a.replicas) for a in step.actions if isinstance(a, PatchReplicaSet)] == [(old.name, 0)]
+
+
+def test_a_replica_set_the_completing_step_scaled_to_0_is_deleted_by_the_history_limit_a_pass_later() -> None:
+    # revisionHistoryLimit 0: Kubernetes deletes no ReplicaSet whose status still shows pods
+    app = make_app(V2, history_limit=0)
+    old = rs(V1, 1, 1)
+    new = rs(V2, 2, 3, phase="Running")
+    record = AppRecord(revisions=(entry(V1, 1),))
+    step = plan_pass(make_target(app), snap(old, new, record=record), T0 + 50)
+    assert (step.phase, step.requeue_after) == (AppPhase.COMPLETE, 1.0)
+    assert not any(isinstance(a, DeleteReplicaSet) for a in step.actions)
+    assert step.record is not None
+    drained = rs(V1, 1, 0)
+    done = rs(V2, 2, 3, phase="Complete")
+    later = plan_pass(make_target(app), snap(drained, done, record=step.record), T0 + 51)
+    assert (later.phase, later.actions, later.requeue_after) == (
+        AppPhase.COMPLETE,
+        (DeleteReplicaSet(drained.name),),
+        None,
+    )
 
 
 def test_seed_002_last_pass_completes_the_revision() -> None:

@@ -3,7 +3,8 @@
 Each case starts from a Complete old revision, plans a step with :func:`plan_pass`, applies its
 writes one by one to a model of the cluster (a scale creates or removes pods at once; new pods
 are not available yet), checks the rollout bounds after every write, then lets every pod become
-available before the next step. The tables give each step's writes in order.
+available before the next step. The tables give each step's writes in order; the step that
+scales the last old pods away while every new pod is available also completes the revision.
 """
 
 from __future__ import annotations
@@ -102,13 +103,13 @@ CASES = [
     pytest.param(
         8,
         rolling("25%", "25%"),
-        [["old→6", "create new→4"], ["old→2", "new→8"], ["old→0"], ["new Complete"]],
+        [["old→6", "create new→4"], ["old→2", "new→8"], ["old→0", "new Complete"]],
         id="8 replicas 25%/25%",
     ),
     pytest.param(
         100,
         rolling("25%", "25%"),
-        [["old→75", "create new→50"], ["old→25", "new→100"], ["old→0"], ["new Complete"]],
+        [["old→75", "create new→50"], ["old→25", "new→100"], ["old→0", "new Complete"]],
         id="100 replicas 25%/25%",
     ),
     pytest.param(
@@ -122,14 +123,14 @@ CASES = [
     pytest.param(
         3,
         rolling(1, 0),
-        [["create new→1"], ["old→2", "new→2"], ["old→1", "new→3"], ["old→0"], ["new Complete"]],
+        [["create new→1"], ["old→2", "new→2"], ["old→1", "new→3"], ["old→0", "new Complete"]],
         id="3 replicas 1/0",
     ),
     pytest.param(
         8,
         rolling("25%", "25%", AppKind.DEPLOYMENT_CONFIG),
         # a DeploymentConfig's step is one pass (besides the one that creates its ReplicaSet)
-        [["create new→2", "old→6"], ["new→4"], ["old→2"], ["new→8"], ["old→0"], ["new Complete"]],
+        [["create new→2", "old→6"], ["new→4"], ["old→2"], ["new→8"], ["old→0", "new Complete"]],
         id="DeploymentConfig 8 replicas 25%/25%: one pass per step",
     ),
 ]
