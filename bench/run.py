@@ -33,7 +33,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 if __package__ in (None, ""):  # run as ``python bench/run.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -530,15 +530,18 @@ class OwnProcessCluster:
         return {f"{c['verb']} {c['resource']}": int(c["count"]) for c in counts}
 
 
+ControllerT = TypeVar("ControllerT", bound=Controller)
+
+
 @contextmanager
 def daemon_world(
-    bench: Bench, name: str, repo_url: str, pod_start_seconds: float, *, timed: bool = False
-) -> Iterator[tuple[Controller, OwnProcessCluster, SentRequests]]:
+    bench: Bench, name: str, repo_url: str, pod_start_seconds: float, kind: type[ControllerT]
+) -> Iterator[tuple[ControllerT, OwnProcessCluster, SentRequests]]:
     """The embedded cluster daemon of a fresh state dir (pods ready ``pod_start_seconds`` after
-    they start, on the system clock), and a controller (the loop's, or :class:`TimedController`)
-    reading the config repo at ``repo_url`` and connected to the daemon through its kubeconfig as
-    ``gitdeploy run`` is (the official client, HTTPS). The daemon is stopped at the end, also on
-    error."""
+    they start, on the system clock), and a controller of ``kind`` (the loop's, or
+    :class:`TimedController`) reading the config repo at ``repo_url`` and connected to the
+    daemon through its kubeconfig as ``gitdeploy run`` is (the official client, HTTPS). The
+    daemon is stopped at the end, also on error."""
     state_dir = bench.work / "cluster" / name
     try:
         info = ensure_running(state_dir, SimulationConfig(pod_start_seconds=pod_start_seconds))
@@ -546,7 +549,6 @@ def daemon_world(
             connection = connect(info.kubeconfig)
             api: Any = connection.api
             sent = SentRequests(api)
-            kind = TimedController if timed else Controller
             try:
                 cluster = Cluster(api, connection.description)
                 yield kind(source, cluster, SystemClock()), OwnProcessCluster(info), sent
@@ -1002,9 +1004,8 @@ def step_overhead(bench: Bench) -> Measured:
     generated = generate_repo(bench.work / "step-overhead-repo", apps, bench.seed)
     keys = [AppKey(plan.namespace, plan.name) for plan in generated.apps]
     ready_after = SIMULATION.pod_start_seconds
-    with daemon_world(bench, "step-overhead", generated.url, ready_after, timed=True) as world:
+    with daemon_world(bench, "step-overhead", generated.url, ready_after, TimedController) as world:
         controller, cluster, _ = world
-        assert isinstance(controller, TimedController)
         with LoopThread(controller, 0.2, watch_rollouts=True) as loop:
             roll_out(loop, keys, "step-overhead: the first deploy", 600)
             controller.step_ms.clear()
@@ -1055,7 +1056,7 @@ def _rollout_seconds(
     keys = [AppKey("bench", n) for n in names]
     repo = PlainRepo(bench.work / "plain" / name)
     repo.commit({"README.md": "# bench\n"}, "start")
-    with daemon_world(bench, name, str(repo.root), ready_after) as (controller, cluster, sent):
+    with daemon_world(bench, name, str(repo.root), ready_after, Controller) as (controller, cluster, sent):
         repo.apps_at(names, replicas, 1)
         with LoopThread(controller, 0.2, watch_rollouts=True) as loop:
             roll_out(loop, keys, f"{name}: the first deploy", 600)
