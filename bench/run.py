@@ -152,7 +152,7 @@ def measure_peak_rss(
     """Run ``command`` and return its peak resident set size: ``ru_maxrss`` via wait4, which on
     Linux is the largest of the command and of every process it waited for (its git commands),
     not counting this process (see :data:`_LAUNCHER`), and the command's own peak (``VmHWM``,
-    read until it is signalled).
+    read until it exits): when the first is larger, one of its commands was.
 
     With ``run_for``, a long-running command (``gitdeploy run``) gets SIGTERM after that many
     seconds, or earlier once ``until()`` is true (SIGKILL 10 s later). Its stdout and stderr go to
@@ -178,8 +178,7 @@ def measure_peak_rss(
         while launcher.poll() is None:
             now = time.perf_counter()
             stop = deadline is not None and (now >= deadline or (until is not None and until()))
-            if signalled_at is None:
-                own = _own_peak_mib(pid) or own
+            own = _own_peak_mib(pid) or own
             if stop and signalled_at is None:
                 os.kill(pid, signal.SIGTERM)
                 signalled_at = now
