@@ -22,6 +22,8 @@ import ssl
 import sys
 import threading
 from dataclasses import dataclass
+from http import HTTPStatus
+from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,8 @@ __all__ = ["LocalCluster", "Route", "parse_route"]
 
 LOOPBACK = "127.0.0.1"
 _DEFAULT_WATCH_SECONDS = 1800
+_MAX_HEADER_LINE = 65536  # the stdlib's limits
+_MAX_HEADERS = 100
 
 
 @dataclass(frozen=True)
@@ -102,11 +106,49 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stalls
+    disable_nagle_algorithm = True  # no 40 ms delayed-ACK stalls on a watch's small writes
+    wbufsize = 64 * 1024  # a response leaves in one write, when handle_one_request flushes
     server: _Server
+    raw_requestline: bytes
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the daemon's log is for problems, not for every request."""
+
+    def parse_request(self) -> bool:
+        """The request line and headers of an ``HTTP/1.x`` request, split by hand: the stdlib
+        parses headers with the ``email`` package, which costs more than serving a small request.
+        Anything else (another version, a malformed request line) goes to the stdlib's parser."""
+        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = requestline.split()
+        if len(words) != 3 or words[2] not in ("HTTP/1.1", "HTTP/1.0"):
+            return super().parse_request()
+        self.requestline = requestline
+        self.command, path, self.request_version = words
+        self.path = "/" + path.lstrip("/") if path.startswith("//") else path
+        headers = HTTPMessage()
+        for _ in range(_MAX_HEADERS + 1):
+            line = self.rfile.readline(_MAX_HEADER_LINE + 1)
+            if len(line) > _MAX_HEADER_LINE:
+                self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long")
+                return False
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, colon, value = line.decode("iso-8859-1").partition(":")
+            if not colon or not name or name[0] in " \t":  # no name, or obsolete line folding
+                self.send_error(HTTPStatus.BAD_REQUEST, "Bad header line")
+                return False
+            headers[name.strip()] = value.strip()
+        else:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
+            return False
+        self.headers = headers
+        connection = headers.get("Connection", "").lower()
+        self.close_connection = connection == "close" or (
+            self.request_version == "HTTP/1.0" and connection != "keep-alive"
+        )
+        if headers.get("Expect", "").lower() == "100-continue" and self.request_version == "HTTP/1.1":
+            return self.handle_expect_100()
+        return True
 
     def setup(self) -> None:
         super().setup()
