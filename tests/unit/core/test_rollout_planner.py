@@ -755,32 +755,6 @@ def test_seed_002_first_pass_creates_the_new_replica_set_with_one_pod() -> None:
     assert scaling_events(step) == [f"Scaled up replica set {rs_name(V2)} to 1"]
 
 
-def test_seed_002_the_step_that_scales_the_last_old_pod_away_completes_the_revision() -> None:
-    old = rs(V1, 1, 1, progressed_at=T0 + 40)
-    new = rs(V2, 2, 3, phase="Running", started_at=T0, progressed_at=T0 + 40)
-    now = T0 + 50
-    record = AppRecord(revisions=(entry(V1, 1),))
-    step = plan_pass(make_target(make_app(V2)), snap(old, new, record=record), now)
-    assert step.actions == (
-        scaled(old.name, 0, 3, 4, now),
-        PatchReplicaSet(new.name, None, ((PHASE_ANNOTATION, "Complete"),)),
-    )
-    assert step.events == (
-        Event("ScalingReplicaSet", f"Scaled down replica set {old.name} to 0"),
-        Event("RolloutComplete", "Revision 2 is complete"),
-    )
-    assert step.record is not None
-    assert [(e.revision, e.outcome, e.finished_at) for e in step.record.revisions] == [
-        (1, Outcome.COMPLETE, None),
-        (2, Outcome.COMPLETE, now),
-    ]
-    assert (step.phase, step.message, step.requeue_after) == (AppPhase.COMPLETE, "revision 2 complete", None)
-    # the old pods count as gone, as Kubernetes stops counting them once they are deleted
-    assert (step.status.replicas, step.status.updated_replicas, step.status.available_replicas) == (3, 3, 3)
-    progressing = step.status.condition(ConditionType.PROGRESSING)
-    assert progressing is not None and progressing.reason == ConditionReason.NEW_REPLICA_SET_AVAILABLE
-
-
 @pytest.mark.parametrize(
     ("app", "new"),
     [
@@ -825,14 +799,19 @@ def test_a_replica_set_the_completing_step_scaled_to_0_is_deleted_by_the_history
     )
 
 
-def test_seed_002_last_pass_completes_the_revision() -> None:
-    old = rs(V1, 1, 0, progressed_at=T0 + 50)
+@pytest.mark.parametrize(
+    "old_pods", [1, 0], ids=["the step that scales the last old pod away", "a pass later"]
+)
+def test_seed_002_last_pass_completes_the_revision(old_pods: int) -> None:
+    old = rs(V1, 1, old_pods, progressed_at=T0 + 50)
     new = rs(V2, 2, 3, phase="Running", started_at=T0, progressed_at=T0 + 50)
     now = T0 + 60
     record = AppRecord(revisions=(entry(V1, 1),))
     step = plan_pass(make_target(make_app(V2)), snap(old, new, record=record), now)
-    assert step.actions == (PatchReplicaSet(new.name, None, ((PHASE_ANNOTATION, "Complete"),)),)
-    assert step.events == (Event("RolloutComplete", "Revision 2 is complete"),)
+    scale_down = [scaled(old.name, 0, 3, 4, now)] if old_pods else []
+    scaling = [Event("ScalingReplicaSet", f"Scaled down replica set {old.name} to 0")] if old_pods else []
+    assert step.actions == (*scale_down, PatchReplicaSet(new.name, None, ((PHASE_ANNOTATION, "Complete"),)))
+    assert step.events == (*scaling, Event("RolloutComplete", "Revision 2 is complete"))
     assert step.record == AppRecord(
         revisions=(
             entry(V1, 1),
@@ -850,6 +829,10 @@ def test_seed_002_last_pass_completes_the_revision() -> None:
         )
     )
     assert (step.phase, step.message, step.requeue_after) == (AppPhase.COMPLETE, "revision 2 complete", None)
+    # pods being deleted count as gone, as in Kubernetes
+    assert (step.status.replicas, step.status.updated_replicas, step.status.available_replicas) == (3, 3, 3)
+    progressing = step.status.condition(ConditionType.PROGRESSING)
+    assert progressing is not None and progressing.reason == ConditionReason.NEW_REPLICA_SET_AVAILABLE
 
 
 @pytest.mark.parametrize(
