@@ -1,9 +1,9 @@
 """The embedded cluster's CPU per request, by request kind: ``python bench/cluster_requests.py``.
 
 Runs the cluster in a process of its own (as the daemon does; plain HTTP unless ``--tls``) with
-pods ready 0.2 s after they start on the system clock, keeps two watches open on it (the
-namespace's ReplicaSets and ConfigMaps, as ``gitdeploy run`` does), and replays through the
-official client what a rollout of ``--apps`` apps sends: app records created and replaced,
+pods ready 0.2 s after they start on the system clock, keeps two watches open on each of
+``--namespaces`` namespaces (its ReplicaSets and ConfigMaps, as ``gitdeploy run`` does), and
+replays through the official client what a rollout of ``--apps`` apps (spread over them) sends: app records created and replaced,
 ReplicaSets created and merge-patched (replicas and annotations, which makes the simulated
 ReplicaSet controller create and delete pods), events created, lists of the namespace and of one
 app. Each kind runs as its own phase; the cluster process's CPU time (``/proc``) over the phase,
@@ -39,7 +39,6 @@ from kubernetes import client
 from gitdeploy.localcluster import LocalCluster, SimulationConfig
 from gitdeploy.localcluster import server as localcluster_server
 
-NAMESPACE = "bench"
 APP_LABEL = "gitdeploy.io/app"
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -141,7 +140,7 @@ def _record(app: str, revision: int, rv: str | None = None) -> dict[str, Any]:
 class Driver:
     """The client side: one official client, the phases, and the watches."""
 
-    def __init__(self, url: str, token: str, ca: str, apps: int, pid: int) -> None:
+    def __init__(self, url: str, token: str, ca: str, apps: int, namespaces: int, pid: int) -> None:
         configuration = client.Configuration()
         configuration.host = url
         configuration.api_key = {"authorization": f"Bearer {token}"}
@@ -152,15 +151,17 @@ class Driver:
         self.core: Any = client.CoreV1Api(self.api)
         self.apps_api: Any = client.AppsV1Api(self.api)
         self.names = [f"app-{n:04d}" for n in range(apps)]
+        self.ns = {name: f"bench-{n % namespaces}" for n, name in enumerate(self.names)}
+        self.namespaces = sorted(set(self.ns.values()))
         self.pid = pid
         self.uids: dict[str, str] = {}
         self.record_rvs: dict[str, str] = {}
         self.watched = 0
         self.results: list[dict[str, Any]] = []
 
-    def watch(self, call: Callable[..., Any]) -> None:
+    def watch(self, call: Callable[..., Any], namespace: str) -> None:
         api = client.ApiClient(self.configuration)
-        response = call(api)(NAMESPACE, watch=True, _preload_content=False, timeout_seconds=3600)
+        response = call(api)(namespace, watch=True, _preload_content=False, timeout_seconds=3600)
         with contextlib.suppress(urllib3.exceptions.HTTPError):  # the cluster stops at the end
             for _line in response:
                 self.watched += 1
@@ -181,17 +182,18 @@ class Driver:
 
     def run(self) -> None:
         core, apps = self.core, self.apps_api
-        core.create_namespace({"metadata": {"name": NAMESPACE}})
-        for call in (
-            lambda api: client.AppsV1Api(api).list_namespaced_replica_set,
-            lambda api: client.CoreV1Api(api).list_namespaced_config_map,
-        ):
-            threading.Thread(target=self.watch, args=(call,), daemon=True).start()
+        for namespace in self.namespaces:
+            core.create_namespace({"metadata": {"name": namespace}})
+            for call in (
+                lambda api: client.AppsV1Api(api).list_namespaced_replica_set,
+                lambda api: client.CoreV1Api(api).list_namespaced_config_map,
+            ):
+                threading.Thread(target=self.watch, args=(call, namespace), daemon=True).start()
         time.sleep(0.5)
 
         def create_record(app: str) -> None:
             raw = json.loads(
-                core.create_namespaced_config_map(NAMESPACE, _record(app, 1), _preload_content=False).data
+                core.create_namespaced_config_map(self.ns[app], _record(app, 1), _preload_content=False).data
             )
             self.uids[app] = raw["metadata"]["uid"]
             self.record_rvs[app] = raw["metadata"]["resourceVersion"]
@@ -199,7 +201,7 @@ class Driver:
         def replace_record(app: str, revision: int) -> None:
             body = _record(app, revision, self.record_rvs[app])
             response = core.replace_namespaced_config_map(
-                f"gitdeploy.{app}", NAMESPACE, body, _preload_content=False
+                f"gitdeploy.{app}", self.ns[app], body, _preload_content=False
             )
             self.record_rvs[app] = json.loads(response.data)["metadata"]["resourceVersion"]
 
@@ -210,7 +212,7 @@ class Driver:
             }
             apps.patch_namespaced_replica_set(
                 f"{app}-5d8f7c9b6",
-                NAMESPACE,
+                self.ns[app],
                 patch,
                 _preload_content=False,
                 _content_type="application/merge-patch+json",
@@ -218,15 +220,19 @@ class Driver:
 
         def event(app: str) -> None:
             body = {
-                "metadata": {"generateName": f"gitdeploy.{app}.", "namespace": NAMESPACE},
-                "involvedObject": {"kind": "ConfigMap", "name": f"gitdeploy.{app}", "namespace": NAMESPACE},
+                "metadata": {"generateName": f"gitdeploy.{app}.", "namespace": self.ns[app]},
+                "involvedObject": {
+                    "kind": "ConfigMap",
+                    "name": f"gitdeploy.{app}",
+                    "namespace": self.ns[app],
+                },
                 "reason": "RolloutStep",
                 "message": f"scaled {app}-5d8f7c9b6 to 2",
                 "type": "Normal",
                 "source": {"component": "gitdeploy"},
                 "count": 1,
             }
-            core.create_namespaced_event(NAMESPACE, body, _preload_content=False)
+            core.create_namespaced_event(self.ns[app], body, _preload_content=False)
 
         def each(request: Callable[[str], Any]) -> list[Callable[[], Any]]:
             return [functools.partial(request, app) for app in self.names]
@@ -236,7 +242,7 @@ class Driver:
             "create replicaset (1 pod)",
             each(
                 lambda a: apps.create_namespaced_replica_set(
-                    NAMESPACE, _replica_set(a, self.uids[a]), _preload_content=False
+                    self.ns[a], _replica_set(a, self.uids[a]), _preload_content=False
                 )
             ),
         )
@@ -250,26 +256,29 @@ class Driver:
         self.phase(
             "get configmap",
             each(
-                lambda a: core.read_namespaced_config_map(f"gitdeploy.{a}", NAMESPACE, _preload_content=False)
+                lambda a: core.read_namespaced_config_map(
+                    f"gitdeploy.{a}", self.ns[a], _preload_content=False
+                )
             ),
         )
         self.phase(
             "list replicasets of one app",
             each(
                 lambda a: apps.list_namespaced_replica_set(
-                    NAMESPACE, label_selector=f"{APP_LABEL}={a}", _preload_content=False
+                    self.ns[a], label_selector=f"{APP_LABEL}={a}", _preload_content=False
                 )
             ),
         )
+        first = self.namespaces[0]
         self.phase(
-            f"list replicasets of the namespace ({len(self.names)})",
-            [lambda: apps.list_namespaced_replica_set(NAMESPACE, _preload_content=False)] * 20,
+            f"list replicasets of a namespace ({sum(ns == first for ns in self.ns.values())})",
+            [lambda: apps.list_namespaced_replica_set(first, _preload_content=False)] * 20,
         )
         cpu = _cpu_seconds(self.pid)
         time.sleep(2.0)
         self.results.append(
             {
-                "kind": "idle, 2 watches open (CPU ms per s)",
+                "kind": f"idle, {2 * len(self.namespaces)} watches open (CPU ms per s)",
                 "requests": 0,
                 "server_cpu_ms_per_request": round(1000 * (_cpu_seconds(self.pid) - cpu) / 2.0, 3),
                 "wall_ms_per_request": 0,
@@ -279,7 +288,8 @@ class Driver:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--apps", type=int, default=300)
+    parser.add_argument("--apps", type=int, default=1000)
+    parser.add_argument("--namespaces", type=int, default=1, help="apps spread over N, 2 watches each")
     parser.add_argument("--profile", type=Path)
     parser.add_argument("--tls", action="store_true")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
@@ -294,7 +304,7 @@ def main() -> None:
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert process.stdin is not None and process.stdout is not None
         facts = json.loads(process.stdout.readline())
-        driver = Driver(facts["url"], facts["token"], facts["ca"], args.apps, process.pid)
+        driver = Driver(facts["url"], facts["token"], facts["ca"], args.apps, args.namespaces, process.pid)
         try:
             driver.run()
         finally:

@@ -141,7 +141,7 @@ class Registry:
         now = self.clock.now()
         with self.store.write() as txn:
             for name in DEFAULT_NAMESPACES:
-                if txn.get(NAMESPACES.key, "", name) is None:
+                if not txn.exists(NAMESPACES.key, "", name):
                     self._insert(txn, NAMESPACES, {"metadata": {"name": name}}, now)
 
     def materialise(self, now: float | None = None) -> int:
@@ -386,9 +386,9 @@ class Registry:
             raise ApiError.bad_request("resourceVersion should not be set on objects to be created")
         validate(resource, obj)
         namespace = str(meta.get("namespace") or "")
-        if resource.namespaced and txn.get(NAMESPACES.key, "", namespace) is None:
+        if resource.namespaced and not txn.exists(NAMESPACES.key, "", namespace):
             raise ApiError.not_found("namespaces", namespace)
-        if txn.get(resource.key, namespace, name) is not None:
+        if txn.exists(resource.key, namespace, name):
             raise ApiError.already_exists(resource.qualified, name)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = format_time(now)
@@ -551,7 +551,7 @@ class Registry:
         plan = simulation.plan_replicaset(replicaset, pods, now)
         for _ in range(plan.create):
             pod = simulation.new_pod_for(replicaset, f"{meta['name']}-{simulation.random_suffix()}")
-            while txn.get(PODS.key, namespace, pod["metadata"]["name"]) is not None:
+            while txn.exists(PODS.key, namespace, pod["metadata"]["name"]):
                 pod["metadata"]["name"] = f"{meta['name']}-{simulation.random_suffix()}"
             self._insert(txn, PODS, pod, now, reconcile=False)
             self._record_event(

@@ -107,8 +107,8 @@ class Txn:
         self._conn = conn
         self._watch_history = watch_history
         self.writable = writable
-        #: resource key → the last ``resourceVersion`` this transaction gave one of its objects
-        self.touched: dict[str, int] = {}
+        #: (resource key, namespace) → the last ``resourceVersion`` this transaction gave an object
+        self.touched: dict[tuple[str, str], int] = {}
         # a write transaction counts versions here and stores the last one once, at its end
         self._rv: int | None = None
 
@@ -145,6 +145,13 @@ class Txn:
             (resource, namespace, name),
         ).fetchone()
         return None if row is None else dict(json.loads(row[0]))
+
+    def exists(self, resource: str, namespace: str, name: str) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, name),
+        ).fetchone()
+        return row is not None
 
     def get_by_uid(self, uid: str) -> tuple[str, dict[str, Any]] | None:
         row = self._conn.execute("SELECT resource, body FROM objects WHERE uid = ?", (uid,)).fetchone()
@@ -222,7 +229,7 @@ class Txn:
             "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
             (rv, resource, namespace, event_type, body),
         )
-        self.touched[resource] = rv
+        self.touched[resource, namespace] = rv
         return obj
 
     def delete(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -242,7 +249,7 @@ class Txn:
             "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
             (rv, resource, namespace, "DELETED", dumps(obj)),
         )
-        self.touched[resource] = rv
+        self.touched[resource, namespace] = rv
         return obj
 
     # -- owner references ----------------------------------------------------------------------
@@ -314,9 +321,11 @@ class Store:
         self._pool_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._closed = False
-        # notified after every committed write of this process (see wait_for_commit)
-        self._changed = threading.Condition()
-        self._committed: dict[str, int] = {}
+        # what this process committed last, by (resource, namespace) and by (resource, None), and
+        # a condition for each such key that a watch waits on (see wait_for_commit)
+        self._commit_lock = threading.Lock()
+        self._committed: dict[tuple[str, str | None], int] = {}
+        self._commit_waits: dict[tuple[str, str | None], threading.Condition] = {}
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
             conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
@@ -373,15 +382,23 @@ class Store:
                 raise
             conn.execute("COMMIT")
         if txn.touched:
-            with self._changed:
-                self._committed.update(txn.touched)
-                self._changed.notify_all()
+            with self._commit_lock:
+                for (resource, namespace), rv in txn.touched.items():
+                    for key in ((resource, namespace), (resource, None)):
+                        self._committed[key] = max(rv, self._committed.get(key, 0))
+                        waiting = self._commit_waits.get(key)
+                        if waiting is not None:
+                            waiting.notify_all()
 
-    def wait_for_commit(self, resource: str, after: int, timeout: float) -> None:
-        """Wait until this process commits a change to an object of ``resource`` with a
-        ``resourceVersion`` above ``after``, at most ``timeout`` seconds."""
-        with self._changed:
-            self._changed.wait_for(lambda: self._committed.get(resource, 0) > after, timeout)
+    def wait_for_commit(self, resource: str, namespace: str | None, after: int, timeout: float) -> None:
+        """Wait until this process commits a change to an object of ``resource`` (in ``namespace``,
+        or any with None) with a ``resourceVersion`` above ``after``, at most ``timeout`` seconds."""
+        key = (resource, namespace)
+        with self._commit_lock:
+            waiting = self._commit_waits.get(key)
+            if waiting is None:
+                waiting = self._commit_waits[key] = threading.Condition(self._commit_lock)
+            waiting.wait_for(lambda: self._committed.get(key, 0) > after, timeout)
 
     @staticmethod
     def _begin_immediate(conn: sqlite3.Connection) -> None:

@@ -197,8 +197,9 @@ def watch_events(
         last = max(last, seen)
         if not changes:
             # wake when the next simulation transition is due (a pod becoming ready), so that a
-            # watcher hears of it then, not up to a poll interval later; writes of this process
-            # to other resources do not wake it (other processes' writes are seen by polling)
+            # watcher hears of it then, not up to a poll interval later; this process's writes
+            # elsewhere (other resources or namespaces) do not wake it, other processes' writes
+            # are seen by polling
             due_in = next_transition_in()
             wait = _POLL_SECONDS if due_in is None else min(_POLL_SECONDS, max(due_in, 0.0) + 0.001)
-            store.wait_for_commit(resource.key, last, wait)
+            store.wait_for_commit(resource.key, namespace, last, wait)
