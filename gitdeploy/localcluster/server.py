@@ -46,6 +46,7 @@ __all__ = ["LocalCluster", "Route", "parse_route"]
 
 LOOPBACK = "127.0.0.1"
 _DEFAULT_WATCH_SECONDS = 1800
+_POLL_SECONDS = 0.2  # how often a fake clock is looked at for due transitions
 _MAX_HEADER_LINE = 65536  # the stdlib's limits
 _MAX_HEADERS = 100
 
@@ -351,8 +352,6 @@ class _Handler(BaseHTTPRequestHandler):
             route.namespace,
             Query.parse(query.get("labelSelector"), query.get("fieldSelector")),
             query.get("resourceVersion"),
-            materialise=cluster.registry.materialise,
-            next_transition_in=cluster.registry.next_transition_in,
             keep_going=lambda: not deadline.is_set() and not cluster._stopping.is_set(),
         )
         try:
@@ -420,6 +419,7 @@ class LocalCluster:
         self._write_kubeconfig = write_kubeconfig_file
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._kubelet: threading.Thread | None = None
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -453,6 +453,10 @@ class LocalCluster:
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="localcluster-http", daemon=True
         )
         self._thread.start()
+        self._kubelet = threading.Thread(
+            target=self._run_transitions, name="localcluster-kubelet", daemon=True
+        )
+        self._kubelet.start()
         return self
 
     def stop(self) -> None:
@@ -468,6 +472,8 @@ class LocalCluster:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._kubelet is not None:
+            self._kubelet.join(timeout=10)
         self.store.close()
 
     def __enter__(self) -> LocalCluster:
@@ -503,7 +509,23 @@ class LocalCluster:
         with self.store.read() as txn:
             return {r.qualified: txn.count(r.key) for r in RESOURCES}
 
-    # -- internals for the handler -------------------------------------------------------------
+    # -- internals -------------------------------------------------------------------------------
+
+    def _run_transitions(self) -> None:
+        """The simulated kubelet's own time: materialise each transition when it is due by the
+        clock (a fake clock's moves are seen within a poll), so that watches hear of pods starting
+        without a request. One thread per cluster, instead of every watch looking for due timers."""
+        while not self._stopping.is_set():
+            try:
+                self.registry.materialise()
+                due_in = self.registry.next_transition_in()
+            except Exception as problem:  # keep serving; requests materialise too
+                if self._stopping.is_set():
+                    return
+                self._log(f"materialising transitions failed: {problem!r}")
+                due_in = None
+            wait = _POLL_SECONDS if due_in is None else min(_POLL_SECONDS, max(due_in, 0.0) + 0.001)
+            self._stopping.wait(wait)
 
     def _authorised(self, header: str) -> bool:
         scheme, _, token = header.partition(" ")

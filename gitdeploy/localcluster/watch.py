@@ -156,9 +156,7 @@ def watch_events(
     query: Query,
     resource_version: str | None,
     *,
-    materialise: Callable[[], object],
     keep_going: Callable[[], bool],
-    next_transition_in: Callable[[], float | None] = lambda: None,
 ) -> Iterator[bytes]:
     """Yield watch event lines (``{"type":...,"object":...}``) until ``keep_going()`` is false.
 
@@ -182,24 +180,22 @@ def watch_events(
             yield _event_line("ERROR", dumps(status))
             return
     while keep_going():
-        materialise()
-        with store.read() as txn:
+        with store.read(snapshot=False) as txn:
+            # the version first: every change up to it is in the read of the log that follows
+            seen = txn.current_rv()
             changes = txn.changes_since(last, resource.key, namespace, _CHUNK)
-            # Nothing of this resource up to the snapshot's version was left out: the next look
-            # starts there, instead of reading every other resource's changes again.
-            seen = txn.current_rv() if len(changes) < _CHUNK else 0
         for change in changes:
             last = change.rv
             if query.everything or query.matches_row(
                 dumps((json.loads(change.body).get("metadata") or {}).get("labels") or {}), change.body
             ):
                 yield _event_line(change.type, change.body)
-        last = max(last, seen)
+        if len(changes) < _CHUNK:
+            # nothing of this resource up to ``seen`` was left out: the next read starts there,
+            # instead of reading every other resource's changes again
+            last = max(last, seen)
         if not changes:
-            # wake when the next simulation transition is due (a pod becoming ready), so that a
-            # watcher hears of it then, not up to a poll interval later; this process's writes
-            # elsewhere (other resources or namespaces) do not wake it, other processes' writes
-            # are seen by polling
-            due_in = next_transition_in()
-            wait = _POLL_SECONDS if due_in is None else min(_POLL_SECONDS, max(due_in, 0.0) + 0.001)
-            store.wait_for_commit(resource.key, namespace, last, wait)
+            # this process's writes to the resource in the namespace wake the watch at once
+            # (pods starting too: LocalCluster materialises them when due); other processes'
+            # writes are seen by polling
+            store.wait_for_commit(resource.key, namespace, last, _POLL_SECONDS)
