@@ -3,13 +3,14 @@
 Runs the cluster in a process of its own (as the daemon does; plain HTTP unless ``--tls``) with
 pods ready 0.2 s after they start on the system clock, keeps two watches open on each of
 ``--namespaces`` namespaces (its ReplicaSets and ConfigMaps, as ``gitdeploy run`` does), and
-replays through the official client what a rollout of ``--apps`` apps (spread over them) sends: app records created and replaced,
-ReplicaSets created and merge-patched (replicas and annotations, which makes the simulated
-ReplicaSet controller create and delete pods), events created, lists of the namespace and of one
-app. Each kind runs as its own phase; the cluster process's CPU time (``/proc``) over the phase,
-divided by the requests sent, is the figure printed. ``--profile FILE`` writes a cProfile of the
-cluster's request threads (``python -m pstats FILE``). Not a test; the figures depend on the
-machine.
+replays through the official client what a rollout of ``--apps`` apps (spread over them) sends:
+app records created and replaced, ReplicaSets created and merge-patched (replicas and
+annotations, which makes the simulated ReplicaSet controller create and delete pods), events
+created, reads of a record, lists of a namespace and of one app. Responses are read, so
+connections are reused as gitdeploy's are. Each kind runs as its own phase; the cluster
+process's CPU time (``/proc``) over the phase, divided by the requests sent, is the figure
+printed. ``--profile FILE`` writes a cProfile (CPU time) of the cluster's request threads
+(``python -m pstats FILE``). Not a test; the figures depend on the machine.
 """
 
 from __future__ import annotations
@@ -167,9 +168,12 @@ class Driver:
                 self.watched += 1
 
     def phase(self, kind: str, requests: list[Callable[[], Any]]) -> None:
+        """Send ``requests`` (each returns an unread response, or None when it read its own)."""
         cpu, wall = _cpu_seconds(self.pid), time.perf_counter()
         for request in requests:
-            request()
+            response = request()
+            if response is not None:
+                response.data  # noqa: B018  read, so that the connection is reused (as gitdeploy does)
         cpu, wall = _cpu_seconds(self.pid) - cpu, time.perf_counter() - wall
         self.results.append(
             {
@@ -191,26 +195,28 @@ class Driver:
                 threading.Thread(target=self.watch, args=(call, namespace), daemon=True).start()
         time.sleep(0.5)
 
-        def create_record(app: str) -> None:
+        def create_record(app: str) -> Any:
             raw = json.loads(
                 core.create_namespaced_config_map(self.ns[app], _record(app, 1), _preload_content=False).data
             )
             self.uids[app] = raw["metadata"]["uid"]
             self.record_rvs[app] = raw["metadata"]["resourceVersion"]
+            return None
 
-        def replace_record(app: str, revision: int) -> None:
+        def replace_record(app: str, revision: int) -> Any:
             body = _record(app, revision, self.record_rvs[app])
             response = core.replace_namespaced_config_map(
                 f"gitdeploy.{app}", self.ns[app], body, _preload_content=False
             )
             self.record_rvs[app] = json.loads(response.data)["metadata"]["resourceVersion"]
+            return None
 
-        def patch_rs(app: str, replicas: int, revision: int) -> None:
+        def patch_rs(app: str, replicas: int, revision: int) -> Any:
             patch = {
                 "spec": {"replicas": replicas},
                 "metadata": {"annotations": {"gitdeploy.io/phase": f"Running{revision}"}},
             }
-            apps.patch_namespaced_replica_set(
+            return apps.patch_namespaced_replica_set(
                 f"{app}-5d8f7c9b6",
                 self.ns[app],
                 patch,
@@ -218,7 +224,7 @@ class Driver:
                 _content_type="application/merge-patch+json",
             )
 
-        def event(app: str) -> None:
+        def event(app: str) -> Any:
             body = {
                 "metadata": {"generateName": f"gitdeploy.{app}.", "namespace": self.ns[app]},
                 "involvedObject": {
@@ -232,7 +238,7 @@ class Driver:
                 "source": {"component": "gitdeploy"},
                 "count": 1,
             }
-            core.create_namespaced_event(self.ns[app], body, _preload_content=False)
+            return core.create_namespaced_event(self.ns[app], body, _preload_content=False)
 
         def each(request: Callable[[str], Any]) -> list[Callable[[], Any]]:
             return [functools.partial(request, app) for app in self.names]
