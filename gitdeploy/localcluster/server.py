@@ -23,7 +23,6 @@ import sys
 import threading
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -111,6 +110,8 @@ class _Handler(BaseHTTPRequestHandler):
     wbufsize = 64 * 1024  # a response leaves in one write, when handle_one_request flushes
     server: _Server
     raw_requestline: bytes
+    fields: dict[str, str]
+    """The request's headers by lower-case name (``headers`` is not set for most requests)."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the daemon's log is for problems, not for every request."""
@@ -122,11 +123,13 @@ class _Handler(BaseHTTPRequestHandler):
         requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
         words = requestline.split()
         if len(words) != 3 or words[2] not in ("HTTP/1.1", "HTTP/1.0"):
-            return super().parse_request()
+            parsed = super().parse_request()
+            self.fields = {name.lower(): value for name, value in self.headers.items()} if parsed else {}
+            return parsed
         self.requestline = requestline
         self.command, path, self.request_version = words
         self.path = "/" + path.lstrip("/") if path.startswith("//") else path
-        headers = HTTPMessage()
+        fields: dict[str, str] = {}
         for _ in range(_MAX_HEADERS + 1):
             line = self.rfile.readline(_MAX_HEADER_LINE + 1)
             if len(line) > _MAX_HEADER_LINE:
@@ -138,16 +141,16 @@ class _Handler(BaseHTTPRequestHandler):
             if not colon or not name or name[0] in " \t":  # no name, or obsolete line folding
                 self.send_error(HTTPStatus.BAD_REQUEST, "Bad header line")
                 return False
-            headers[name.strip()] = value.strip()
+            fields[name.strip().lower()] = value.strip()
         else:
             self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
             return False
-        self.headers = headers
-        connection = headers.get("Connection", "").lower()
+        self.fields = fields
+        connection = fields.get("connection", "").lower()
         self.close_connection = connection == "close" or (
             self.request_version == "HTTP/1.0" and connection != "keep-alive"
         )
-        if headers.get("Expect", "").lower() == "100-continue" and self.request_version == "HTTP/1.1":
+        if fields.get("expect", "").lower() == "100-continue" and self.request_version == "HTTP/1.1":
             return self.handle_expect_100()
         return True
 
@@ -188,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(code, dumps(value).encode())
 
     def _read_body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
+        length = int(self.fields.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         if not raw:
             return None
@@ -202,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query, keep_blank_values=True).items()}
         try:
-            if not cluster._authorised(self.headers.get("Authorization", "")):
+            if not cluster._authorised(self.fields.get("authorization", "")):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             self._route(cluster, method, url.path, query)
         except ApiError as problem:
@@ -250,7 +253,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, registry.get_scale(namespace, str(route.name)))
         elif verb == "get":
             obj = registry.get(route.resource, namespace, str(route.name))
-            if wants_table(self.headers.get("Accept", "")):
+            if wants_table(self.fields.get("accept", "")):
                 self._send_json(200, to_table(route.resource, [obj], cluster.clock.now(), {}))
             else:
                 self._send_json(200, obj)
@@ -262,7 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
                 200, registry.replace(route.resource, namespace, str(route.name), body, route.subresource)
             )
         elif verb == "patch":
-            content_type = self.headers.get("Content-Type", "")
+            content_type = self.fields.get("content-type", "")
             body = self._read_body()
             self._send_json(
                 200,
@@ -334,7 +337,7 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def _send_list(self, cluster: LocalCluster, resource: ResourceType, result: ListResult) -> None:
-        if wants_table(self.headers.get("Accept", "")):
+        if wants_table(self.fields.get("accept", "")):
             items = [json.loads(body) for body in result.bodies]
             self._send_json(200, to_table(resource, items, cluster.clock.now(), result.list_meta()))
         else:

@@ -14,7 +14,7 @@ The registry calls these inside its transactions:
 from __future__ import annotations
 
 import hashlib
-import secrets
+import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +49,9 @@ _TERMINAL = ("Succeeded", "Failed")
 
 
 def random_suffix(length: int = 5) -> str:
-    """A name suffix drawn from the alphabet Kubernetes uses for generated names."""
-    return "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(length))
+    """A name suffix drawn from the alphabet Kubernetes uses for generated names (not a secret:
+    the module's generator, as Kubernetes' own, not the operating system's)."""
+    return "".join(random.choices(_SUFFIX_ALPHABET, k=length))
 
 
 def is_job(pod: dict[str, Any]) -> bool:
