@@ -26,6 +26,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -67,6 +68,8 @@ CREATE INDEX IF NOT EXISTS timers_due ON timers(due);
 """
 
 _COMPACT_EVERY = 256
+#: how many of this process's latest changes watches can read without the database
+_RECENT_CHANGES = 2048
 #: SQLite's own busy handler backs off to long sleeps; the write lock is retried here instead.
 _BUSY_TIMEOUT_MS = 20
 _LOCK_WAIT_SECONDS = 30.0
@@ -107,8 +110,8 @@ class Txn:
         self._conn = conn
         self._watch_history = watch_history
         self.writable = writable
-        #: (resource key, namespace) → the last ``resourceVersion`` this transaction gave an object
-        self.touched: dict[tuple[str, str], int] = {}
+        #: the changes this transaction logged, in order
+        self.logged: list[Change] = []
         # a write transaction counts versions here and stores the last one once, at its end
         self._rv: int | None = None
 
@@ -225,11 +228,7 @@ class Txn:
                     "INSERT OR REPLACE INTO owners(owner_uid, dep_uid, controller) VALUES (?, ?, ?)",
                     (ref.get("uid", ""), meta["uid"], 1 if ref.get("controller") else 0),
                 )
-        self._conn.execute(
-            "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
-            (rv, resource, namespace, event_type, body),
-        )
-        self.touched[resource, namespace] = rv
+        self._log(Change(rv, resource, namespace, event_type, body))
         return obj
 
     def delete(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -245,12 +244,15 @@ class Txn:
         )
         self._conn.execute("DELETE FROM owners WHERE dep_uid = ?", (meta["uid"],))
         self._conn.execute("DELETE FROM timers WHERE uid = ?", (meta["uid"],))
+        self._log(Change(rv, resource, namespace, "DELETED", dumps(obj)))
+        return obj
+
+    def _log(self, change: Change) -> None:
         self._conn.execute(
             "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
-            (rv, resource, namespace, "DELETED", dumps(obj)),
+            (change.rv, change.resource, change.namespace, change.type, change.body),
         )
-        self.touched[resource, namespace] = rv
-        return obj
+        self.logged.append(change)
 
     # -- owner references ----------------------------------------------------------------------
 
@@ -322,8 +324,10 @@ class Store:
         self._write_lock = threading.Lock()
         self._closed = False
         # what this process committed last, by (resource, namespace) and by (resource, None), and
-        # a condition for each such key that a watch waits on (see wait_for_commit)
+        # a condition for each such key that a watch waits on (see wait_for_commit); the changes
+        # of its latest commits, for watches to read without the database (see recent_changes)
         self._commit_lock = threading.Lock()
+        self._recent: deque[Change] = deque(maxlen=_RECENT_CHANGES)
         self._committed: dict[tuple[str, str | None], int] = {}
         self._commit_waits: dict[tuple[str, str | None], threading.Condition] = {}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -381,24 +385,49 @@ class Store:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-        if txn.touched:
-            with self._commit_lock:
-                for (resource, namespace), rv in txn.touched.items():
-                    for key in ((resource, namespace), (resource, None)):
-                        self._committed[key] = max(rv, self._committed.get(key, 0))
-                        waiting = self._commit_waits.get(key)
-                        if waiting is not None:
-                            waiting.notify_all()
+            if txn.logged:  # still holding the write lock: commits are told in their order
+                self._committed_changes(txn.logged)
 
-    def wait_for_commit(self, resource: str, namespace: str | None, after: int, timeout: float) -> None:
+    def _committed_changes(self, changes: list[Change]) -> None:
+        with self._commit_lock:
+            if self._recent and self._recent[-1].rv + 1 != changes[0].rv:
+                self._recent.clear()  # another process wrote in between: those are not here
+            self._recent.extend(changes)
+            for change in changes:
+                for key in ((change.resource, change.namespace), (change.resource, None)):
+                    self._committed[key] = change.rv
+                    waiting = self._commit_waits.get(key)
+                    if waiting is not None:
+                        waiting.notify_all()
+
+    def wait_for_commit(self, resource: str, namespace: str | None, after: int, timeout: float) -> bool:
         """Wait until this process commits a change to an object of ``resource`` (in ``namespace``,
-        or any with None) with a ``resourceVersion`` above ``after``, at most ``timeout`` seconds."""
+        or any with None) with a ``resourceVersion`` above ``after``, at most ``timeout`` seconds;
+        False when the time ran out."""
         key = (resource, namespace)
         with self._commit_lock:
             waiting = self._commit_waits.get(key)
             if waiting is None:
                 waiting = self._commit_waits[key] = threading.Condition(self._commit_lock)
-            waiting.wait_for(lambda: self._committed.get(key, 0) > after, timeout)
+            return waiting.wait_for(lambda: self._committed.get(key, 0) > after, timeout)
+
+    def recent_changes(
+        self, after: int, resource: str, namespace: str | None
+    ) -> tuple[list[Change], int] | None:
+        """This process's latest committed changes of ``resource`` (in ``namespace``, or any with
+        None) after version ``after``, and the version up to which that is all of them; None when
+        the changes kept in memory do not reach back to ``after`` (read the log instead)."""
+        with self._commit_lock:
+            if not self._recent or self._recent[0].rv > after + 1:
+                return None
+            newer: list[Change] = []
+            for change in reversed(self._recent):
+                if change.rv <= after:
+                    break
+                if change.resource == resource and (namespace is None or change.namespace == namespace):
+                    newer.append(change)
+            newer.reverse()
+            return newer, self._recent[-1].rv
 
     @staticmethod
     def _begin_immediate(conn: sqlite3.Connection) -> None:

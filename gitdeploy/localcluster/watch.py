@@ -179,23 +179,31 @@ def watch_events(
             status = status_object(410, "Expired", f"too old resource version: {last} ({compacted})")
             yield _event_line("ERROR", dumps(status))
             return
+    woken = True
     while keep_going():
-        with store.read(snapshot=False) as txn:
-            # the version first: every change up to it is in the read of the log that follows
-            seen = txn.current_rv()
-            changes = txn.changes_since(last, resource.key, namespace, _CHUNK)
+        # woken by this process's commit: its changes are in memory; else (a poll, other
+        # processes' writes) read the log
+        recent = store.recent_changes(last, resource.key, namespace) if woken else None
+        if recent is not None:
+            changes, seen = recent
+        else:
+            with store.read(snapshot=False) as txn:
+                # the version first: every change up to it is in the read of the log that follows
+                seen = txn.current_rv()
+                changes = txn.changes_since(last, resource.key, namespace, _CHUNK)
+            if len(changes) == _CHUNK:
+                seen = 0  # more to read
         for change in changes:
             last = change.rv
             if query.everything or query.matches_row(
                 dumps((json.loads(change.body).get("metadata") or {}).get("labels") or {}), change.body
             ):
                 yield _event_line(change.type, change.body)
-        if len(changes) < _CHUNK:
-            # nothing of this resource up to ``seen`` was left out: the next read starts there,
-            # instead of reading every other resource's changes again
-            last = max(last, seen)
+        # nothing of this resource up to ``seen`` was left out: the next read starts there,
+        # instead of reading every other resource's changes again
+        last = max(last, seen)
         if not changes:
             # this process's writes to the resource in the namespace wake the watch at once
             # (pods starting too: LocalCluster materialises them when due); other processes'
             # writes are seen by polling
-            store.wait_for_commit(resource.key, namespace, last, _POLL_SECONDS)
+            woken = store.wait_for_commit(resource.key, namespace, last, _POLL_SECONDS)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as kubernetes_client
 from kubernetes import watch as kubernetes_watch
 
+from gitdeploy.clock import FakeClock
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.localcluster.resources import CONFIGMAPS, CORE_EVENTS
+from tests.fixtures.cluster import api_client_for
 
 client: Any = kubernetes_client
 watch: Any = kubernetes_watch
@@ -64,3 +67,24 @@ def test_a_waiting_watch_hears_a_change_after_many_of_other_resources(
     embedded_cluster.registry.create(CONFIGMAPS, NS, {"metadata": {"name": "second"}})
     listener.join(timeout=30)
     assert heard == ["second"]
+
+
+def test_a_watch_hears_writes_of_another_server_on_the_same_state(
+    tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    """Given two servers on one state directory, when the second creates a ConfigMap and then the
+    first another, then a watch on the first from before both yields both, in order."""
+    with (
+        LocalCluster(tmp_path, clock=fake_clock) as first,
+        LocalCluster(tmp_path, clock=fake_clock) as second,
+    ):
+        first.registry.create(CONFIGMAPS, NS, {"metadata": {"name": "a"}})
+        api = api_client_for(first)
+        try:
+            core = client.CoreV1Api(api)
+            start = core.list_namespaced_config_map(NS).metadata.resource_version
+            second.registry.create(CONFIGMAPS, NS, {"metadata": {"name": "b"}})
+            first.registry.create(CONFIGMAPS, NS, {"metadata": {"name": "c"}})
+            assert _names(core, start, 2) == ["b", "c"]
+        finally:
+            api.close()
