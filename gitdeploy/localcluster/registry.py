@@ -35,7 +35,6 @@ from gitdeploy.localcluster.selectors import (
     matches_labels,
 )
 from gitdeploy.localcluster.store import Store, Timer, Txn
-from gitdeploy.localcluster.timefmt import format_time
 
 __all__ = ["DEFAULT_NAMESPACES", "Registry"]
 
@@ -391,7 +390,7 @@ class Registry:
         if txn.exists(resource.key, namespace, name):
             raise ApiError.already_exists(resource.qualified, name)
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = format_time(now)
+        meta["creationTimestamp"] = simulation.format_time(now)
         for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
             meta.pop(transient, None)
         if resource is REPLICASETS:
@@ -588,8 +587,8 @@ class Registry:
             "reason": reason,
             "message": message,
             "source": {"component": "replicaset-controller"},
-            "firstTimestamp": format_time(now),
-            "lastTimestamp": format_time(now),
+            "firstTimestamp": simulation.format_time(now),
+            "lastTimestamp": simulation.format_time(now),
             "count": 1,
             "type": "Normal",
             "reportingComponent": "replicaset-controller",

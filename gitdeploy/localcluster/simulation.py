@@ -13,14 +13,15 @@ The registry calls these inside its transactions:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from dataclasses import dataclass
 from typing import Any
 
+from gitdeploy.localcluster import timefmt
 from gitdeploy.localcluster.config import ImageBehaviour, SimulationConfig
 from gitdeploy.localcluster.selectors import label_selector_from_object, matches_labels
-from gitdeploy.localcluster.timefmt import format_time, parse_time
 
 __all__ = [
     "NODE_NAME",
@@ -37,6 +38,11 @@ __all__ = [
     "pod_transition",
     "random_suffix",
 ]
+
+#: The same few instants are formatted and parsed over and over (each condition of each pod, each
+#: time a ReplicaSet's pods are counted): both are remembered.
+format_time = functools.lru_cache(maxsize=1024)(timefmt.format_time)
+parse_time = functools.lru_cache(maxsize=8192)(timefmt.parse_time)
 
 NODE_NAME = "gitdeploy-local"
 START = "pod-start"
