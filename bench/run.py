@@ -919,9 +919,12 @@ def localcluster(bench: Bench) -> Measured:
     _load_directly(state_dir, count)
     load_s = time.perf_counter() - started
     info = ensure_running(state_dir)
+    daemon = OwnProcessCluster(info)
     try:
-        one = _scale_writes_per_second(state_dir, info.url, count, writes, threads=1)
-        two = _scale_writes_per_second(state_dir, info.url, count, writes, threads=2)
+        with daemon.cpu_used() as one_cpu:
+            one = _scale_writes_per_second(state_dir, info.url, count, writes, threads=1)
+        with daemon.cpu_used() as two_cpu:
+            two = _scale_writes_per_second(state_dir, info.url, count, writes, threads=2)
         raw_s, items = _raw_list_seconds(state_dir, info.url)
         assert items == count, items
         api = _daemon_client(state_dir, info.url)
@@ -936,6 +939,8 @@ def localcluster(bench: Bench) -> Measured:
         "replica_sets": count,
         "scale_writes_per_second_1_client": round(one),
         "scale_writes_per_second_2_clients": round(two),
+        # the daemon's CPU per write (the rest of a write's time is the client's)
+        "daemon_cpu_ms_per_scale_write": [round(1000 * c["cluster"] / writes, 3) for c in (one_cpu, two_cpu)],
         "list_raw_http_s": round(raw_s, 3),
         "list_official_client_models_s": round(client_s, 3),
         "load_directly_s": round(load_s, 1),
