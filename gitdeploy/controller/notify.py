@@ -106,10 +106,14 @@ class Notifier:
         self.delivered = 0
         self._queue: queue.Queue[_Delivery | None] = queue.Queue(maxsize=queue_size)
         self._stopping = threading.Event()
+        self._abandoned = threading.Event()
+        """Set when :meth:`close` stopped waiting: the thread drops what is still queued."""
         self._client = httpx.Client(
             timeout=timeout, headers={"User-Agent": f"gitdeploy/{__version__}"}, follow_redirects=False
         )
-        self._thread = threading.Thread(target=self._deliver_all, name="notify", daemon=True)
+        # Not a daemon: a daemon thread still logging while the interpreter shuts down aborts the
+        # process (SIGABRT). close() bounds the wait: after it, only the delivery in flight ends.
+        self._thread = threading.Thread(target=self._deliver_all, name="notify")
 
     def __call__(self, transition: RolloutTransition) -> None:
         """Queue a message for ``transition``; never blocks."""
@@ -132,13 +136,22 @@ class Notifier:
         self._thread.start()
 
     def close(self, timeout: float = 5.0) -> None:
-        """Deliver what is queued for up to ``timeout`` seconds (no more retries), then stop."""
+        """Deliver what is queued for up to ``timeout`` seconds (no more retries), then stop: what
+        is still queued then is dropped with one warning, and only the delivery in flight (at most
+        its HTTP timeout) is waited for when the process exits."""
         self._stopping.set()
         if self._thread.is_alive():
-            with contextlib.suppress(queue.Full):  # the thread is a daemon: it ends with the process
+            with contextlib.suppress(queue.Full):
                 self._queue.put(None, timeout=timeout)
             self._thread.join(timeout)
-        if not self._thread.is_alive():  # else still posting: the process exit ends it
+        if self._thread.is_alive():
+            # The queue holds a None, or is full: either way the thread's next get() returns.
+            self._abandoned.set()
+            log.warning(
+                "stopping: %s is not answering; the notifications still queued are dropped",
+                self.shown_url,
+            )
+        else:
             self._client.close()
 
     def __enter__(self) -> Notifier:
@@ -150,6 +163,12 @@ class Notifier:
 
     def _deliver_all(self) -> None:
         while (delivery := self._queue.get()) is not None:
+            if self._abandoned.is_set():
+                self.dropped += 1
+                with contextlib.suppress(queue.Empty):
+                    while self._queue.get_nowait() is not None:
+                        self.dropped += 1
+                return
             self._deliver(delivery)
 
     def _deliver(self, delivery: _Delivery) -> None:

@@ -96,3 +96,27 @@ def test_when_the_queue_is_full_new_messages_are_dropped_with_a_warning(
 def test_a_notify_url_must_be_http(url: str) -> None:
     with pytest.raises(PermanentError, match="not an http"):
         Notifier(url)
+
+
+def test_close_gives_up_on_a_receiver_that_hangs_and_drops_what_is_still_queued(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given a receiver that hangs, one delivery stuck in flight and two more queued
+    with Receiver() as receiver, caplog.at_level(logging.WARNING, logger="gitdeploy.notify"):
+        receiver.hold.clear()
+        notifier = Notifier(receiver.url, timeout=2.0)
+        notifier.start()
+        for revision in (1, 2, 3):
+            notifier(transition(revision))
+        assert receiver.arrived.wait(10)
+
+        # When gitdeploy stops and the receiver does not answer in time
+        notifier.close(timeout=0.2)
+        receiver.hold.set()
+
+        # Then the delivery in flight ends, the queued ones are dropped, and the thread ends
+        notifier._thread.join(10)
+        assert not notifier._thread.is_alive()
+        assert notifier.dropped == 2
+        assert len(receiver.received) <= 1
+    assert "not answering; the notifications still queued are dropped" in caplog.text
