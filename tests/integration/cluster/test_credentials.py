@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,7 +70,7 @@ def test_an_expiring_token_is_renewed_once_per_period_not_per_request(
     # Given a kubeconfig whose exec plugin hands out tokens that have expired, renewed every 0.5 s
     monkeypatch.setattr(connection, "CREDENTIALS_REFRESH_SECONDS", 0.5)
     kubeconfig, runs = exec_kubeconfig(tmp_path, embedded_cluster)
-    api = connection.connect(kubeconfig).api
+    api: Any = connection.connect(kubeconfig).api  # the client is untyped
     try:
         cluster = Cluster(api, "plugin")
         assert plugin_runs(runs) == 1  # loading the kubeconfig
