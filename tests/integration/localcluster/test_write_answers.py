@@ -73,23 +73,17 @@ def test_a_patch_of_metadata_only_keeps_the_generation(kube_client: Any) -> None
     and each answer carries its own annotation and a newer resourceVersion."""
     apps = client.AppsV1Api(kube_client)
     apps.create_namespaced_replica_set(NS, _replica_set(1))
-    first = _json(
-        apps.patch_namespaced_replica_set(
-            "web",
-            NS,
-            {"metadata": {"annotations": {"n": "1"}}},
-            _preload_content=False,
-            _content_type="application/merge-patch+json",
+    first, second = (
+        _json(
+            apps.patch_namespaced_replica_set(
+                "web",
+                NS,
+                {"metadata": {"annotations": {"n": n}}},
+                _preload_content=False,
+                _content_type="application/merge-patch+json",
+            )
         )
-    )
-    second = _json(
-        apps.patch_namespaced_replica_set(
-            "web",
-            NS,
-            {"metadata": {"annotations": {"n": "2"}}},
-            _preload_content=False,
-            _content_type="application/merge-patch+json",
-        )
+        for n in ("1", "2")
     )
     assert (first["metadata"]["generation"], second["metadata"]["generation"]) == (1, 1)
     assert (first["metadata"]["annotations"]["n"], second["metadata"]["annotations"]["n"]) == ("1", "2")
