@@ -188,7 +188,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _send_json(self, code: int, value: Any) -> None:
-        self._send(code, dumps(value).encode())
+        stored = self.server.cluster.store.encoded(value) if isinstance(value, dict) else None
+        self._send(code, (stored or dumps(value)).encode())
 
     def _read_body(self) -> Any:
         length = int(self.fields.get("content-length") or 0)

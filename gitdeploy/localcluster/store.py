@@ -112,6 +112,8 @@ class Txn:
         self.writable = writable
         #: the changes this transaction logged, in order
         self.logged: list[Change] = []
+        #: id → (object, its JSON as stored last), for answering with the same text
+        self.encoded: dict[int, tuple[dict[str, Any], str]] = {}
         # a write transaction counts versions here and stores the last one once, at its end
         self._rv: int | None = None
 
@@ -215,6 +217,7 @@ class Txn:
         meta["resourceVersion"] = str(rv)
         namespace = meta.get("namespace", "")
         body = dumps(obj)
+        self.encoded[id(obj)] = (obj, body)
         self._conn.execute(
             "INSERT OR REPLACE INTO objects(resource, namespace, name, uid, rv, labels, body)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -244,7 +247,9 @@ class Txn:
         )
         self._conn.execute("DELETE FROM owners WHERE dep_uid = ?", (meta["uid"],))
         self._conn.execute("DELETE FROM timers WHERE uid = ?", (meta["uid"],))
-        self._log(Change(rv, resource, namespace, "DELETED", dumps(obj)))
+        body = dumps(obj)
+        self.encoded[id(obj)] = (obj, body)
+        self._log(Change(rv, resource, namespace, "DELETED", body))
         return obj
 
     def _log(self, change: Change) -> None:
@@ -328,6 +333,7 @@ class Store:
         # of its latest commits, for watches to read without the database (see recent_changes)
         self._commit_lock = threading.Lock()
         self._recent: deque[Change] = deque(maxlen=_RECENT_CHANGES)
+        self._last_write = threading.local()  # each thread's last write transaction (see encoded)
         self._committed: dict[tuple[str, str | None], int] = {}
         self._commit_waits: dict[tuple[str, str | None], threading.Condition] = {}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -387,6 +393,14 @@ class Store:
             conn.execute("COMMIT")
             if txn.logged:  # still holding the write lock: commits are told in their order
                 self._committed_changes(txn.logged)
+        self._last_write.encoded = txn.encoded
+
+    def encoded(self, obj: dict[str, Any]) -> str | None:
+        """The JSON text that this thread's last write transaction stored for ``obj`` (that very
+        object, which the transaction's code does not change after storing it), to answer with
+        without encoding it again; None when it stored no such object."""
+        found = getattr(self._last_write, "encoded", {}).get(id(obj))
+        return found[1] if found is not None and found[0] is obj else None
 
     def _committed_changes(self, changes: list[Change]) -> None:
         with self._commit_lock:

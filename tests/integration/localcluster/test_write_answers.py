@@ -88,3 +88,17 @@ def test_a_patch_of_metadata_only_keeps_the_generation(kube_client: Any) -> None
     assert (first["metadata"]["generation"], second["metadata"]["generation"]) == (1, 1)
     assert (first["metadata"]["annotations"]["n"], second["metadata"]["annotations"]["n"]) == ("1", "2")
     assert int(second["metadata"]["resourceVersion"]) > int(first["metadata"]["resourceVersion"])
+
+
+def test_a_delete_answers_the_object_at_its_deletion(kube_client: Any) -> None:
+    """Given a ConfigMap, when it is deleted, then the answer is the ConfigMap with the version
+    of its deletion, newer than the one it was created with."""
+    core = client.CoreV1Api(kube_client)
+    created = _json(
+        core.create_namespaced_config_map(
+            NS, {"metadata": {"name": "cm"}, "data": {"k": "v"}}, _preload_content=False
+        )
+    )
+    deleted = _json(core.delete_namespaced_config_map("cm", NS, _preload_content=False))
+    assert (deleted["metadata"]["name"], deleted["data"]) == ("cm", {"k": "v"})
+    assert int(deleted["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
