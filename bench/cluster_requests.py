@@ -9,8 +9,8 @@ annotations, which makes the simulated ReplicaSet controller create and delete p
 created, reads of a record, lists of a namespace and of one app. Responses are read, so
 connections are reused as gitdeploy's are. Each kind runs as its own phase; the cluster
 process's CPU time (``/proc``) over the phase, divided by the requests sent, is the figure
-printed. ``--profile FILE`` writes a cProfile (CPU time) of the cluster's request threads
-(``python -m pstats FILE``). Not a test; the figures depend on the machine.
+printed. ``--profile FILE`` writes a cProfile (CPU time) of the cluster's request threads and
+simulated kubelet (``python -m pstats FILE``). Not a test; the figures depend on the machine.
 """
 
 from __future__ import annotations
@@ -47,19 +47,24 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 def serve(state_dir: Path, profile: Path | None, tls: bool) -> None:
     """The cluster process: serve until stdin closes, then write the merged profile."""
     profiles: list[cProfile.Profile] = []
-    if profile is not None:
-        handle = localcluster_server._Handler.handle
 
-        def profiled(self: Any) -> None:
+    def profiled(run: Callable[[Any], None]) -> Callable[[Any], None]:
+        def wrapper(self: Any) -> None:
             profiler = cProfile.Profile(time.thread_time)  # CPU, not waits
             profiler.enable()
             try:
-                handle(self)
+                run(self)
             finally:
                 profiler.disable()
                 profiles.append(profiler)
 
-        localcluster_server._Handler.handle = profiled  # type: ignore[method-assign]
+        return wrapper
+
+    if profile is not None:  # the request threads and the simulated kubelet's
+        handler: Any = localcluster_server._Handler
+        handler.handle = profiled(handler.handle)
+        cluster_class: Any = LocalCluster
+        cluster_class._run_transitions = profiled(cluster_class._run_transitions)
     cluster = LocalCluster(state_dir, config=SimulationConfig(pod_start_seconds=0.2), tls=tls).start()
     print(
         json.dumps({"url": cluster.url, "token": cluster.token, "ca": str(cluster.ca_path or "")}), flush=True
