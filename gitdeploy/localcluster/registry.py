@@ -152,8 +152,15 @@ class Registry:
             return 0
         with self.store.write() as txn:
             timers = txn.pop_due(at)
+            # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
+            # together become ready together: one status write, not one per pod)
+            replicasets: dict[str, None] = {}
             for timer in timers:
-                self._fire(txn, timer, at)
+                replicasets.update(dict.fromkeys(self._fire(txn, timer, at)))
+            for uid in replicasets:
+                found = txn.get_by_uid(uid)
+                if found is not None and found[0] == REPLICASETS.key:
+                    self._reconcile_replicaset(txn, found[1], at)
         return len(timers)
 
     def next_transition_in(self) -> float | None:
@@ -162,20 +169,22 @@ class Registry:
             due = txn.next_due()
         return None if due is None else due - self.clock.now()
 
-    def _fire(self, txn: Txn, timer: Timer, now: float) -> None:
+    def _fire(self, txn: Txn, timer: Timer, now: float) -> list[str]:
+        """Apply one transition; returns the uids of the ReplicaSets to look at for it."""
         if timer.action == simulation.RS_SYNC:
-            replicaset = txn.get(timer.resource, timer.namespace, timer.name)
-            if replicaset is not None and replicaset["metadata"]["uid"] == timer.uid:
-                self._reconcile_replicaset(txn, replicaset, now)
-            return
+            return [timer.uid]
         pod = txn.get(timer.resource, timer.namespace, timer.name)
         if pod is None or pod["metadata"]["uid"] != timer.uid:
-            return
+            return []
         pod["status"] = simulation.pod_transition(pod, timer.action, timer.due, self.config)
         txn.put(PODS.key, pod, "MODIFIED", owners_changed=False)
-        self._after_write(txn, PODS, pod, now)
         if timer.action == simulation.STOP and pod["status"].get("phase") == "Succeeded":
             self._act_as_custom_deployer(txn, pod, now)
+        return [
+            str(ref.get("uid"))
+            for ref in pod["metadata"].get("ownerReferences") or []
+            if ref.get("controller") and ref.get("kind") == "ReplicaSet"
+        ]
 
     def _act_as_custom_deployer(self, txn: Txn, pod: dict[str, Any], now: float) -> None:
         """A stand-in for a Custom strategy's deployer image, which cannot run here.

@@ -12,7 +12,7 @@ from kubernetes import watch as kubernetes_watch
 from gitdeploy.clock import FakeClock
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.localcluster.resources import CONFIGMAPS, CORE_EVENTS
-from tests.fixtures.cluster import api_client_for
+from tests.fixtures.cluster import POD_START_SECONDS, api_client_for
 
 client: Any = kubernetes_client
 watch: Any = kubernetes_watch
@@ -88,3 +88,28 @@ def test_a_watch_hears_writes_of_another_server_on_the_same_state(
             assert _names(core, start, 2) == ["b", "c"]
         finally:
             api.close()
+
+
+def test_pods_started_together_become_ready_in_one_status_write(
+    embedded_cluster: LocalCluster, kube_client: Any, fake_clock: FakeClock
+) -> None:
+    """Given a ReplicaSet of 3 whose pods started at once, when their start delay passes, then a
+    watch of ReplicaSets hears one change, with all 3 ready (not one change per pod)."""
+    apps = client.AppsV1Api(kube_client)
+    labels = {"app": "web"}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "m", "image": "nginx:1"}]}}
+    apps.create_namespaced_replica_set(
+        NS,
+        {
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": labels}, "template": template},
+        },
+    )
+    start = apps.list_namespaced_replica_set(NS).metadata.resource_version
+    fake_clock.advance(POD_START_SECONDS)
+    watcher = watch.Watch()
+    for event in watcher.stream(
+        apps.list_namespaced_replica_set, NS, resource_version=start, timeout_seconds=30
+    ):
+        assert (event["type"], event["object"].status.ready_replicas) == ("MODIFIED", 3)
+        watcher.stop()
