@@ -8,7 +8,8 @@
 
 It binds to 127.0.0.1 only, and every request must carry ``Authorization: Bearer <token>``.
 Before serving any request it materialises the simulation transitions that are due by the clock,
-so reads always see pods and ReplicaSets as of ``clock.now()``.
+so reads always see pods and ReplicaSets as of ``clock.now()``; between requests a thread of its
+own does so when they are due (within 0.2 s on a fake clock), so that watches hear of them.
 """
 
 from __future__ import annotations

@@ -18,6 +18,12 @@ Layout (one database file, WAL mode, safe for several processes at once):
 Every read-modify-write runs in ``BEGIN IMMEDIATE`` (:meth:`Store.write`): the write lock is
 taken before reading, so two processes never interleave a read and a write and lose an update.
 Within a process writers are additionally serialised by a lock, to avoid SQLite's busy back-off.
+A transaction counts versions in memory and stores the counter once, at its end. WAL with
+``synchronous=NORMAL``: a committed write survives a crash of the process (not of the machine).
+
+A process also keeps its latest committed changes in memory, in commit order, and wakes the
+watches of each (resource, namespace) it wrote (:meth:`Store.wait_for_commit`,
+:meth:`Store.recent_changes`); other processes' writes are found in the ``changes`` table.
 """
 
 from __future__ import annotations

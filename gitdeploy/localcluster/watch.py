@@ -3,7 +3,8 @@
 A list answers with the stored JSON bodies joined into one document (no parse unless a selector
 needs it), which keeps a list of 10,000 ReplicaSets fast. A watch replays the change log from a
 ``resourceVersion`` (or the current objects as ``ADDED`` when none is given), then follows new
-changes: woken at once by writes of this process, and by polling for other processes' writes.
+changes: woken at once by writes of this process to the watched resource and namespace (read
+from memory), and by polling the log for other processes' writes.
 """
 
 from __future__ import annotations
