@@ -40,8 +40,6 @@ from gitdeploy.localcluster.server import LocalCluster
 
 __all__ = ["ClusterInfo", "ensure_running", "run_daemon", "ssl_context", "status", "stop"]
 
-_TICK_SECONDS = 0.25
-
 
 @dataclass(frozen=True)
 class ClusterInfo:
@@ -227,10 +225,8 @@ def _previous_port(state_dir: Path) -> int:
 def run_daemon(state_dir: Path, config: SimulationConfig | None = None) -> None:
     """Serve the cluster of ``state_dir`` until SIGTERM or SIGINT.
 
-    This is what ``python -m gitdeploy.localcluster serve --state-dir D`` runs.
-
-    A ticker thread materialises due simulation transitions so that watches see pods become
-    ready even when no request arrives.
+    This is what ``python -m gitdeploy.localcluster serve --state-dir D`` runs. The cluster's own
+    kubelet thread makes pods start and become ready when due, with no request arriving.
     """
     state_dir = Path(state_dir).absolute()
     config = config or SimulationConfig.load(_config_file(state_dir)) or SimulationConfig()
@@ -247,11 +243,8 @@ def run_daemon(state_dir: Path, config: SimulationConfig | None = None) -> None:
     write_private(_pid_file(state_dir), json.dumps({"pid": os.getpid(), "url": cluster.url}) + "\n")
     print(f"localcluster: serving {state_dir} at {cluster.url}", file=sys.stderr, flush=True)
     try:
-        while not stopping.wait(_TICK_SECONDS):
-            try:
-                cluster.registry.materialise()
-            except Exception as problem:  # keep serving; the next tick or request retries
-                print(f"localcluster: tick failed: {problem!r}", file=sys.stderr, flush=True)
+        while not stopping.wait(1.0):  # a timeout, so that the signal handler surely gets to run
+            pass
     finally:
         cluster.stop()
         data = _read_pid_file(state_dir)
