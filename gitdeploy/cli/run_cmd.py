@@ -301,8 +301,7 @@ def run(
     _setup_logging(get_context(ctx).debug, log_format)
     stop = threading.Event()
     wake = threading.Event()
-    pushed: deque[str] = deque(maxlen=1)
-    """The head named by the newest webhook push, for the next poll to fetch at once."""
+    pushed: deque[str] = deque(maxlen=1)  # the newest webhook push's head, for the next poll to fetch
 
     def on_push(event: PushEvent) -> None:
         pushed.append(event.after)
