@@ -38,6 +38,7 @@ from gitdeploy.manifests.loader import (
     LoadResult,
     analyse_file,
     assemble,
+    diagnostic_order,
     is_manifest_path,
     parse_settings,
 )
@@ -166,7 +167,7 @@ class _Loaded:
             apps=_merge_sorted(last.apps, keys, partial.apps, group=_app_key),
             image_streams=partial.image_streams,
             diagnostics=_merge_sorted(
-                last.diagnostics, redone, partial.diagnostics, group=_file_of, order=_diagnostic_order
+                last.diagnostics, redone, partial.diagnostics, group=_file_of, order=diagnostic_order
             ),
             invalid_apps=tuple(sorted((set(last.invalid_apps) - keys) | set(partial.invalid_apps))),
             ignored=_merge_sorted(last.ignored, redone, partial.ignored, group=_ignored_file),
@@ -199,11 +200,6 @@ def _app_key(app: App) -> AppKey:
 
 def _file_of(diagnostic: Diagnostic) -> str:
     return diagnostic.file
-
-
-def _diagnostic_order(d: Diagnostic) -> tuple[str, int, int, str]:
-    """As :func:`~gitdeploy.manifests.loader.assemble` sorts diagnostics."""
-    return (d.file, d.line, d.column, d.message)
 
 
 def _ignored_file(ignored: Ignored) -> str:

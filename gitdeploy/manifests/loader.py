@@ -156,6 +156,11 @@ def is_manifest_path(path: str, settings: RepoSettings) -> bool:
     return any(p in (".", "") or path == p or path.startswith(p + "/") for p in settings.paths)
 
 
+def diagnostic_order(d: Diagnostic) -> tuple[str, int, int, str]:
+    """The order of :attr:`LoadResult.diagnostics`: by file, line, column, then message."""
+    return (d.file, d.line, d.column, d.message)
+
+
 def _app_label(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
@@ -232,7 +237,7 @@ def assemble(files: Iterable[FileAnalysis], settings: RepoSettings) -> LoadResul
         settings=settings,
         apps=tuple(sorted(apps, key=lambda a: a.key)),
         image_streams=tuple(sorted(streams.values(), key=lambda s: s.key)),
-        diagnostics=tuple(sorted(diagnostics, key=lambda d: (d.file, d.line, d.column, d.message))),
+        diagnostics=tuple(sorted(diagnostics, key=diagnostic_order)),
         invalid_apps=tuple(sorted(invalid)),
         ignored=tuple(ignored),
     )
@@ -335,6 +340,6 @@ def load_directory(root: Path) -> LoadResult:
     files, settings_file, problems = read_directory(root)
     result = load_files(files, settings_file)
     if problems:
-        merged = sorted((*problems, *result.diagnostics), key=lambda d: (d.file, d.line, d.column, d.message))
+        merged = sorted((*problems, *result.diagnostics), key=diagnostic_order)
         result = replace(result, diagnostics=tuple(merged))
     return result
