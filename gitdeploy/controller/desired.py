@@ -159,18 +159,18 @@ class _Loaded:
             paths = set().union(*(definers.get(key, frozenset()) for key in names - keys))
             keys |= names
             names = set()
-        partial = assemble((files[path] for path in sorted(deciding)), settings)
+        reassembled = assemble((files[path] for path in sorted(deciding)), settings)
         redone = deciding | set(changed)
         last = self.assembled
         assembled = LoadResult(
             settings=settings,
-            apps=_merge_sorted(last.apps, keys, partial.apps, group=_app_key),
-            image_streams=partial.image_streams,
+            apps=_merge_sorted(last.apps, keys, reassembled.apps, group=_app_key),
+            image_streams=reassembled.image_streams,
             diagnostics=_merge_sorted(
-                last.diagnostics, redone, partial.diagnostics, group=_file_of, order=diagnostic_order
+                last.diagnostics, redone, reassembled.diagnostics, group=_file_of, order=diagnostic_order
             ),
-            invalid_apps=tuple(sorted((set(last.invalid_apps) - keys) | set(partial.invalid_apps))),
-            ignored=_merge_sorted(last.ignored, redone, partial.ignored, group=_ignored_file),
+            invalid_apps=tuple(sorted((set(last.invalid_apps) - keys) | set(reassembled.invalid_apps))),
+            ignored=_merge_sorted(last.ignored, redone, reassembled.ignored, group=_ignored_file),
         )
         return _Loaded(sha, settings, self.settings_problems, files, assembled, definers, self.stream_files)
 
