@@ -113,12 +113,14 @@ def test_added_and_deleted_files_are_reported(config_repo: ConfigRepo, many_apps
     assert changes[0].new_blob is None and changes[1].old_blob is None
 
 
+@pytest.mark.parametrize("pushed", [False, True], ids=["poll", "push"])
 def test_force_push_is_reported_and_the_old_commit_stays_readable(
-    config_repo: ConfigRepo, many_apps_remote: GitRemote
+    pushed: bool, config_repo: ConfigRepo, many_apps_remote: GitRemote
 ) -> None:
+    # (pushed: each poll is for a webhook that names the new head, see test_push_poll.py)
     base = config_repo.poll().head
     doomed = many_apps_remote.commit_and_push("Bad change", {"apps/app01.yaml": render_app("app01", "bad:1")})
-    assert config_repo.poll().head == doomed
+    assert config_repo.poll(pushed=doomed if pushed else None).head == doomed
     # When the branch is reset and force-pushed to a different commit
     many_apps_remote.reset_hard(base)
     replacement = many_apps_remote.commit_files(
@@ -126,7 +128,7 @@ def test_force_push_is_reported_and_the_old_commit_stays_readable(
     )
     many_apps_remote.push(force=True)
     many_apps_remote.run_git("gc", "--quiet", "--prune=now", cwd=many_apps_remote.bare)
-    result = config_repo.poll()
+    result = config_repo.poll(pushed=replacement if pushed else None)
     # Then the poll says forced, and the abandoned commit can still be read from the mirror
     assert (result.previous, result.head, result.forced) == (doomed, replacement, True)
     assert not config_repo.is_ancestor(doomed, replacement)
@@ -144,16 +146,19 @@ def test_fast_forward_is_not_reported_as_forced(config_repo: ConfigRepo, many_ap
     assert not config_repo.poll().forced
 
 
+@pytest.mark.parametrize("pushed", [False, True], ids=["poll", "push"])
 def test_deleted_branch_is_a_permanent_error_that_keeps_the_last_commit(
-    git_remote: GitRemote, state_dir: Path
+    pushed: bool, git_remote: GitRemote, state_dir: Path
 ) -> None:
     git_remote.commit_and_push("main", {"a.yaml": "a: 1\n"})
     synced = git_remote.commit_and_push("on release", {"a.yaml": "a: 2\n"}, branch="release")
     with ConfigRepo(git_remote.url, ref="release", state_dir=state_dir) as repo:
         assert repo.poll().head == synced
+        # (pushed: a push to the branch, whose webhook arrives after the branch was deleted)
+        more = git_remote.commit_and_push("more", {"a.yaml": "a: 3\n"}, branch="release") if pushed else None
         git_remote.delete_remote_branch("release")
         with pytest.raises(RefNotFoundError) as info:
-            repo.poll()
+            repo.poll(pushed=more)
         assert "no longer exists" in info.value.message and synced[:12] in info.value.message
         assert repo.head == synced
         assert repo.files_at(synced)[0].data == b"a: 2\n"

@@ -1,7 +1,8 @@
 """Polling for a push: the pushed branch is fetched at once, and the payload is never trusted.
 
 ``ConfigRepo.poll(pushed=sha)`` is what ``gitdeploy run`` does when a verified webhook names a new
-head. Reading the new head afterwards costs one tree diff, not a listing of the whole tree.
+head. Reading the new head afterwards costs one tree diff, not a listing of the whole tree. The
+force-push and deleted-branch cases for a push are parameters of their tests in test_poll.py.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from gitdeploy.core.commits import ChangeType
 from gitdeploy.errors import PermanentError, TransientError
-from gitdeploy.source.repo import ConfigRepo, RefNotFoundError
+from gitdeploy.source.repo import ConfigRepo
 from gitdeploy.source.trees import SourceLimits
 from tests.fixtures.gitrepo import GitRemote
 from tests.integration.source.conftest import render_app
@@ -90,25 +91,6 @@ def test_an_out_of_order_push_syncs_what_the_branch_holds_now(
     assert not config_repo.poll(pushed=second).changed
 
 
-def test_a_pushed_force_push_is_detected_and_the_old_commit_stays_readable(
-    config_repo: ConfigRepo, many_apps_remote: GitRemote
-) -> None:
-    base = config_repo.poll().head
-    doomed = many_apps_remote.commit_and_push("Bad change", {"apps/app01.yaml": render_app("app01", "bad:1")})
-    assert config_repo.poll(pushed=doomed).head == doomed
-    # When the branch is reset, force-pushed, and the webhook names the replacement
-    many_apps_remote.reset_hard(base)
-    replacement = many_apps_remote.commit_files("Good", {"apps/app02.yaml": render_app("app02", "ok:1")})
-    many_apps_remote.push(force=True)
-    many_apps_remote.run_git("gc", "--quiet", "--prune=now", cwd=many_apps_remote.bare)
-    result = config_repo.poll(pushed=replacement)
-    # Then the poll says forced, and the abandoned commit can still be read
-    assert (result.previous, result.head, result.forced) == (doomed, replacement, True)
-    assert b"bad:1" in {f.path: f.data for f in config_repo.files_at(doomed)}["apps/app01.yaml"]
-    changes = config_repo.changed_files(doomed, replacement)
-    assert {c.path for c in changes} == {"apps/app01.yaml", "apps/app02.yaml"}
-
-
 def test_a_push_when_the_remote_is_unreachable_changes_nothing(
     config_repo: ConfigRepo, many_apps_remote: GitRemote
 ) -> None:
@@ -119,20 +101,6 @@ def test_a_push_when_the_remote_is_unreachable_changes_nothing(
         config_repo.poll(pushed=new)
     assert config_repo.head == synced
     assert config_repo.consecutive_failures == 1
-
-
-def test_a_push_to_a_branch_deleted_since_is_reported_like_any_poll(
-    git_remote: GitRemote, state_dir: Path
-) -> None:
-    git_remote.commit_and_push("main", {"a.yaml": "a: 1\n"})
-    synced = git_remote.commit_and_push("on release", {"a.yaml": "a: 2\n"}, branch="release")
-    with ConfigRepo(git_remote.url, ref="release", state_dir=state_dir) as repo:
-        repo.poll()
-        pushed = git_remote.commit_and_push("more", {"a.yaml": "a: 3\n"}, branch="release")
-        git_remote.delete_remote_branch("release")
-        with pytest.raises(RefNotFoundError, match="no longer exists"):
-            repo.poll(pushed=pushed)
-        assert repo.head == synced
 
 
 def test_a_push_before_the_first_poll_is_a_normal_poll(many_apps_remote: GitRemote, state_dir: Path) -> None:
