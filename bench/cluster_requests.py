@@ -20,7 +20,6 @@ import contextlib
 import cProfile
 import functools
 import json
-import os
 import pstats
 import subprocess
 import sys
@@ -37,11 +36,11 @@ if __package__ in (None, ""):  # run as ``python bench/cluster_requests.py``
 import urllib3
 from kubernetes import client
 
+from bench.run import daemon_client, process_cpu_seconds
 from gitdeploy.localcluster import LocalCluster, SimulationConfig
 from gitdeploy.localcluster import server as localcluster_server
 
 APP_LABEL = "gitdeploy.io/app"
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def serve(state_dir: Path, profile: Path | None, tls: bool) -> None:
@@ -66,9 +65,7 @@ def serve(state_dir: Path, profile: Path | None, tls: bool) -> None:
         cluster_class: Any = LocalCluster
         cluster_class._run_transitions = profiled(cluster_class._run_transitions)
     cluster = LocalCluster(state_dir, config=SimulationConfig(pod_start_seconds=0.2), tls=tls).start()
-    print(
-        json.dumps({"url": cluster.url, "token": cluster.token, "ca": str(cluster.ca_path or "")}), flush=True
-    )
+    print(cluster.url, flush=True)
     sys.stdin.read()
     cluster.stop()
     if profile is not None:
@@ -77,11 +74,6 @@ def serve(state_dir: Path, profile: Path | None, tls: bool) -> None:
         for other in profiles[1:]:
             stats.add(other)
         stats.dump_stats(profile)
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def _template(app: str, image: str) -> dict[str, Any]:
@@ -144,16 +136,11 @@ def _record(app: str, revision: int, rv: str | None = None) -> dict[str, Any]:
 
 
 class Driver:
-    """The client side: one official client, the phases, and the watches."""
+    """The client side: one official client, the phases, and the watches (each its own client)."""
 
-    def __init__(self, url: str, token: str, ca: str, apps: int, namespaces: int, pid: int) -> None:
-        configuration = client.Configuration()
-        configuration.host = url
-        configuration.api_key = {"authorization": f"Bearer {token}"}
-        if ca:
-            configuration.ssl_ca_cert = ca
-        self.configuration = configuration
-        self.api = client.ApiClient(configuration)
+    def __init__(self, state_dir: Path, url: str, apps: int, namespaces: int, pid: int) -> None:
+        self.state_dir, self.url = state_dir, url
+        self.api = daemon_client(state_dir, url)
         self.core: Any = client.CoreV1Api(self.api)
         self.apps_api: Any = client.AppsV1Api(self.api)
         self.names = [f"app-{n:04d}" for n in range(apps)]
@@ -166,7 +153,7 @@ class Driver:
         self.results: list[dict[str, Any]] = []
 
     def watch(self, call: Callable[..., Any], namespace: str) -> None:
-        api = client.ApiClient(self.configuration)
+        api = daemon_client(self.state_dir, self.url)
         response = call(api)(namespace, watch=True, _preload_content=False, timeout_seconds=3600)
         with contextlib.suppress(urllib3.exceptions.HTTPError):  # the cluster stops at the end
             for _line in response:
@@ -174,12 +161,12 @@ class Driver:
 
     def phase(self, kind: str, requests: list[Callable[[], Any]]) -> None:
         """Send ``requests`` (each returns an unread response, or None when it read its own)."""
-        cpu, wall = _cpu_seconds(self.pid), time.perf_counter()
+        cpu, wall = process_cpu_seconds(self.pid), time.perf_counter()
         for request in requests:
             response = request()
             if response is not None:
                 response.data  # noqa: B018  read, so that the connection is reused (as gitdeploy does)
-        cpu, wall = _cpu_seconds(self.pid) - cpu, time.perf_counter() - wall
+        cpu, wall = process_cpu_seconds(self.pid) - cpu, time.perf_counter() - wall
         self.results.append(
             {
                 "kind": kind,
@@ -285,13 +272,13 @@ class Driver:
             f"list replicasets of a namespace ({sum(ns == first for ns in self.ns.values())})",
             [lambda: apps.list_namespaced_replica_set(first, _preload_content=False)] * 20,
         )
-        cpu = _cpu_seconds(self.pid)
+        cpu = process_cpu_seconds(self.pid)
         time.sleep(2.0)
         self.results.append(
             {
                 "kind": f"idle, {2 * len(self.namespaces)} watches open (CPU ms per s)",
                 "requests": 0,
-                "server_cpu_ms_per_request": round(1000 * (_cpu_seconds(self.pid) - cpu) / 2.0, 3),
+                "server_cpu_ms_per_request": round(1000 * (process_cpu_seconds(self.pid) - cpu) / 2.0, 3),
                 "wall_ms_per_request": 0,
             }
         )
@@ -314,8 +301,8 @@ def main() -> None:
             command += ["--profile", str(args.profile.resolve())]
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert process.stdin is not None and process.stdout is not None
-        facts = json.loads(process.stdout.readline())
-        driver = Driver(facts["url"], facts["token"], facts["ca"], args.apps, args.namespaces, process.pid)
+        url = process.stdout.readline().strip()
+        driver = Driver(Path(work), url, args.apps, args.namespaces, process.pid)
         try:
             driver.run()
         finally:

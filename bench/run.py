@@ -507,6 +507,12 @@ class SentRequests:
         return next(t for t, method in list(self.sent) if t > after and method in WRITE_METHODS)
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by process ``pid``, from ``/proc`` (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class OwnProcessCluster:
     """A running embedded cluster daemon, as ``gitdeploy cluster up`` starts it (its own process,
     HTTPS); its request counts come from ``/gitdeploy/v1/stats``."""
@@ -529,9 +535,7 @@ class OwnProcessCluster:
     def cpu_seconds(self) -> dict[str, float]:
         """CPU time (user + system) used so far by this process (the controller), by the git
         commands it ran (its children that ended) and by the daemon."""
-        fields = Path(f"/proc/{self.info.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        daemon = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        own = os.times()
+        own, daemon = os.times(), process_cpu_seconds(self.info.pid)
         children = own.children_user + own.children_system
         return {"controller": own.user + own.system, "git": children, "cluster": daemon}
 
@@ -861,7 +865,9 @@ def _load_directly(state_dir: Path, count: int) -> None:
     store.close()
 
 
-def _daemon_client(state_dir: Path, url: str) -> Any:
+def daemon_client(state_dir: Path, url: str) -> Any:
+    """An official client of the cluster serving ``state_dir`` at ``url`` (its token; its
+    certificate, used for HTTPS only)."""
     configuration = client.Configuration()
     configuration.host = url
     configuration.api_key = {"authorization": "Bearer " + (state_dir / "token").read_text().strip()}
@@ -873,7 +879,7 @@ def _scale_writes_per_second(state_dir: Path, url: str, count: int, writes: int,
     per_thread = writes // threads
 
     def work(offset: int) -> None:
-        api = _daemon_client(state_dir, url)
+        api = daemon_client(state_dir, url)
         apps = client.AppsV1Api(api)
         for index in range(per_thread):
             name = f"app-{(offset * 1000 + index // 2) % count:05d}"
@@ -927,7 +933,7 @@ def localcluster(bench: Bench) -> Measured:
             two = _scale_writes_per_second(state_dir, info.url, count, writes, threads=2)
         raw_s, items = _raw_list_seconds(state_dir, info.url)
         assert items == count, items
-        api = _daemon_client(state_dir, info.url)
+        api = daemon_client(state_dir, info.url)
         started = time.perf_counter()
         listed = client.AppsV1Api(api).list_namespaced_replica_set(_LC_NAMESPACE)
         client_s = time.perf_counter() - started
