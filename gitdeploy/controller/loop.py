@@ -121,6 +121,16 @@ def _changed_apps(before: tuple[App, ...], after: tuple[App, ...]) -> tuple[list
     return changed, removed
 
 
+def _unreadable_files(desired: LoadResult) -> dict[str, list[str]]:
+    """Manifest files with a problem that names no app (YAML that does not parse, a document
+    without kind or name), with those problems: any app could be in them."""
+    unreadable: dict[str, list[str]] = defaultdict(list)
+    for diagnostic in desired.diagnostics:
+        if not diagnostic.app:
+            unreadable[diagnostic.file].append(diagnostic.render())
+    return unreadable
+
+
 def _jitter(delay: float) -> float:
     """±10% so that many apps requeued together spread out; short delays stay exact."""
     return delay if delay < 2.0 else delay * random.uniform(0.9, 1.1)
@@ -223,11 +233,9 @@ class Controller:
         changed, removed = _changed_apps(self.desired.apps if self.desired else (), desired.apps)
         changed = [app for app in changed if self._mine(app.key)]
         rendered: dict[str, list[str]] = defaultdict(list)
-        unreadable: dict[str, list[str]] = defaultdict(list)  # problems naming no app, by file
         for diagnostic in desired.diagnostics:
             rendered[diagnostic.app].append(diagnostic.render())
-            if not diagnostic.app:
-                unreadable[diagnostic.file].append(diagnostic.render())
+        unreadable = _unreadable_files(desired)
         problems = {
             key: "; ".join(rendered[str(key)]) or "the manifest is invalid (see `gitdeploy validate`)"
             for key in desired.invalid_apps
@@ -612,13 +620,6 @@ class Controller:
             for key in self.apps:
                 self.due.setdefault(key, now)
 
-    def _unreadable_files(self) -> list[str]:
-        """Manifest files with a problem that names no app (YAML that does not parse, a document
-        without kind or name): any app could be in them."""
-        if self.desired is None:
-            return []
-        return sorted({d.file for d in self.desired.diagnostics if not d.app})
-
     def _handle_orphan(
         self, key: AppKey, replica_sets: list[ObservedReplicaSet], stored: StoredRecord | None
     ) -> AppReport | None:
@@ -626,7 +627,7 @@ class Controller:
         if stored is None and not any(rs.app == key.name for rs in replica_sets):
             self.orphans.pop(key, None)
             return None
-        unreadable = self._unreadable_files()
+        unreadable = sorted(_unreadable_files(self.desired)) if self.desired is not None else []
         if unreadable:  # a file that does not say which apps it holds may hold this one
             note += f"; not pruned while {', '.join(unreadable)} cannot be read (see `gitdeploy validate`)"
         elif self.prune:
