@@ -18,23 +18,14 @@ from gitdeploy.localcluster import LocalCluster
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import settle
+from tests.fixtures.manifests import deployment as shared_deployment
 
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
 
 
 def deployment(name: str, image: str = "nginx:1.25", replicas: int = 2) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      containers: [{{name: main, image: "{image}"}}]
-"""
+    """The shared one-container Deployment, in namespace shop, of 2 replicas unless told."""
+    return shared_deployment(name, "shop", image, replicas)
 
 
 @pytest.fixture(autouse=True)
