@@ -218,7 +218,7 @@ def check_file_count(count: int, sha: str, root: str, limits: SourceLimits) -> N
             f"commit {shorten_sha(sha)} has {count} manifest files under "
             f"{root or 'the repository root'}, "
             f"more than the limit of {limits.max_files}",
-            hint="track a narrower path, or raise the file-count limit",
+            hint="track a directory of the repo that holds fewer manifest files (--path DIR)",
         )
 
 
@@ -227,7 +227,7 @@ def check_file_size(path: str, sha: str, size: int, limits: SourceLimits) -> Non
         raise PermanentError(
             f"{path} at commit {shorten_sha(sha)} is {size} bytes, "
             f"more than the limit of {limits.max_file_bytes}",
-            hint="split the file, or raise the file-size limit",
+            hint="split its documents over several smaller files",
         )
 
 
