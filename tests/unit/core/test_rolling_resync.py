@@ -26,6 +26,7 @@ from gitdeploy.core.rolling import (
     plan_rolling_passes,
     plan_rolling_step,
 )
+from tests.unit.core.test_rolling_simulation import bounds
 
 OLD, NEW = "web-old", "web-new"
 
@@ -213,13 +214,6 @@ def test_scale_downs_are_written_before_scale_ups() -> None:
 def test_nothing_to_do_is_no_pass() -> None:
     waiting = steady(NEW, 4, revision=2, available=0)  # the first wave, not ready yet
     assert plan_rolling_passes("RollingUpdate", 8, "25%", "25%", waiting, [steady(OLD, 6)]) == ()
-
-
-bounds = st.one_of(
-    st.none(),
-    st.integers(min_value=0, max_value=12),
-    st.integers(min_value=0, max_value=100).map(lambda p: f"{p}%"),
-)
 
 
 @settings(max_examples=300, deadline=None)
