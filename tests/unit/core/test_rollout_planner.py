@@ -261,6 +261,11 @@ def reasons(step: Step) -> list[str]:
     return [e.reason for e in step.events]
 
 
+def named(cases: list[tuple[Any, ...]]) -> list[Any]:
+    """A table of ``(id, *values)`` rows as pytest parameters named by their first column."""
+    return [pytest.param(*case[1:], id=case[0]) for case in cases]
+
+
 def only_create(step: Step) -> CreateReplicaSet:
     assert len(step.actions) == 1
     action = step.actions[0]
@@ -349,8 +354,7 @@ NEW_APP_CASES = [
 
 @pytest.mark.parametrize(
     ("app", "initial", "max_replicas", "requeue"),
-    [c[1:] for c in NEW_APP_CASES],
-    ids=[c[0] for c in NEW_APP_CASES],
+    named(NEW_APP_CASES),
 )
 def test_a_new_app_gets_its_first_replica_set(
     app: App, initial: int, max_replicas: str, requeue: float
@@ -899,8 +903,7 @@ WATCHED_CASES = [
 
 @pytest.mark.parametrize(
     ("app", "replica_sets", "unwatched", "watched"),
-    [c[1:] for c in WATCHED_CASES],
-    ids=[c[0] for c in WATCHED_CASES],
+    named(WATCHED_CASES),
 )
 def test_a_watched_rolling_update_waits_longer_for_pods(
     app: App, replica_sets: tuple[ObservedReplicaSet, ...], unwatched: float, watched: float
@@ -1258,9 +1261,7 @@ def describe(step: Step) -> str:
     return f"scale {which} {action.replicas}"
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "hooks", "expected"), [c[1:] for c in RECREATE_STORY], ids=[c[0] for c in RECREATE_STORY]
-)
+@pytest.mark.parametrize(("old", "new", "hooks", "expected"), named(RECREATE_STORY))
 def test_recreate_ordering_for_a_deployment_config(
     old: tuple[int, int], new: tuple[int, int, int], hooks: dict[str, str], expected: str
 ) -> None:
