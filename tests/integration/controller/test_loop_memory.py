@@ -25,9 +25,7 @@ NAMESPACES = [f"team{i}" for i in range(5)]
 APPS = [AppKey(namespace, f"app{i}") for namespace in NAMESPACES for i in range(4)]
 
 
-@pytest.fixture(autouse=True)
-def _no_machine_git_config(isolated_git_config: None) -> None:
-    """git runs without the machine's configuration."""
+pytestmark = pytest.mark.usefixtures("isolated_git_config")  # git without the machine's configuration
 
 
 class PacedController(Controller):

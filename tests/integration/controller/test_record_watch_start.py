@@ -30,9 +30,7 @@ from tests.fixtures.manifests import deployment
 WEB, API = AppKey("shop", "web"), AppKey("shop", "api")
 
 
-@pytest.fixture(autouse=True)
-def _no_machine_git_config(isolated_git_config: None) -> None:
-    """git runs without the machine's configuration."""
+pytestmark = pytest.mark.usefixtures("isolated_git_config")  # git without the machine's configuration
 
 
 def test_the_records_a_watch_starts_with_make_no_app_due(

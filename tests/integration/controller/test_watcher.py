@@ -35,9 +35,7 @@ def web(image: str) -> str:
     return deployment("web", "shop", image, replicas=8)
 
 
-@pytest.fixture(autouse=True)
-def _no_machine_git_config(isolated_git_config: None) -> None:
-    """git runs without the machine's configuration."""
+pytestmark = pytest.mark.usefixtures("isolated_git_config")  # git without the machine's configuration
 
 
 @pytest.fixture
