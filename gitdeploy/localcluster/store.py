@@ -334,13 +334,12 @@ class Store:
         self._pool_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._closed = False
-        # what this process committed last, by (resource, namespace) and by (resource, None), and
-        # a condition for each such key that a watch waits on (see wait_for_commit); the changes
-        # of its latest commits, for watches to read without the database (see recent_changes)
+        # the changes of this process's latest commits, for watches to read without the database
+        # (see recent_changes), and a condition for each (resource, namespace) and (resource, None)
+        # that a watch waits on (see wait_for_commit)
         self._commit_lock = threading.Lock()
         self._recent: deque[Change] = deque(maxlen=_RECENT_CHANGES)
         self._last_write = threading.local()  # each thread's last write transaction (see encoded)
-        self._committed: dict[tuple[str, str | None], int] = {}
         self._commit_waits: dict[tuple[str, str | None], threading.Condition] = {}
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
@@ -415,7 +414,6 @@ class Store:
             self._recent.extend(changes)
             for change in changes:
                 for key in ((change.resource, change.namespace), (change.resource, None)):
-                    self._committed[key] = change.rv
                     waiting = self._commit_waits.get(key)
                     if waiting is not None:
                         waiting.notify_all()
@@ -429,7 +427,10 @@ class Store:
             waiting = self._commit_waits.get(key)
             if waiting is None:
                 waiting = self._commit_waits[key] = threading.Condition(self._commit_lock)
-            return waiting.wait_for(lambda: self._committed.get(key, 0) > after, timeout)
+            # derived from the kept changes: one after ``after``, or some no longer kept (None)
+            return waiting.wait_for(
+                lambda: bool(self._recent) and self._changes_after(after, resource, namespace) != [], timeout
+            )
 
     def recent_changes(
         self, after: int, resource: str, namespace: str | None
@@ -438,16 +439,23 @@ class Store:
         None) after version ``after``, and the version up to which that is all of them; None when
         the changes kept in memory do not reach back to ``after`` (read the log instead)."""
         with self._commit_lock:
-            if not self._recent or self._recent[0].rv > after + 1:
-                return None
-            newer: list[Change] = []
-            for change in reversed(self._recent):
-                if change.rv <= after:
-                    break
-                if change.resource == resource and (namespace is None or change.namespace == namespace):
-                    newer.append(change)
-            newer.reverse()
-            return newer, self._recent[-1].rv
+            newer = self._changes_after(after, resource, namespace)
+            return None if newer is None else (newer, self._recent[-1].rv)
+
+    def _changes_after(self, after: int, resource: str, namespace: str | None) -> list[Change] | None:
+        """The kept changes of ``resource`` (in ``namespace``, or any with None) after version
+        ``after``, oldest first; None when those kept do not reach back to ``after``. Called
+        holding the commit lock."""
+        if not self._recent or self._recent[0].rv > after + 1:
+            return None
+        newer: list[Change] = []
+        for change in reversed(self._recent):
+            if change.rv <= after:
+                break
+            if change.resource == resource and (namespace is None or change.namespace == namespace):
+                newer.append(change)
+        newer.reverse()
+        return newer
 
     @staticmethod
     def _begin_immediate(conn: sqlite3.Connection) -> None:
