@@ -297,9 +297,6 @@ class TimedStats(RequestStats):
         arrivals = list(self.arrivals)
         return next((t for t, v, r in arrivals if t > after and v in verbs and r == resource), None)
 
-    def last_arrival(self) -> float:
-        return self.arrivals[-1][0] if self.arrivals else 0.0
-
 
 class TimedController(Controller):
     """The loop's controller, timing each app's step (snapshot, plan, writes; wall-clock time,
