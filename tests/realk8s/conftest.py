@@ -1,0 +1,118 @@
+"""The real control plane for tests/realk8s: one per test session, shared by the tier's tests.
+
+``scripts/realk8s up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
+(see controlplane.py); a build failure or a component that does not come up fails the tests with the
+reason, never skips them. gitdeploy talks to it as the ServiceAccount of ``deploy/`` with that
+account's token, never as admin, in namespaces that enforce Pod Security "restricted" and carry
+``deploy/rbac.yaml``'s Role.
+
+All tests of the tier share one xdist group, so one worker runs them against one control plane.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.cli import RunCli
+from tests.fixtures.gitrepo import GitRemote
+from tests.realk8s.controlplane import (
+    REALK8S,
+    ControlPlane,
+    install_gitdeploy_identity,
+    managed_namespace_for_gitdeploy,
+    service_account_kubeconfig,
+)
+
+POD_READY_SECONDS = 1.0
+PULL_FAILURE_IMAGE = "registry.test/missing:1"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.xdist_group("realk8s"))
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    run_dir = tmp_path_factory.mktemp("realk8s")
+    built = subprocess.run([str(REALK8S), "build"], capture_output=True, text=True, check=False)
+    if built.returncode != 0:
+        pytest.fail(f"scripts/realk8s build failed (the real control plane is required):\n{built.stderr}")
+    up = subprocess.run(
+        [str(REALK8S), "up", str(run_dir), "--pod-ready-seconds", str(POD_READY_SECONDS),
+         "--image-pull-failure", PULL_FAILURE_IMAGE],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    if up.returncode != 0:
+        pytest.fail(f"scripts/realk8s up failed:\n{up.stdout}\n{up.stderr}")
+    plane = ControlPlane.at(run_dir)
+    try:
+        install_gitdeploy_identity(plane)
+        yield plane
+    finally:
+        subprocess.run([str(REALK8S), "down", str(run_dir)], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="session")
+def gitdeploy_kubeconfig(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return service_account_kubeconfig(control_plane, tmp_path_factory.mktemp("sa") / "kubeconfig")
+
+
+ManagedNamespace = Callable[..., str]
+
+
+@pytest.fixture
+def managed_namespace(control_plane: ControlPlane) -> Iterator[ManagedNamespace]:
+    """``managed_namespace()``: a new namespace enforcing Pod Security "restricted", with
+    deploy/rbac.yaml's Role and RoleBinding in it (the only rights gitdeploy has there)."""
+    made: list[str] = []
+
+    def make(prefix: str = "t") -> str:
+        name = managed_namespace_for_gitdeploy(control_plane, f"{prefix}-{uuid.uuid4().hex[:6]}")
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        control_plane.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll ``check`` until true; fail naming ``what`` (the real cluster moves at its own pace)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def gitdeploy(run_cli: RunCli, gitdeploy_kubeconfig: Path) -> RunCli:
+    """``gitdeploy("status", "-n", ns)``: the real CLI, as deploy/'s ServiceAccount."""
+
+    def run(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return run_cli("--kubeconfig", str(gitdeploy_kubeconfig), *args, **kwargs)
+
+    return run
+
+
+def synced(gitdeploy: RunCli, repo: GitRemote, *, expect: int = 0, timeout: str = "120s") -> str:
+    """``gitdeploy sync --repo REPO --wait``; fail unless it exits with ``expect``."""
+    done = gitdeploy("sync", "--repo", repo.url, "--wait", "--timeout", timeout)
+    assert done.returncode == expect, done.stdout + done.stderr
+    return done.stdout
+
+
+def history(gitdeploy: RunCli, app: str) -> list[dict[str, Any]]:
+    done = gitdeploy("history", app, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]

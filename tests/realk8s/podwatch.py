@@ -1,0 +1,100 @@
+"""Watch a namespace's pods on the real cluster and keep the figures the rollout bounds are about.
+
+A pod counts from the moment it exists until it is gone: a Terminating pod still runs its
+containers for its grace period, so it counts against maxSurge (as the Deployment controller counts
+it) and, in Recreate, as an old pod still running.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config, watch
+
+
+@dataclass
+class PodState:
+    labels: dict[str, str]
+    ready: bool
+    terminating: bool
+
+
+@dataclass
+class PodWatch:
+    """Every change to the namespace's pods, applied in order; ``check`` runs after each one."""
+
+    namespace: str
+    kubeconfig: Path
+    check: Callable[[dict[str, PodState]], None] | None = None
+    pods: dict[str, PodState] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    events: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __enter__(self) -> PodWatch:
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
+        self._api = client.CoreV1Api(client.ApiClient(configuration))
+        listed: Any = self._api.list_namespaced_pod(self.namespace)
+        for pod in listed.items:
+            self.pods[pod.metadata.name] = _state(pod)
+        self._version = listed.metadata.resource_version
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            stream = watch.Watch()  # type: ignore[no-untyped-call]
+            try:
+                for event in stream.stream(  # type: ignore[no-untyped-call]
+                    self._api.list_namespaced_pod,
+                    self.namespace,
+                    resource_version=self._version,
+                    timeout_seconds=5,
+                    allow_watch_bookmarks=True,
+                ):
+                    self._apply(event)
+                    if self._stop.is_set():
+                        break
+            except Exception as bad:
+                self.failures.append(f"pod watch failed: {bad}")
+                return
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        pod = event["object"]
+        self._version = pod.metadata.resource_version
+        if event["type"] == "BOOKMARK":
+            return
+        with self._lock:
+            if event["type"] == "DELETED":
+                self.pods.pop(pod.metadata.name, None)
+            else:
+                self.pods[pod.metadata.name] = _state(pod)
+            self.events += 1
+            if self.check:
+                try:
+                    self.check(dict(self.pods))
+                except AssertionError as broken:
+                    self.failures.append(str(broken))
+
+    def snapshot(self) -> dict[str, PodState]:
+        with self._lock:
+            return dict(self.pods)
+
+
+def _state(pod: Any) -> PodState:
+    conditions = pod.status.conditions or []
+    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+    return PodState(dict(pod.metadata.labels or {}), ready, pod.metadata.deletion_timestamp is not None)

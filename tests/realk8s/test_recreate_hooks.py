@@ -1,0 +1,132 @@
+"""Recreate and lifecycle hooks on the real control plane, where a deleted pod stays Terminating for
+its grace period and hook pods run under Pod Security "restricted".
+
+Seed 000: "Successful removal is awaited before any Pod of the new revision is created", and the mid
+hook runs after all old pods are scaled down and before any new pods are scaled up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
+from gitdeploy.core.observed import POD_ROLE_LABEL
+from tests.fixtures.cli import RunCli
+from tests.fixtures.gitrepo import GitRemote
+from tests.realk8s.conftest import ManagedNamespace, history, synced
+from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.kwok_stages import EXIT_CODE_VAR, HANG
+from tests.realk8s.manifests import deployment_config, settings
+from tests.realk8s.podwatch import PodState, PodWatch
+
+pytestmark = pytest.mark.usefixtures("isolated_git_config")
+
+GRACE = 4
+
+
+def hook(policy: str, exit_code: str = "0") -> dict[str, Any]:
+    env = [{"name": EXIT_CODE_VAR, "value": exit_code}]
+    return {
+        "failurePolicy": policy,
+        "execNewPod": {"containerName": "worker", "command": ["/bin/hook"], "env": env},
+    }
+
+
+def recreate(timeout: int = 60, **hooks: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "Recreate", "recreateParams": {"timeoutSeconds": timeout, **hooks}}
+
+
+def worker(version: int, replicas: int, strategy: dict[str, Any], grace: int | None = None) -> dict[str, str]:
+    return {
+        "apps/worker.yaml": deployment_config(
+            "worker", f"registry.test/worker:{version}", replicas, strategy, grace
+        )
+    }
+
+
+def app_pods(pods: dict[str, PodState]) -> list[PodState]:
+    return [p for p in pods.values() if POD_ROLE_LABEL not in p.labels and p.labels.get("app") == "worker"]
+
+
+def running_images(control_plane: ControlPlane, namespace: str) -> set[str]:
+    pods: Any = control_plane.get_json("pods", "-n", namespace, "-l", f"app=worker,!{POD_ROLE_LABEL}")
+    return {
+        p["spec"]["containers"][0]["image"]
+        for p in pods["items"]
+        if not p["metadata"].get("deletionTimestamp")
+    }
+
+
+def test_recreate_never_overlaps_pods_and_the_mid_hook_runs_when_old_pods_are_gone(
+    control_plane: ControlPlane, managed_namespace: ManagedNamespace, git_remote: GitRemote, gitdeploy: RunCli
+) -> None:
+    namespace = managed_namespace("recreate")
+    strategy = recreate(pre=hook("Abort"), mid=hook("Abort"), post=hook("Ignore"))
+    git_remote.commit_and_push(
+        "worker 1", {"gitdeploy.yaml": settings(namespace)} | worker(1, 3, strategy, GRACE)
+    )
+    synced(gitdeploy, git_remote)
+
+    app_pods_when_mid_started: list[int] = []
+
+    def no_overlap(pods: dict[str, PodState]) -> None:
+        hashes = {p.labels.get(TEMPLATE_HASH_LABEL) for p in app_pods(pods)}
+        assert len(hashes) <= 1, f"pods of two templates exist at once: {sorted(map(str, hashes))}"
+        if (
+            any(p.labels.get(POD_ROLE_LABEL) == "hook-mid" for p in pods.values())
+            and not app_pods_when_mid_started
+        ):
+            app_pods_when_mid_started.append(len(app_pods(pods)))
+
+    with PodWatch(namespace, control_plane.admin_kubeconfig, check=no_overlap) as watched:
+        git_remote.commit_and_push("worker 2", worker(2, 3, strategy, GRACE))
+        synced(gitdeploy, git_remote)
+    assert not watched.failures, watched.failures
+    assert app_pods_when_mid_started == [0], (
+        "the mid hook started while app pods (old, or Terminating) existed"
+    )
+    assert [r["outcome"] for r in history(gitdeploy, f"{namespace}/worker")] == ["Complete", "Complete"]
+    assert running_images(control_plane, namespace) == {"registry.test/worker:2"}
+
+
+@pytest.mark.parametrize(
+    ("policy", "exit_code", "outcome"),
+    [("Abort", "3", "Failed"), ("Ignore", "3", "Complete"), ("Abort", "0", "Complete")],
+)
+def test_a_pre_hook_failure_policy_decides_the_rollout(
+    policy: str,
+    exit_code: str,
+    outcome: str,
+    control_plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+) -> None:
+    namespace = managed_namespace("hooks")
+    git_remote.commit_and_push("worker 1", {"gitdeploy.yaml": settings(namespace)} | worker(1, 2, recreate()))
+    synced(gitdeploy, git_remote)
+    git_remote.commit_and_push("worker 2", worker(2, 2, recreate(pre=hook(policy, exit_code))))
+    synced(gitdeploy, git_remote, expect=0 if outcome == "Complete" else 1)
+
+    assert history(gitdeploy, f"{namespace}/worker")[-1]["outcome"] == outcome
+    expected = "registry.test/worker:1" if outcome == "Failed" else "registry.test/worker:2"
+    assert running_images(control_plane, namespace) == {expected}
+
+
+def test_a_hook_that_hangs_is_stopped_at_its_deadline(
+    control_plane: ControlPlane, managed_namespace: ManagedNamespace, git_remote: GitRemote, gitdeploy: RunCli
+) -> None:
+    namespace = managed_namespace("hang")
+    git_remote.commit_and_push("worker 1", {"gitdeploy.yaml": settings(namespace)} | worker(1, 1, recreate()))
+    synced(gitdeploy, git_remote)
+    git_remote.commit_and_push("worker 2", worker(2, 1, recreate(timeout=8, pre=hook("Abort", HANG))))
+    synced(gitdeploy, git_remote, expect=1, timeout="90s")
+
+    assert history(gitdeploy, f"{namespace}/worker")[-1]["outcome"] == "Failed"
+    pods: Any = control_plane.get_json("pods", "-n", namespace, "-l", f"{POD_ROLE_LABEL}=hook-pre")
+    assert [p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")] == [], (
+        "the hung hook pod outlived its failed rollout"
+    )
+    assert running_images(control_plane, namespace) == {"registry.test/worker:1"}

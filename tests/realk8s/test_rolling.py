@@ -1,0 +1,76 @@
+"""Seed 002's rolling update on the real control plane, with the bounds checked from a pod watch.
+
+Given an app of 4 replicas at maxSurge 25% / maxUnavailable 25% running on kube-apiserver,
+kube-controller-manager's ReplicaSet controller and kwok,
+When a commit changes its image and gitdeploy (as deploy/'s ServiceAccount) syncs,
+Then at no moment do more than 5 pods exist (Terminating pods count until they are gone) nor fewer
+than 3 ready, non-terminating pods serve; the rollout ends with 4 new ready pods and no old one,
+and ``status`` and ``history`` say so.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fixtures.cli import RunCli
+from tests.fixtures.gitrepo import GitRemote
+from tests.realk8s.conftest import ManagedNamespace, history, synced
+from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.manifests import deployment, settings
+from tests.realk8s.podwatch import PodState, PodWatch
+
+pytestmark = pytest.mark.usefixtures("isolated_git_config")
+
+ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+
+
+def web(image: str) -> str:
+    return deployment("web", image, 4, ROLLING, grace=2)
+
+
+def test_rolling_update_keeps_surge_and_availability_on_a_real_cluster(
+    control_plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+) -> None:
+    namespace = managed_namespace("rolling")
+    git_remote.commit_and_push(
+        "web 1.0", {"gitdeploy.yaml": settings(namespace), "apps/web.yaml": web("registry.test/web:1.0")}
+    )
+    synced(gitdeploy, git_remote)
+
+    def bounds(pods: dict[str, PodState]) -> None:
+        app = [p for p in pods.values() if p.labels.get("app") == "web"]
+        assert len(app) <= 5, f"{len(app)} pods exist, maxSurge allows 5"
+        serving = [p for p in app if p.ready and not p.terminating]
+        assert len(serving) >= 3, f"only {len(serving)} ready pods, maxUnavailable allows 3"
+
+    with PodWatch(namespace, control_plane.admin_kubeconfig, check=bounds) as pods:
+        git_remote.commit_and_push("web 1.1", {"apps/web.yaml": web("registry.test/web:1.1")})
+        synced(gitdeploy, git_remote)
+    assert not pods.failures, pods.failures
+    assert pods.events > 8, "the watch saw the rollout"
+
+    replica_sets = control_plane.get_json("replicasets", "-n", namespace)["items"]
+    by_image = {rs["spec"]["template"]["spec"]["containers"][0]["image"]: rs for rs in replica_sets}  # type: ignore[attr-defined]
+    assert by_image["registry.test/web:1.1"]["status"].get("readyReplicas") == 4
+    assert by_image["registry.test/web:1.0"]["spec"]["replicas"] == 0
+
+    status = gitdeploy("status", "-n", namespace, "-o", "json")
+    assert status.returncode == 0, status.stderr
+    [view] = json.loads(status.stdout)
+    assert (view["key"], view["revision"], view["sync"], view["health"]) == (
+        f"{namespace}/web",
+        2,
+        "Synced",
+        "Healthy",
+    )
+    assert [
+        (r["revision"], r["outcome"], r["commit"]["subject"]) for r in history(gitdeploy, f"{namespace}/web")
+    ] == [
+        (1, "Complete", "web 1.0"),
+        (2, "Complete", "web 1.1"),
+    ]
