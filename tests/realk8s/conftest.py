@@ -105,9 +105,9 @@ def gitdeploy(run_cli: RunCli, gitdeploy_kubeconfig: Path) -> RunCli:
     return run
 
 
-def synced(gitdeploy: RunCli, repo: GitRemote, *, expect: int = 0, timeout: str = "120s") -> str:
+def synced(gitdeploy: RunCli, repo: GitRemote, *, expect: int = 0, timeout: str = "60s") -> str:
     """``gitdeploy sync --repo REPO --wait``; fail unless it exits with ``expect``."""
-    done = gitdeploy("sync", "--repo", repo.url, "--wait", "--timeout", timeout)
+    done = gitdeploy("sync", "--repo", repo.url, "--wait", "--timeout", timeout, timeout=600)
     assert done.returncode == expect, done.stdout + done.stderr
     return done.stdout
 

@@ -312,6 +312,8 @@ def up(run_dir: Path, bin_dir: Path, pod_ready_seconds: float, pull_failures: li
             ADMISSION_PLUGINS,
             "--service-cluster-ip-range",
             "10.0.0.0/24",
+            "--endpoint-reconciler-type",
+            "none",
             "--allow-privileged=false",
             "--profiling=false",
             "--v=1",
@@ -413,6 +415,9 @@ def up(run_dir: Path, bin_dir: Path, pod_ready_seconds: float, pull_failures: li
         return out.split() == ["True"] * NODE_COUNT
 
     wait_until("the kwok nodes to be Ready", nodes_ready, run_dir)
+    # The API server taints a new node not-ready; the node-lifecycle controller (not run: kwok sends
+    # no heartbeats) would lift it once the node is Ready. Lift it as that controller would.
+    kubectl(bin_dir, kubeconfig, "taint", "nodes", "--all", "node.kubernetes.io/not-ready:NoSchedule-")
     wait_until(
         "the default service account",
         lambda: bool(kubectl(bin_dir, kubeconfig, "get", "serviceaccount", "default", "-o", "name")),

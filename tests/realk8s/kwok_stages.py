@@ -40,7 +40,7 @@ conditions:
   lastTransitionTime: {{ $now | Quote }}
 addresses:
 - type: InternalIP
-  address: {{ NodeIPWith .metadata.name | Quote }}
+  address: {{ NodeIP | Quote }}
 - type: Hostname
   address: {{ .metadata.name | Quote }}
 allocatable: {cpu: 1k, memory: 1Ti, pods: 10k}
