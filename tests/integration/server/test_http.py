@@ -21,6 +21,7 @@ from gitdeploy.server.http import (
 )
 from gitdeploy.server.metrics import CONTENT_TYPE, Metrics
 from gitdeploy.server.webhook import PushEvent, github_signature
+from tests.fixtures.cli import RunCli
 
 SECRET = b"4f1c0e0b1d7a9c2e"
 REPO = "git@github.com:acme/deploy.git"
@@ -435,3 +436,14 @@ def test_post_to_an_unknown_path_with_a_body_still_gets_its_answer(client: httpx
     response = client.post("/hooks/other", content=b"x" * 10_000)
 
     assert response.status_code == 404
+
+
+def test_run_on_an_address_in_use_says_so_and_what_to_do(run_cli: RunCli, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ran = run_cli("run", "--repo", str(tmp_path / "config"), "--listen", f"127.0.0.1:{port}")
+    assert ran.returncode == 1
+    assert f"error: cannot listen on 127.0.0.1:{port}: the address is already in use" in ran.stderr
+    assert "--listen another port" in ran.stderr and "unexpected" not in ran.stderr
