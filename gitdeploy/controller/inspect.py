@@ -18,6 +18,7 @@ from gitdeploy.core.observed import (
     PHASE_ANNOTATION,
     ObservedReplicaSet,
     newest_replica_set,
+    record_name,
 )
 from gitdeploy.core.records import AppRecord, RevisionEntry, load_record
 from gitdeploy.core.recovery import revision_entry_of
@@ -68,6 +69,19 @@ def read_records(
     return records, damaged
 
 
+def _damaged_message(key: AppKey, problem: DamagedRecordError, replica_sets: list[ObservedReplicaSet]) -> str:
+    """What to do about a damaged record; never to delete it while an earlier gitdeploy's
+    ReplicaSets are still owned by it (deleting it would delete them, with their pods)."""
+    if not any(rs.owned_the_old_way for rs in replica_sets):
+        return f"{problem.message}: {problem.hint}"
+    name = record_name(key.name)
+    return (
+        f"{problem.message}: repair it with `kubectl edit configmap {name} -n {key.namespace}`; "
+        "do not delete it yet: ReplicaSets an earlier gitdeploy made are still owned by it until "
+        "`gitdeploy run` or `sync` releases them"
+    )
+
+
 def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | None = None) -> list[AppView]:
     """Every app gitdeploy manages (in ``namespace``; only ``app`` when given), sorted. An app whose
     record cannot be read shows as ``RecordDamaged`` with what to do."""
@@ -89,7 +103,7 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
         message = status.message if status is not None else ""
         problem = damaged.get(key)
         if problem is not None:
-            sync, message = Sync.RECORD_DAMAGED.value, f"{problem.message}: {problem.hint}"
+            sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
         views.append(
             AppView(
                 key=key,

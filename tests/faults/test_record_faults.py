@@ -29,13 +29,18 @@ def _no_machine_git_config(isolated_git_config: None) -> None:
 
 
 @pytest.fixture
-def core(tmp_path: Path, cluster: None) -> Iterator[Any]:
-    """CoreV1Api of the embedded cluster the CLI started, through its kubeconfig (as kubectl)."""
+def api(tmp_path: Path, cluster: None) -> Iterator[Any]:
+    """A client of the embedded cluster the CLI started, through its kubeconfig (as kubectl)."""
     api = config.new_client_from_config(str(tmp_path / "state" / "kubeconfig"))  # type: ignore[no-untyped-call]
     try:
-        yield client.CoreV1Api(api)
+        yield api
     finally:
         api.close()
+
+
+@pytest.fixture
+def core(api: Any) -> Any:
+    return client.CoreV1Api(api)
 
 
 def _sync(run_cli: RunCli, git_remote: GitRemote) -> str:
@@ -141,7 +146,7 @@ def test_an_emptied_record_is_rebuilt_and_said_so_not_rewritten_empty(
 
 
 def test_a_damaged_record_shows_that_app_as_damaged_and_the_others_as_usual(
-    git_remote: GitRemote, run_cli: RunCli, core: Any
+    git_remote: GitRemote, run_cli: RunCli, api: Any, core: Any
 ) -> None:
     git_remote.commit_and_push(
         "two apps",
@@ -168,14 +173,25 @@ def test_a_damaged_record_shows_that_app_as_damaged_and_the_others_as_usual(
     )
     text = run_cli("status")
     assert text.returncode == 0 and "shop/api" in text.stdout and "RecordDamaged" in text.stdout
-    # And a sync rolls api forward, leaves web's pods and its damaged record as they are
+    # And while a ReplicaSet an earlier gitdeploy made is still owned by the record, status does
+    # not advise deleting it (that would delete the ReplicaSet and its pods)
+    uid = core.read_namespaced_config_map("gitdeploy.web", "shop").metadata.uid
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "gitdeploy.web", "uid": uid, "controller": True}
+    old_way = {"metadata": {"ownerReferences": [owner], "labels": {"app": "web"}}}
+    apps: Any = client.AppsV1Api(api)
+    for rs in apps.list_namespaced_replica_set("shop", label_selector="gitdeploy.io/app=web").items:
+        apps.patch_namespaced_replica_set(rs.metadata.name, "shop", old_way)
+    web = _views(run_cli)["shop/web"]
+    assert "do not delete it yet" in web["message"] and "kubectl delete" not in web["message"]
+    # And a sync rolls api forward, releases web's ReplicaSet, leaves its pods and damaged record
     git_remote.commit_and_push("api 2", {"apps/api.yaml": deployment("api", "shop", "api:2", 1)})
     synced = run_cli("sync", "--repo", git_remote.url, "--wait", "--timeout", "60s")
     assert "RecordDamaged" in synced.stdout, synced.stdout + synced.stderr
     assert _views(run_cli)["shop/api"]["revision"] == 2
     assert _pods(core) == pods
     assert core.read_namespaced_config_map("gitdeploy.web", "shop").data["record.json"] == damaged
-    # And the message's advice is safe: deleting the record keeps the pods and brings the history back
+    # And then the advice is safe: deleting the record keeps the pods and brings the history back
+    assert "kubectl delete configmap gitdeploy.web -n shop" in _views(run_cli)["shop/web"]["message"]
     core.delete_namespaced_config_map("gitdeploy.web", "shop")
     _sync(run_cli, git_remote)
     assert _pods(core) == pods
