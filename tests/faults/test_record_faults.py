@@ -9,6 +9,8 @@ record never hides the other apps; what can be rebuilt from the ReplicaSets' ann
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +18,16 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.watcher import watch_records
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.records import AppRecord
+from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.loop import settle
 from tests.fixtures.manifests import deployment
 
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
@@ -196,3 +206,32 @@ def test_a_damaged_record_shows_that_app_as_damaged_and_the_others_as_usual(
     _sync(run_cli, git_remote)
     assert _pods(core) == pods
     assert [h["revision"] for h in _history(run_cli)] == [1]
+
+
+def test_under_run_a_deleted_record_is_rebuilt_at_once_not_at_the_resync(
+    git_remote: GitRemote, kube_client: Any, fake_clock: FakeClock, tmp_path: Path
+) -> None:
+    # Given web deployed by a loop that watches the app records, as `gitdeploy run` does
+    git_remote.commit_and_push(
+        "web", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web", "shop")}
+    )
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        controller = Controller(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
+        settle(controller, fake_clock)
+        assert controller.next_due_in() is None
+        stop = threading.Event()
+        watch_records(controller, stop, lambda: None)
+        try:
+            # When someone deletes web's record
+            time.sleep(0.5)
+            client.CoreV1Api(kube_client).delete_namespaced_config_map("gitdeploy.web", "shop")
+            deadline = time.monotonic() + 20
+            while AppKey("shop", "web") not in controller.due and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            stop.set()
+        # Then web is due at once, and its pass rebuilds the record
+        assert AppKey("shop", "web") in controller.due
+        settle(controller, fake_clock)
+    stored = Cluster(kube_client, "embedded").read_app_record("shop", "web")
+    assert stored is not None and [e.revision for e in AppRecord.from_json(stored.payload).revisions] == [1]
