@@ -131,6 +131,25 @@ def _unreadable_files(desired: LoadResult) -> dict[str, list[str]]:
     return unreadable
 
 
+def damaged_report(
+    key: AppKey,
+    replica_sets: list[ObservedReplicaSet],
+    problem: DamagedRecordError,
+    previous: AppReport | None,
+) -> AppReport:
+    """The report of an app whose record cannot be read (never read as empty, never overwritten)."""
+    running = any(rs.state.available for rs in replica_sets if rs.app == key.name)
+    return AppReport(
+        key,
+        Sync.RECORD_DAMAGED,
+        previous.health if previous else (Health.HEALTHY if running else Health.MISSING),
+        previous.phase if previous else "",
+        f"{problem.message}: {problem.hint}",
+        previous.revision if previous else 0,
+        settled=True,
+    )
+
+
 def _jitter(delay: float) -> float:
     """±10% so that many apps requeued together spread out; short delays stay exact."""
     return delay if delay < 2.0 else delay * random.uniform(0.9, 1.1)
@@ -583,20 +602,9 @@ class Controller:
     def _damaged(
         self, key: AppKey, replica_sets: list[ObservedReplicaSet], problem: DamagedRecordError
     ) -> AppReport:
-        """The record cannot be read: the app is held as it runs (its record is neither read as
-        empty nor overwritten) until someone repairs or deletes it; a change of the record wakes
-        it (the record watch), and so does the resync."""
-        running = any(rs.state.available for rs in replica_sets if rs.app == key.name)
-        previous = self.reports.get(key)
-        report = AppReport(
-            key,
-            Sync.RECORD_DAMAGED,
-            previous.health if previous else (Health.HEALTHY if running else Health.MISSING),
-            previous.phase if previous else "",
-            f"{problem.message}: {problem.hint}",
-            previous.revision if previous else 0,
-            settled=True,
-        )
+        """The record cannot be read: the app is held as it runs until someone repairs or deletes
+        the record (a change of it wakes the app: the record watch; and so does the resync)."""
+        report = damaged_report(key, replica_sets, problem, self.reports.get(key))
         self.failures.pop(key, None)
         self._remember(report, None)
         return report
