@@ -95,23 +95,14 @@ def _template(app: str, image: str) -> dict[str, Any]:
     }
 
 
-def _replica_set(app: str, owner_uid: str) -> dict[str, Any]:
-    labels = {"app": app, APP_LABEL: app, "app.kubernetes.io/managed-by": "gitdeploy"}
+def _replica_set(app: str) -> dict[str, Any]:
+    """As gitdeploy creates one: gitdeploy's labels only, no owner (the record owns nothing)."""
+    labels = {APP_LABEL: app, "app.kubernetes.io/managed-by": "gitdeploy"}
     return {
         "metadata": {
             "name": f"{app}-5d8f7c9b6",
             "labels": labels,
             "annotations": {"gitdeploy.io/revision": "1", "gitdeploy.io/commit": "0" * 40},
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "name": f"gitdeploy.{app}",
-                    "uid": owner_uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
         },
         "spec": {
             "replicas": 1,
@@ -147,7 +138,6 @@ class Driver:
         self.ns = {name: f"bench-{n % namespaces}" for n, name in enumerate(self.names)}
         self.namespaces = sorted(set(self.ns.values()))
         self.pid = pid
-        self.uids: dict[str, str] = {}
         self.record_rvs: dict[str, str] = {}
         self.watched = 0
         self.results: list[dict[str, Any]] = []
@@ -191,7 +181,6 @@ class Driver:
             raw = json.loads(
                 core.create_namespaced_config_map(self.ns[app], _record(app, 1), _preload_content=False).data
             )
-            self.uids[app] = raw["metadata"]["uid"]
             self.record_rvs[app] = raw["metadata"]["resourceVersion"]
             return None
 
@@ -240,7 +229,7 @@ class Driver:
             "create replicaset (1 pod)",
             each(
                 lambda a: apps.create_namespaced_replica_set(
-                    self.ns[a], _replica_set(a, self.uids[a]), _preload_content=False
+                    self.ns[a], _replica_set(a), _preload_content=False
                 )
             ),
         )

@@ -49,3 +49,8 @@ class AlreadyExistsError(PermanentError):
 
 class ConflictError(TransientError):
     """Someone else changed the object first (HTTP 409 on a stale resourceVersion): re-read, retry."""
+
+
+class DamagedRecordError(PermanentError):
+    """An app record (``ConfigMap gitdeploy.<app>``) whose content cannot be read: that app is held
+    as it runs until the record is repaired or deleted; every other app goes on."""

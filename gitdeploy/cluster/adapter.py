@@ -54,6 +54,9 @@ from gitdeploy.errors import (
 
 T = TypeVar("T")
 MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
+_OWN_LABELS = frozenset({TEMPLATE_HASH_LABEL, APP_LABEL, MANAGED_BY_LABEL})
+"""The only labels of a ReplicaSet gitdeploy makes: no Deployment's selector can match them (it must
+match the Deployment's own template), so no Deployment adopts a ReplicaSet that nothing owns."""
 RECORD_KEY = "record.json"
 IMAGESTREAM_LABEL = "gitdeploy.io/imagestream"
 """Label of an image stream's state ConfigMap; its value is the stream's name."""
@@ -173,7 +176,26 @@ def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
         observed_generation_current=int(status.get("observedGeneration", 0) or 0)
         >= int(meta.get("generation", 0) or 0),
         template=template if isinstance(template, dict) else None,
+        owned_the_old_way=bool(_old_ownership(raw)),
     )
+
+
+def _old_ownership(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The merge patch that releases a ReplicaSet made the old way: its owner reference to the app
+    record goes (so deleting the record cannot delete it) and so do the app's selector labels on it
+    (so no Deployment with that selector adopts it); empty when it was made the current way."""
+    meta = raw.get("metadata") or {}
+    refs = meta.get("ownerReferences") or []
+    kept = [r for r in refs if r.get("kind") != "ConfigMap"]
+    labels = meta.get("labels") or {}
+    selector = ((raw.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    foreign = [k for k in selector if k in labels and k not in _OWN_LABELS]
+    patch: dict[str, Any] = {}
+    if len(kept) != len(refs):
+        patch["ownerReferences"] = kept or None
+    if foreign:
+        patch["labels"] = dict.fromkeys(foreign)
+    return {"metadata": {**patch, "resourceVersion": meta.get("resourceVersion")}} if patch else {}
 
 
 def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
@@ -371,7 +393,7 @@ class Cluster:
     # -- writing -----------------------------------------------------------------------------------
 
     def delete_app_record(self, namespace: str, app: str) -> None:
-        """Delete the record; the ReplicaSets it owns are garbage-collected with it."""
+        """Delete the record (it owns nothing: prune deletes the app's ReplicaSets first)."""
         try:
             with _translated(f"delete the record of {namespace}/{app}"):
                 _discard(
@@ -470,23 +492,14 @@ class Cluster:
             "metadata": {
                 "name": spec.name,
                 "namespace": spec.namespace,
-                "labels": dict(spec.selector_labels)
-                | {
+                # No owner (nothing that happens to the app record reaches it) and gitdeploy's
+                # labels only (no Deployment's selector matches them, so none adopts it).
+                "labels": {
                     TEMPLATE_HASH_LABEL: spec.template_hash,
                     APP_LABEL: spec.app,
                     MANAGED_BY_LABEL: MANAGED_BY_VALUE,
                 },
                 "annotations": dict(spec.annotations),
-                "ownerReferences": [
-                    {
-                        "apiVersion": "v1",
-                        "kind": "ConfigMap",
-                        "name": record_name(spec.app),
-                        "uid": spec.owner_uid,
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
             },
             "spec": {
                 "replicas": spec.replicas,
@@ -582,6 +595,28 @@ class Cluster:
             return ""
         lines = bytes(response.data).decode("utf-8", "replace").splitlines()
         return "".join(line + "\n" for line in lines[-tail_lines:])
+
+    def release_replica_set(self, namespace: str, name: str) -> None:
+        """Release a ReplicaSet made the old way (see ``ObservedReplicaSet.owned_the_old_way``) in
+        one write, at the version read (a ConflictError if it changed meanwhile: the next pass)."""
+        what = f"release ReplicaSet {namespace}/{name} from the app record"
+        try:
+            with _translated(what):
+                response = self.apps.read_namespaced_replica_set(name, namespace, _preload_content=False)
+            patch = _old_ownership(json.loads(response.data))
+            if patch:
+                with _translated(what):
+                    _discard(
+                        self.apps.patch_namespaced_replica_set(
+                            name,
+                            namespace,
+                            patch,
+                            _preload_content=False,
+                            _content_type="application/merge-patch+json",
+                        )
+                    )
+        except NotFoundError:
+            pass
 
     def delete_replica_set(self, namespace: str, name: str) -> None:
         try:

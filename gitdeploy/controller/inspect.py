@@ -18,11 +18,13 @@ from gitdeploy.core.observed import (
     PHASE_ANNOTATION,
     ObservedReplicaSet,
     newest_replica_set,
+    record_name,
 )
-from gitdeploy.core.records import AppRecord, RevisionEntry
-from gitdeploy.core.rollout import revision_entry_of
+from gitdeploy.core.records import AppRecord, RevisionEntry, load_record
+from gitdeploy.core.recovery import revision_entry_of
+from gitdeploy.core.syncstate import Sync
 from gitdeploy.core.templatediff import FieldChange, diff_templates
-from gitdeploy.errors import NotFoundError
+from gitdeploy.errors import DamagedRecordError, NotFoundError
 from gitdeploy.source.gitcmd import GitFailure, GitRunner
 from gitdeploy.source.history import read_commit
 from gitdeploy.source.repo import CommitNotFoundError, ConfigRepo
@@ -50,18 +52,45 @@ def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
     return record.outcome_of(current.state.revision, current.annotation(PHASE_ANNOTATION)).value
 
 
+def read_records(
+    cluster: Cluster, namespace: str | None, app: str | None
+) -> tuple[dict[AppKey, AppRecord], dict[AppKey, DamagedRecordError]]:
+    """The app records, and the damaged ones apart (one damaged record never hides the others)."""
+    records: dict[AppKey, AppRecord] = {}
+    damaged: dict[AppKey, DamagedRecordError] = {}
+    for stored in cluster.list_app_records(namespace):
+        if app is not None and stored.app != app:
+            continue
+        key = AppKey(stored.namespace, stored.app)
+        try:
+            records[key] = load_record(stored.namespace, stored.app, stored.payload)
+        except DamagedRecordError as problem:
+            damaged[key] = problem
+    return records, damaged
+
+
+def _damaged_message(key: AppKey, problem: DamagedRecordError, replica_sets: list[ObservedReplicaSet]) -> str:
+    """What to do about a damaged record; never to delete it while an earlier gitdeploy's
+    ReplicaSets are still owned by it (deleting it would delete them, with their pods)."""
+    if not any(rs.owned_the_old_way for rs in replica_sets):
+        return f"{problem.message}: {problem.hint}"
+    name = record_name(key.name)
+    return (
+        f"{problem.message}: repair it with `kubectl edit configmap {name} -n {key.namespace}`; "
+        "do not delete it yet: ReplicaSets an earlier gitdeploy made are still owned by it until "
+        "`gitdeploy run` or `sync` releases them"
+    )
+
+
 def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | None = None) -> list[AppView]:
-    """Every app gitdeploy manages (in ``namespace``; only ``app`` when given), sorted."""
+    """Every app gitdeploy manages (in ``namespace``; only ``app`` when given), sorted. An app whose
+    record cannot be read shows as ``RecordDamaged`` with what to do."""
     grouped: dict[AppKey, list[ObservedReplicaSet]] = defaultdict(list)
     for rs in cluster.list_replica_sets(namespace, app):
         grouped[AppKey(rs.namespace, rs.app)].append(rs)
-    records = {
-        AppKey(r.namespace, r.app): AppRecord.from_json(r.payload)
-        for r in cluster.list_app_records(namespace)
-        if app is None or r.app == app
-    }
+    records, damaged = read_records(cluster, namespace, app)
     views = []
-    for key in sorted(set(grouped) | set(records)):
+    for key in sorted(set(grouped) | set(records) | set(damaged)):
         replica_sets = grouped.get(key, [])
         record = records.get(key, AppRecord())
         current = newest_replica_set(replica_sets)
@@ -70,6 +99,11 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
         desired = 0
         if current is not None:
             desired = current.state.desired_replicas_annotation or current.state.replicas
+        sync = status.sync if status is not None else "Unknown"
+        message = status.message if status is not None else ""
+        problem = damaged.get(key)
+        if problem is not None:
+            sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
         views.append(
             AppView(
                 key=key,
@@ -80,9 +114,9 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
                 revision=current.state.revision if current is not None else record.latest_revision,
                 commit=(current.annotation(COMMIT_ANNOTATION) if current is not None else "")[:7],
                 phase=phase,
-                sync=status.sync if status is not None else "Unknown",
+                sync=sync,
                 health=status.health if status is not None else "Unknown",
-                message=status.message if status is not None else "",
+                message=message,
                 location=status.location if status is not None else "",
             )
         )
@@ -92,7 +126,7 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
 def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
     """The app's revisions, oldest first: the record's log plus a rollout still in flight."""
     stored = cluster.read_app_record(key.namespace, key.name)
-    record = AppRecord.from_json(stored.payload) if stored is not None else AppRecord()
+    record = load_record(key.namespace, key.name, stored.payload) if stored is not None else AppRecord()
     replica_sets = cluster.list_replica_sets(key.namespace, key.name)
     if stored is None and not replica_sets:
         raise NotFoundError(

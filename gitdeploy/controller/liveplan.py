@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.desired import DesiredStateReader
+from gitdeploy.controller.inspect import read_records
 from gitdeploy.controller.planreader import PlanReader, snapshot
 from gitdeploy.controller.rollouts import manifest_digest
 from gitdeploy.core.commits import CommitInfo
@@ -30,9 +31,7 @@ def read_running(cluster: Cluster) -> list[RunningApp]:
     grouped: dict[AppKey, list[ObservedReplicaSet]] = defaultdict(list)
     for rs in cluster.list_replica_sets(None):
         grouped[AppKey(rs.namespace, rs.app)].append(rs)
-    records = {
-        AppKey(r.namespace, r.app): AppRecord.from_json(r.payload) for r in cluster.list_app_records(None)
-    }
+    records, _damaged = read_records(cluster, None, None)  # a damaged record: judged by its ReplicaSets
     return [
         RunningApp(key, tuple(grouped.get(key, ())), records.get(key, AppRecord()))
         for key in sorted(grouped.keys() | records.keys())

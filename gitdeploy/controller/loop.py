@@ -44,10 +44,10 @@ from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_
 from gitdeploy.core.imagetriggers import stream_tag_key
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
-from gitdeploy.core.records import AppRecord, Cause, CommitRef, SyncStatus
+from gitdeploy.core.records import AppRecord, Cause, CommitRef, SyncStatus, load_record
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
 from gitdeploy.core.syncstate import Health, Sync, classify
-from gitdeploy.errors import GitdeployError, TransientError
+from gitdeploy.errors import DamagedRecordError, GitdeployError, TransientError
 from gitdeploy.manifests.loader import LoadResult
 from gitdeploy.source.repo import ConfigRepo
 
@@ -129,6 +129,25 @@ def _unreadable_files(desired: LoadResult) -> dict[str, list[str]]:
         if not diagnostic.app:
             unreadable[diagnostic.file].append(diagnostic.render())
     return unreadable
+
+
+def damaged_report(
+    key: AppKey,
+    replica_sets: list[ObservedReplicaSet],
+    problem: DamagedRecordError,
+    previous: AppReport | None,
+) -> AppReport:
+    """The report of an app whose record cannot be read (never read as empty, never overwritten)."""
+    running = any(rs.state.available for rs in replica_sets if rs.app == key.name)
+    return AppReport(
+        key,
+        Sync.RECORD_DAMAGED,
+        previous.health if previous else (Health.HEALTHY if running else Health.MISSING),
+        previous.phase if previous else "",
+        f"{problem.message}: {problem.hint}",
+        previous.revision if previous else 0,
+        settled=True,
+    )
 
 
 def _jitter(delay: float) -> float:
@@ -447,6 +466,7 @@ class Controller:
             self.runner.record_versions[key] = stored.resource_version
         started = time.perf_counter()
         try:
+            self.runner.release_old_replica_sets(replica_sets)
             if key in self.orphans and key not in self.apps:
                 return self._handle_orphan(key, replica_sets, stored)
             app = self.apps.get(key)
@@ -459,6 +479,9 @@ class Controller:
                 self._remember(report, None)
                 return report
             report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
+        except DamagedRecordError as problem:
+            self._observe(self.reconcile_observers, time.perf_counter() - started, "error")
+            return self._damaged(key, replica_sets, problem)
         except GitdeployError as problem:
             self._failed(key, problem)
             self._observe(self.reconcile_observers, time.perf_counter() - started, "error")
@@ -484,15 +507,24 @@ class Controller:
         problem = self.problems.get(app.key)
 
         def verdict(step: Step) -> tuple[Sync, Health, str]:
+            sync, health, message = judge(step)
+            recovery = (step.record or snapshot.record).recovery
+            return sync, health, f"{message}; {recovery}" if recovery else message
+
+        def judge(step: Step) -> tuple[Sync, Health, str]:
             pin = target.pin
             sync, health = classify(step, pinned=pin is not None)
             if problem is not None:
                 return Sync.INVALID_MANIFEST, health, problem
             if pin is not None and step.phase is AppPhase.COMPLETE:
                 how = "rollback" if pin.cause == Cause.ROLLBACK.value else "automatic rollback"
-                return sync, health, (
-                    f"pinned to revision {pin.revision}'s template by {how} ({pin.reason}); a commit "
-                    f"that changes the manifest, or `gitdeploy deploy {app.key} --latest`, rolls forward"
+                return (
+                    sync,
+                    health,
+                    (
+                        f"pinned to revision {pin.revision}'s template by {how} ({pin.reason}); a commit "
+                        f"that changes the manifest, or `gitdeploy deploy {app.key} --latest`, rolls forward"
+                    ),
                 )
             return sync, health, image_message(step.message, step.phase, images, note)
 
@@ -528,13 +560,17 @@ class Controller:
         """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing)."""
         current = record.status
         verdict = (sync, health, location, digest, paused)
-        if current is not None and (
-            current.sync,
-            current.health,
-            current.location,
-            current.manifest_digest,
-            current.paused,
-        ) == verdict:
+        if (
+            current is not None
+            and (
+                current.sync,
+                current.health,
+                current.location,
+                current.manifest_digest,
+                current.paused,
+            )
+            == verdict
+        ):
             return record
         now = self.clock.now()
         status = SyncStatus(sync, health, message, self.head or "", location, now, digest, paused)
@@ -562,6 +598,16 @@ class Controller:
             if requeue_after is not None:
                 delay = 0.0 if progressed else _jitter(requeue_after)
                 self.due[report.key] = min(self.due.get(report.key, float("inf")), self.clock.now() + delay)
+
+    def _damaged(
+        self, key: AppKey, replica_sets: list[ObservedReplicaSet], problem: DamagedRecordError
+    ) -> AppReport:
+        """The record cannot be read: the app is held as it runs until someone repairs or deletes
+        the record (a change of it wakes the app: the record watch; and so does the resync)."""
+        report = damaged_report(key, replica_sets, problem, self.reports.get(key))
+        self.failures.pop(key, None)
+        self._remember(report, None)
+        return report
 
     def _failed(self, key: AppKey, problem: GitdeployError) -> None:
         self.failures[key] += 1
@@ -642,8 +688,10 @@ class Controller:
             log.info("[%s] pruned: %s", key, note)
             return AppReport(key, Sync.ORPHANED, Health.MISSING, "Pruned", f"pruned ({note})", settled=True)
         if stored is not None:
-            record = AppRecord.from_json(stored.payload)
-            updated = self._with_status(record, Sync.ORPHANED, Health.HEALTHY, note, "")
+            record = load_record(key.namespace, key.name, stored.payload)
+            # the manifest's file:line stays: it says where the app was in git
+            location = record.status.location if record.status is not None else ""
+            updated = self._with_status(record, Sync.ORPHANED, Health.HEALTHY, note, location)
             if updated is not record:
                 self.cluster.write_app_record(
                     key.namespace, key.name, updated.to_json(), stored.resource_version

@@ -23,10 +23,10 @@ from gitdeploy.core.observed import (
     StoredRecord,
     newest_replica_set,
 )
-from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry
+from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_record
+from gitdeploy.core.recovery import revision_entry_of
 from gitdeploy.core.rollback import RollbackChoice, apply_rollback, choose_rollback
 from gitdeploy.core.rollback import retry as decide_retry
-from gitdeploy.core.rollout import revision_entry_of
 from gitdeploy.core.timestamps import format_timestamp
 from gitdeploy.errors import NotFoundError, PermanentError
 from gitdeploy.source.repo import ConfigRepo
@@ -79,7 +79,7 @@ def read_app(cluster: Cluster, key: AppKey) -> AppState:
             hint="check the name and namespace (-n); `gitdeploy status` lists the apps",
         )
     replica_sets = tuple(cluster.list_replica_sets(key.namespace, key.name))
-    return AppState(key, AppRecord.from_json(stored.payload), stored, replica_sets)
+    return AppState(key, load_record(key.namespace, key.name, stored.payload), stored, replica_sets)
 
 
 def write_record(cluster: Cluster, state: AppState, record: AppRecord) -> None:

@@ -19,7 +19,7 @@ from gitdeploy.controller.restore import restore_settings
 from gitdeploy.core.models import App, AppKey, PodTemplate
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
 from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import AppRecord, CommitRef
+from gitdeploy.core.records import AppRecord, CommitRef, is_emptied, load_record
 from gitdeploy.core.rollout import (
     CreatePod,
     CreateReplicaSet,
@@ -91,12 +91,14 @@ def build_snapshot(
     pods: Iterable[ObservedPod],
     stored: StoredRecord | None,
 ) -> Snapshot:
-    """The planner's view of one app from namespace-wide lists (or per-app reads)."""
+    """The planner's view of one app from namespace-wide lists (or per-app reads). A record that
+    cannot be read raises :class:`~gitdeploy.errors.DamagedRecordError` (never read as empty)."""
     return Snapshot(
         replica_sets=tuple(rs for rs in replica_sets if rs.app == app.name and rs.namespace == app.namespace),
         pods=tuple(p for p in pods if p.namespace == app.namespace and p.app == app.name),
-        record=AppRecord.from_json(stored.payload) if stored is not None else AppRecord(),
+        record=load_record(app.namespace, app.name, stored.payload) if stored is not None else AppRecord(),
         record_uid=stored.uid if stored is not None else "",
+        record_emptied=stored is not None and is_emptied(stored.payload),
     )
 
 
@@ -112,6 +114,13 @@ class RolloutRunner:
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
+
+    def release_old_replica_sets(self, replica_sets: Iterable[ObservedReplicaSet]) -> None:
+        """Release the ReplicaSets an earlier gitdeploy made owned by the app record (once each)."""
+        for rs in replica_sets:
+            if rs.owned_the_old_way:
+                self.cluster.release_replica_set(rs.namespace, rs.name)
+                log.info("[%s/%s] ReplicaSet %s released from the app record", rs.namespace, rs.app, rs.name)
 
     def read_snapshot(self, key: AppKey) -> tuple[Snapshot, StoredRecord | None]:
         """Three reads for one app (the loop uses namespace-wide lists instead)."""
@@ -179,7 +188,7 @@ class RolloutRunner:
             self.record_versions[app.key] = written.resource_version
         for action in step.actions:
             if isinstance(action, CreateReplicaSet):
-                spec = dataclasses.replace(action.spec, owner_uid=action.spec.owner_uid or record_uid)
+                spec = action.spec
                 try:
                     self.cluster.create_replica_set(spec)
                 except AlreadyExistsError:

@@ -71,9 +71,11 @@ def _follow(
         try:
             for kind, stored in controller.cluster.watch_app_records(namespace, version, timeout_seconds=60):
                 version = stored.resource_version or version
-                if kind == "DELETED" or stop.is_set():
+                if stop.is_set():
                     continue
-                if controller.notice(AppKey(stored.namespace, stored.app), stored.resource_version):
+                # a deleted record is news too: the next pass rebuilds it from the ReplicaSets
+                noticed = "" if kind == "DELETED" else stored.resource_version
+                if controller.notice(AppKey(stored.namespace, stored.app), noticed):
                     on_notice()
         except GitdeployError as problem:
             version = ""  # resourceVersion too old, or the API hiccupped: start from the current state

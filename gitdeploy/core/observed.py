@@ -74,6 +74,10 @@ class ObservedReplicaSet:
     """``status.observedGeneration >= metadata.generation``: the status reflects the latest spec."""
     template: ListedTemplate = field(default=ListedTemplate(), compare=False)
     """The pod template (built from a listed one on first read), None when the ReplicaSet has none."""
+    owned_the_old_way: bool = False
+    """Made by an earlier gitdeploy that let the app record own its ReplicaSets (deleting the
+    record deleted them) and labelled them with the app's selector (a Deployment with that selector
+    could adopt them): the loop releases it (see ``Cluster.release_replica_set``)."""
 
     @property
     def name(self) -> str:
@@ -101,16 +105,18 @@ class StoredRecord:
 
 @dataclass(frozen=True)
 class ReplicaSetSpec:
-    """A ReplicaSet to create for an app (see DESIGN.md, "The cluster model")."""
+    """A ReplicaSet to create for an app (see DESIGN.md, "The cluster model"). It has no owner:
+    it belongs to its app by its labels, so nothing that happens to the app record reaches it."""
 
     namespace: str
     app: str
     template: PodTemplate
     template_hash: str
     selector_labels: tuple[tuple[str, str], ...]
+    """The app's selector: the ReplicaSet selects its pods by these and its template hash (its own
+    labels are gitdeploy's only, so no Deployment's selector adopts it)."""
     replicas: int
     annotations: tuple[tuple[str, str], ...]
-    owner_uid: str
     min_ready_seconds: int = 0
 
     @property

@@ -14,6 +14,10 @@ an older gitdeploy reads a newer record and the other way round.
 True
 >>> AppRecord.from_json("").revisions
 ()
+
+A record emptied by hand (no ``version``) is not a new app's record: :func:`is_emptied` tells
+them apart, so that the history can be rebuilt from the ReplicaSets instead of starting anew
+(see :mod:`gitdeploy.core.recovery`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from gitdeploy.errors import PermanentError
+from gitdeploy.core.observed import record_name
+from gitdeploy.errors import DamagedRecordError
 
 RECORD_VERSION = 1
 MAX_REVISIONS = 100
@@ -154,6 +159,9 @@ class AppRecord:
     deploy_requested: bool = False
     """``gitdeploy deploy --latest`` asked for a rollout of git's template although the app has no
     ConfigChange trigger; cleared when that rollout starts."""
+    recovery: str = ""
+    """Set when the record was rebuilt from the ReplicaSets' annotations after it was deleted or
+    emptied (what happened, what was lost); shown in the app's status until the next rollout."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Keys this version does not know, kept so that writing the record back loses nothing."""
 
@@ -204,13 +212,14 @@ class AppRecord:
                 "lastSyncedCommit": self.last_synced_commit,
                 "status": None if self.status is None else _status_to_json(self.status),
                 "deployRequested": self.deploy_requested,
+                "recovery": self.recovery,
             }
         )
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> AppRecord:
-        """Parse a stored record; an empty text is an empty record. Damage → PermanentError."""
+        """Parse a stored record; an empty text is an empty record. Damage → DamagedRecordError."""
         if not text.strip():
             return cls()
         try:
@@ -226,6 +235,7 @@ class AppRecord:
                 "lastSyncedCommit",
                 "status",
                 "deployRequested",
+                "recovery",
             }
             return cls(
                 revisions=tuple(_entry_from_json(e) for e in body.get("revisions") or []),
@@ -235,14 +245,44 @@ class AppRecord:
                 last_synced_commit=str(body.get("lastSyncedCommit", "")),
                 status=None if not body.get("status") else _status_from_json(body["status"]),
                 deploy_requested=bool(body.get("deployRequested", False)),
+                recovery=str(body.get("recovery", "")),
                 extra={k: v for k, v in body.items() if k not in known},
             )
         except (ValueError, TypeError, KeyError, AttributeError) as bad:
-            raise PermanentError(
-                f"the app record is damaged ({type(bad).__name__}: {bad})",
-                hint="inspect it with `kubectl get configmap gitdeploy.<app> -o yaml`; "
-                "deleting it makes gitdeploy start a new history",
-            ) from bad
+            raise DamagedRecordError(f"the app record is damaged ({type(bad).__name__}: {bad})") from bad
+
+
+def is_emptied(payload: str) -> bool:
+    """Whether a stored record was emptied (by hand: gitdeploy always writes a ``version``).
+
+    >>> is_emptied(""), is_emptied("{}"), is_emptied(AppRecord().to_json()), is_emptied("[")
+    (True, True, False, False)
+    """
+    if not payload.strip():
+        return True
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "version" not in body
+
+
+def load_record(namespace: str, app: str, payload: str) -> AppRecord:
+    """The record of ``namespace/app`` as stored; unreadable → :class:`DamagedRecordError` that
+    says what to do (a record is safe to delete: it owns no ReplicaSet)."""
+    try:
+        return AppRecord.from_json(payload)
+    except DamagedRecordError as bad:
+        name = record_name(app)
+        raise DamagedRecordError(
+            f"the app record of {namespace}/{app} (ConfigMap {name}) cannot be read: "
+            f"{bad.message.removeprefix('the app record is damaged ')}; gitdeploy changes nothing "
+            "of the app until it can",
+            hint=f"repair it with `kubectl edit configmap {name} -n {namespace}`, or delete it "
+            f"(`kubectl delete configmap {name} -n {namespace}`): gitdeploy then rebuilds it from "
+            "the ReplicaSets' annotations and no pod is touched (hook logs and revisions whose "
+            "ReplicaSet is gone are lost)",
+        ) from bad
 
 
 def _entry_to_json(e: RevisionEntry) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from gitdeploy.core.observed import (
     ObservedReplicaSet,
     PodSpec,
     ReplicaSetSpec,
+    record_name,
 )
 from gitdeploy.core.progress import (
     ConditionReason,
@@ -78,6 +79,7 @@ from gitdeploy.core.records import (
     Pin,
     RevisionEntry,
 )
+from gitdeploy.core.recovery import rebuild_record, revision_entry_of
 from gitdeploy.core.replicasets import (
     ReplicaSetState,
     ScaleAction,
@@ -127,12 +129,14 @@ class Target:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What the cluster holds for one app. ``record_uid`` is empty when there is no record yet."""
+    """What the cluster holds for one app. ``record_uid`` is empty when there is no record (a new
+    app, or a record someone deleted); ``record_emptied``: the record exists but was emptied by hand."""
 
     replica_sets: tuple[ObservedReplicaSet, ...] = ()
     pods: tuple[ObservedPod, ...] = ()
     record: AppRecord = dataclasses.field(default_factory=AppRecord)
     record_uid: str = ""
+    record_emptied: bool = False
 
 
 # -- outputs ---------------------------------------------------------------------------------------
@@ -208,35 +212,6 @@ class Step:
 
 
 # -- small helpers ---------------------------------------------------------------------------------
-
-
-def revision_entry_of(
-    rs: ObservedReplicaSet, outcome: Outcome, template: PodTemplate | None = None
-) -> RevisionEntry:
-    """What a ReplicaSet's annotations say about its revision (commit, cause, images, start)."""
-    template = template or rs.template
-    return RevisionEntry(
-        revision=rs.state.revision,
-        template_hash=rs.state.template_hash,
-        replica_set=rs.name,
-        commit=CommitRef(
-            rs.annotation(COMMIT_ANNOTATION),
-            rs.annotation(AUTHOR_ANNOTATION),
-            rs.annotation(SUBJECT_ANNOTATION),
-        ),
-        cause=rs.annotation(CAUSE_ANNOTATION, Cause.CONFIG_CHANGE.value),
-        change_cause=rs.annotation(CHANGE_CAUSE_ANNOTATION),
-        images=tuple((c.name, c.image) for c in template.containers) if template is not None else (),
-        started_at=parse_timestamp(rs.annotation(STARTED_AT_ANNOTATION)),
-        outcome=outcome,
-        returns_to=_returns_to(rs.annotation(REVISION_HISTORY_ANNOTATION)),
-    )
-
-
-def _returns_to(history: str) -> int | None:
-    """The revision a reused ReplicaSet last had (the last of its revision-history annotation)."""
-    last = history.rsplit(",", 1)[-1]
-    return int(last) if last.isdigit() else None
 
 
 def effective_replicas(
@@ -552,7 +527,6 @@ class _Pass:
                 selector_labels=self.app.selector.match_labels,
                 replicas=0,
                 annotations=(*annotations, *self.replica_annotations()),
-                owner_uid=self.snap.record_uid,
                 min_ready_seconds=self.app.min_ready_seconds,
             )
             self.actions.append(CreateReplicaSet(spec))
@@ -1072,7 +1046,7 @@ def plan_pass(
     served ``deploy --latest`` request too.
     """
     step = _plan(target, snap, now, previous, watched)
-    if step.create_record:
+    if step.create_record or snap.record_emptied:
         return step
     record = step.record or snap.record
     if record.pin == snap.record.pin != target.pin:
@@ -1081,9 +1055,37 @@ def plan_pass(
     starting = step.phase is AppPhase.PROGRESSING and starts_rollout(target.template_hash, snap)
     if record.deploy_requested and starting:
         record = dataclasses.replace(record, deploy_requested=False)  # `deploy --latest` is served
+    if record.recovery and starting:
+        record = dataclasses.replace(record, recovery="")  # a rebuilt record is news until the next rollout
     if record != (step.record or snap.record):
         step = dataclasses.replace(step, record=record)
     return step
+
+
+def _restore_record(run: _Pass, snap: Snapshot, now: float) -> Step:
+    """Write the record before anything else: a new app's empty one, or, when the record was
+    deleted or emptied while ReplicaSets remain, the one their annotations describe (said so in
+    a warning event). The record owns nothing, so its loss never touched a pod."""
+    status = run.status() if run.new is not None else DeploymentStatus()
+    lost = "emptied" if snap.record_emptied else "deleted"
+    rebuilt = rebuild_record(snap.replica_sets, lost=lost, now=now)
+    record, events = snap.record, tuple[Event, ...]()
+    if rebuilt is not None:
+        record, events = rebuilt.record, (Event("RecordRebuilt", rebuilt.message, warning=True),)
+    elif snap.record_emptied:
+        note = f"the app record {record_name(run.app.name)} was emptied; no ReplicaSet to rebuild it from"
+        record = dataclasses.replace(record, recovery=note)
+        events = (Event("RecordEmptied", note, warning=True),)
+    return Step(
+        phase=AppPhase.PROGRESSING,
+        message="rebuilding the app record" if rebuilt is not None else "creating the app record",
+        revision=run.latest,
+        status=status,
+        events=events,
+        record=record,
+        create_record=not snap.record_uid,
+        requeue_after=0.0,
+    )
 
 
 def _plan(
@@ -1091,18 +1093,8 @@ def _plan(
 ) -> Step:
     run = _Pass(target, snap, now, previous, watched)
     app = target.app
-    if not snap.record_uid:
-        # The record owns the ReplicaSets: create it before anything else.
-        status = run.status() if run.new is not None else DeploymentStatus()
-        return Step(
-            phase=AppPhase.PROGRESSING,
-            message="creating the app record",
-            revision=run.latest,
-            status=status,
-            record=snap.record,
-            create_record=True,
-            requeue_after=0.0,
-        )
+    if not snap.record_uid or snap.record_emptied:
+        return _restore_record(run, snap, now)
     if app.paused:
         return run.held(AppPhase.PAUSED, "paused: no rollout progresses until `paused` is removed")
     if run.needs_new_revision():

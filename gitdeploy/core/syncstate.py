@@ -4,7 +4,8 @@ Sync: ``Synced`` (the cluster runs git's template, rollout complete), ``OutOfSyn
 due, running or failed), ``Pinned`` (a rollback holds an older revision while git is unchanged),
 ``InvalidManifest`` (git's manifest does not validate; the last good revision keeps running),
 ``SourceUnavailable`` (the config repo cannot be read), ``Orphaned`` (the app left git, its
-ReplicaSets remain). Health: ``Healthy``, ``Progressing``, ``Degraded``, ``Suspended`` (paused),
+ReplicaSets remain), ``RecordDamaged`` (the app record cannot be read: the app is held as it
+runs). Health: ``Healthy``, ``Progressing``, ``Degraded``, ``Suspended`` (paused),
 ``Missing`` (nothing of it runs).
 """
 
@@ -23,6 +24,7 @@ class Sync(StrEnum):
     INVALID_MANIFEST = "InvalidManifest"
     SOURCE_UNAVAILABLE = "SourceUnavailable"
     ORPHANED = "Orphaned"
+    RECORD_DAMAGED = "RecordDamaged"
 
 
 class Health(StrEnum):

@@ -415,6 +415,8 @@ class Registry:
             for due, action in simulation.pod_timers(obj, self.config, now):
                 txn.add_timer(Timer(due, PODS.key, namespace, name, meta["uid"], action))
         txn.put(resource.key, obj, "ADDED")
+        if self._collect_if_owners_absent(txn, resource, obj, now):
+            return obj
         if reconcile:
             # the answer is the object as created; reconciliation writes its own versions
             self._after_write(txn, resource, {**obj, "metadata": dict(meta)}, now)
@@ -473,7 +475,10 @@ class Registry:
         refs = new["metadata"].get("ownerReferences")
         if new == current:
             return current
-        txn.put(resource.key, new, "MODIFIED", owners_changed=refs != old_meta.get("ownerReferences"))
+        owners_changed = refs != old_meta.get("ownerReferences")
+        txn.put(resource.key, new, "MODIFIED", owners_changed=owners_changed)
+        if owners_changed and self._collect_if_owners_absent(txn, resource, new, now):
+            return new
         # reconciliation may change it again (status): the answer is the object as stored last
         self._after_write(txn, resource, new, now)
         return new
@@ -540,6 +545,21 @@ class Registry:
                 txn.put(key, dependent, "MODIFIED")
             else:
                 self._remove(txn, resource, dependent, "Background", now, reconcile=False)
+
+    def _collect_if_owners_absent(
+        self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float
+    ) -> bool:
+        """Garbage collection of an object written with owner references none of which exists: as
+        the real collector, an owner is absent when no object has its uid (one of the same name
+        with another uid, e.g. deleted and created again, is another object). The real one does it
+        moments after the write; this one in the same transaction."""
+        refs = obj["metadata"].get("ownerReferences") or []
+        if not refs or any(txn.uid_exists(str(r.get("uid"))) for r in refs):
+            return False
+        current = txn.get(resource.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        if current is not None:
+            self._remove(txn, resource, current, "Background", now, reconcile=False)
+        return True
 
     def _after_write(self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
         """Run the ReplicaSet controller for the ReplicaSet this write concerns."""

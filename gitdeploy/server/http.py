@@ -23,6 +23,7 @@ on a queue); it must not fetch by itself, so the sender gets its answer within m
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import socketserver
@@ -34,6 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Final
 
+from gitdeploy.errors import PermanentError
 from gitdeploy.server.metrics import CONTENT_TYPE, Metrics
 from gitdeploy.server.webhook import (
     DEFAULT_MAX_BODY_BYTES,
@@ -128,6 +130,27 @@ def read_secret_file(path: Path | str) -> bytes:
     if not secret:
         raise ValueError(f"the webhook secret file {path} is empty")
     return secret
+
+
+def _bind_error(host: str, port: int, problem: OSError) -> PermanentError:
+    address = f"[{host}]:{port}" if ":" in host else f"{host or '0.0.0.0'}:{port}"
+    if problem.errno == errno.EADDRINUSE:
+        return PermanentError(
+            f"cannot listen on {address}: the address is already in use (another `gitdeploy run`, "
+            "or another program, listens there)",
+            hint=f"stop it (`ss -ltnp 'sport = :{port}'` shows which process it is) or give "
+            "--listen another port, e.g. --listen :8081",
+        )
+    if problem.errno == errno.EACCES:
+        return PermanentError(
+            f"cannot listen on {address}: permission denied (ports below 1024 need privileges)",
+            hint="give --listen a port of 1024 or more, e.g. --listen :8080",
+        )
+    return PermanentError(
+        f"cannot listen on {address}: {problem.strerror or problem}",
+        hint="give --listen an address of this machine (e.g. --listen :8080 for every interface, "
+        "--listen 127.0.0.1:8080 for this machine only)",
+    )
 
 
 def parse_listen_address(text: str) -> tuple[str, int]:
@@ -227,10 +250,14 @@ class HttpServer:
         return f"http://{host}:{port}"
 
     def start(self) -> None:
-        """Bind and serve from a daemon thread. Raises ``OSError`` when the port is taken."""
+        """Bind and serve from a daemon thread. An address that cannot be bound (in use, not
+        this machine's, a privileged port) is a :class:`PermanentError` saying what to do."""
         if self._server is not None:
             raise RuntimeError("the server is already started")
-        self._server = _Server((self._host, self._port), self)
+        try:
+            self._server = _Server((self._host, self._port), self)
+        except OSError as problem:
+            raise _bind_error(self._host, self._port, problem) from problem
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.5},

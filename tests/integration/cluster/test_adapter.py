@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -11,7 +12,7 @@ from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.connection import connect
 from gitdeploy.core.hashing import canonical_template, template_hash
-from gitdeploy.core.observed import ReplicaSetSpec
+from gitdeploy.core.observed import MANAGED_BY_LABEL, ReplicaSetSpec
 from gitdeploy.errors import AlreadyExistsError, ConflictError, PermanentError, TransientError
 from gitdeploy.localcluster import LocalCluster
 from tests.fixtures.cluster import POD_START_SECONDS
@@ -26,7 +27,7 @@ def cluster(kube_client: client.ApiClient) -> Cluster:
     return Cluster(kube_client, "embedded")
 
 
-def _spec(owner_uid: str, replicas: int = 3) -> ReplicaSetSpec:
+def _spec(replicas: int = 3) -> ReplicaSetSpec:
     return ReplicaSetSpec(
         namespace="shop",
         app="web",
@@ -35,7 +36,6 @@ def _spec(owner_uid: str, replicas: int = 3) -> ReplicaSetSpec:
         selector_labels=(("app", "web"),),
         replicas=replicas,
         annotations=(("gitdeploy.io/revision", "1"),),
-        owner_uid=owner_uid,
     )
 
 
@@ -58,8 +58,8 @@ def test_replica_set_lifecycle_as_the_planner_sees_it(
     cluster: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock
 ) -> None:
     cluster.ensure_namespace("shop")
-    record = cluster.write_app_record("shop", "web", "{}", None)
-    created = cluster.create_replica_set(_spec(record.uid))
+    cluster.write_app_record("shop", "web", "{}", None)
+    created = cluster.create_replica_set(_spec())
     assert created.name == f"web-{template_hash(TEMPLATE)}"
     assert created.state.template_hash == template_hash(TEMPLATE)
     assert created.state.revision == 1
@@ -86,26 +86,55 @@ def test_replica_set_lifecycle_as_the_planner_sees_it(
     assert event["message"] == f"Scaled down replica set {created.name} to 1"
 
     with pytest.raises(AlreadyExistsError):
-        cluster.create_replica_set(_spec(record.uid))
+        cluster.create_replica_set(_spec())
 
 
-def test_deleting_the_record_garbage_collects_its_replica_sets(
+def test_a_replica_set_has_no_owner_and_only_gitdeploys_labels_so_the_record_cannot_take_it(
     cluster: Cluster, kube_client: client.ApiClient
 ) -> None:
     cluster.ensure_namespace("shop")
-    record = cluster.write_app_record("shop", "web", "{}", None)
-    cluster.create_replica_set(_spec(record.uid))
+    cluster.write_app_record("shop", "web", "{}", None)
+    created = cluster.create_replica_set(_spec())
+    raw: Any = client.AppsV1Api(kube_client).read_namespaced_replica_set(created.name, "shop")
+    assert raw.metadata.owner_references is None
+    # no Deployment selecting app=web can adopt it; its pods still carry the app's labels
+    assert set(raw.metadata.labels) == {"gitdeploy.io/template-hash", "gitdeploy.io/app", MANAGED_BY_LABEL}
+    assert raw.spec.selector.match_labels["app"] == "web"
     client.CoreV1Api(kube_client).delete_namespaced_config_map(
         "gitdeploy.web", "shop", propagation_policy="Background"
     )
-    assert cluster.list_replica_sets("shop") == []
+    assert [rs.name for rs in cluster.list_replica_sets("shop")] == [created.name]
+
+
+def test_a_replica_set_made_the_old_way_is_released_from_the_record(
+    cluster: Cluster, kube_client: client.ApiClient
+) -> None:
+    # Given a ReplicaSet as an earlier gitdeploy made it: owned by the record, with the app's labels
+    cluster.ensure_namespace("shop")
+    record = cluster.write_app_record("shop", "web", "{}", None)
+    created = cluster.create_replica_set(_spec())
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "gitdeploy.web", "uid": record.uid,
+             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    old_way = {"metadata": {"ownerReferences": [owner], "labels": {"app": "web"}}}
+    apps = client.AppsV1Api(kube_client)
+    apps.patch_namespaced_replica_set(created.name, "shop", old_way)
+    [listed] = cluster.list_replica_sets("shop")
+    assert listed.owned_the_old_way
+    # When it is released
+    cluster.release_replica_set("shop", created.name)
+    # Then it has neither the owner reference nor the app's label, and survives the record
+    raw: Any = apps.read_namespaced_replica_set(created.name, "shop")
+    assert raw.metadata.owner_references is None and "app" not in raw.metadata.labels
+    assert not cluster.list_replica_sets("shop")[0].owned_the_old_way
+    client.CoreV1Api(kube_client).delete_namespaced_config_map("gitdeploy.web", "shop")
+    assert [rs.name for rs in cluster.list_replica_sets("shop")] == [created.name]
 
 
 def test_lists_span_namespaces_and_filter_by_app(cluster: Cluster) -> None:
     for namespace in ("a", "b"):
         cluster.ensure_namespace(namespace)
-        record = cluster.write_app_record(namespace, "web", "{}", None)
-        cluster.create_replica_set(replace(_spec(record.uid), namespace=namespace))
+        cluster.write_app_record(namespace, "web", "{}", None)
+        cluster.create_replica_set(replace(_spec(), namespace=namespace))
     assert sorted(rs.namespace for rs in cluster.list_replica_sets()) == ["a", "b"]
     assert cluster.list_replica_sets("a", app="other") == []
 

@@ -32,7 +32,7 @@ def cluster(kube_client: Any) -> Cluster:
 
 def deploy(cluster: Cluster, app: str) -> str:
     template = template_of(app)
-    record = cluster.write_app_record("shop", app, "{}", None)
+    cluster.write_app_record("shop", app, "{}", None)
     spec = ReplicaSetSpec(
         namespace="shop",
         app=app,
@@ -41,7 +41,6 @@ def deploy(cluster: Cluster, app: str) -> str:
         selector_labels=(("app", app),),
         replicas=1,
         annotations=(("gitdeploy.io/revision", "1"),),
-        owner_uid=record.uid,
     )
     return cluster.create_replica_set(spec).name
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
@@ -238,3 +239,30 @@ def test_a_new_head_updates_apps_problems_and_orphans_and_makes_only_changed_app
             {k.name for k in controller.due},
         )
         assert names == (apps | invalid, invalid, orphaned, due), subject
+
+
+def test_replica_sets_an_earlier_gitdeploy_let_the_record_own_are_released(
+    git_remote: GitRemote, controller: Controller, adapter: Cluster, fake_clock: FakeClock, kube_client: Any
+) -> None:
+    # Given web deployed, its ReplicaSet then turned into what an earlier gitdeploy made: owned by
+    # the record (deleting the record would delete it) and labelled app=web (adoptable)
+    git_remote.commit_and_push("web", {"apps/web.yaml": deployment("web")})
+    settle(controller, fake_clock)
+    [made] = adapter.list_replica_sets("shop", "web")
+    stored = adapter.read_app_record("shop", "web")
+    assert stored is not None
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "gitdeploy.web", "uid": stored.uid,
+             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    apps = client.AppsV1Api(kube_client)
+    apps.patch_namespaced_replica_set(
+        made.name, "shop", {"metadata": {"ownerReferences": [owner], "labels": {"app": "web"}}}
+    )
+    # When the loop passes over the app again (a commit scales it)
+    git_remote.commit_and_push("scale web", {"apps/web.yaml": deployment("web", replicas=3)})
+    settle(controller, fake_clock)
+    # Then the ReplicaSet is released, and deleting the record no longer deletes it
+    raw: Any = apps.read_namespaced_replica_set(made.name, "shop")
+    assert raw.metadata.owner_references is None and "app" not in raw.metadata.labels
+    client.CoreV1Api(kube_client).delete_namespaced_config_map("gitdeploy.web", "shop")
+    assert [rs.name for rs in adapter.list_replica_sets("shop", "web")] == [made.name]
+    assert len(client.CoreV1Api(kube_client).list_namespaced_pod("shop", label_selector="app=web").items) == 3

@@ -24,6 +24,7 @@ K8S_VERSIONS = [kubernetes_validate.latest_version(), "1.30.0"]
 
 EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("apps", "replicasets"): {"get", "list", "watch", "create", "patch", "update", "delete"},
+    ("apps", "replicasets/finalizers"): {"update"},
     ("", "pods"): {"get", "list", "watch", "create", "delete"},
     ("", "pods/log"): {"get"},
     ("", "events"): {"create", "patch", "list"},

@@ -177,6 +177,21 @@ def test_owner_reference_to_a_configmap_is_collected(core: Any, apps: Any) -> No
     assert pods_of(core) == []
 
 
+def test_an_owner_of_the_same_name_with_another_uid_counts_as_absent(core: Any, apps: Any) -> None:
+    # Given a ConfigMap deleted and created again (a new uid), and a ReplicaSet owned by the old one
+    old = core.create_namespaced_config_map(NS, {"metadata": {"name": "gitdeploy.web"}})
+    core.delete_namespaced_config_map("gitdeploy.web", NS)
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "gitdeploy.web"}})
+    owned = replicaset(replicas=2)
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "gitdeploy.web", "uid": old.metadata.uid}
+    ]
+    # Then the garbage collector removes the ReplicaSet (and so its pods), as a real one does
+    apps.create_namespaced_replica_set(NS, owned)
+    assert apps.list_namespaced_replica_set(NS).items == []
+    assert pods_of(core) == []
+
+
 def test_watch_sees_every_change_in_order(core: Any) -> None:
     start = core.list_namespaced_config_map(NS).metadata.resource_version
     core.create_namespaced_config_map(NS, {"metadata": {"name": "one"}, "data": {"n": "1"}})

@@ -21,6 +21,7 @@ from gitdeploy.server.http import (
 )
 from gitdeploy.server.metrics import CONTENT_TYPE, Metrics
 from gitdeploy.server.webhook import PushEvent, github_signature
+from tests.fixtures.cli import RunCli
 
 SECRET = b"4f1c0e0b1d7a9c2e"
 REPO = "git@github.com:acme/deploy.git"
@@ -280,8 +281,9 @@ def test_pushes_to_other_branches_or_repos_are_accepted_and_ignored(
     other_repo = github_push_body(repo="acme/other")
     tag = github_push_body(ref="refs/tags/v1.0.0")
 
-    answers = [client.post("/hooks/git", content=b, headers=signed(b))
-               for b in (other_branch, other_repo, tag)]
+    answers = [
+        client.post("/hooks/git", content=b, headers=signed(b)) for b in (other_branch, other_repo, tag)
+    ]
 
     assert [a.status_code for a in answers] == [202, 202, 202]
     assert all(a.text.endswith("\n") and a.text.count("\n") == 1 for a in answers)
@@ -375,8 +377,12 @@ def test_read_secret_file_strips_the_trailing_newline(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [(":8080", ("", 8080)), ("0.0.0.0:9090", ("0.0.0.0", 9090)), ("localhost:0", ("localhost", 0)),
-     ("[::]:8080", ("::", 8080))],
+    [
+        (":8080", ("", 8080)),
+        ("0.0.0.0:9090", ("0.0.0.0", 9090)),
+        ("localhost:0", ("localhost", 0)),
+        ("[::]:8080", ("::", 8080)),
+    ],
 )
 def test_parse_listen_address(text: str, expected: tuple[str, int]) -> None:
     assert parse_listen_address(text) == expected
@@ -430,3 +436,14 @@ def test_post_to_an_unknown_path_with_a_body_still_gets_its_answer(client: httpx
     response = client.post("/hooks/other", content=b"x" * 10_000)
 
     assert response.status_code == 404
+
+
+def test_run_on_an_address_in_use_says_so_and_what_to_do(run_cli: RunCli, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ran = run_cli("run", "--repo", str(tmp_path / "config"), "--listen", f"127.0.0.1:{port}")
+    assert ran.returncode == 1
+    assert f"error: cannot listen on 127.0.0.1:{port}: the address is already in use" in ran.stderr
+    assert "--listen another port" in ran.stderr and "unexpected" not in ran.stderr

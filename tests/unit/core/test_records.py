@@ -19,8 +19,9 @@ from gitdeploy.core.records import (
     Pin,
     RevisionEntry,
     SyncStatus,
+    load_record,
 )
-from gitdeploy.errors import PermanentError
+from gitdeploy.errors import DamagedRecordError
 
 
 def entry(
@@ -120,6 +121,7 @@ def test_json_form_uses_the_documented_keys() -> None:
         "deployRequested",
         "lastSyncedCommit",
         "pin",
+        "recovery",
         "revisions",
         "status",
         "suspendedReason",
@@ -279,13 +281,18 @@ def test_a_null_or_empty_pin_is_no_pin() -> None:
         '{"pin":{"revision":"one","templateHash":"h"}}',
     ],
 )
-def test_damaged_json_is_a_permanent_error_with_a_hint(text: str) -> None:
-    with pytest.raises(PermanentError) as raised:
-        AppRecord.from_json(text)
-    assert raised.value.message.startswith("the app record is damaged (")
+def test_damaged_json_is_an_error_that_names_the_record_and_safe_ways_out(text: str) -> None:
+    with pytest.raises(DamagedRecordError) as raised:
+        load_record("shop", "web", text)
+    assert raised.value.message.startswith(
+        "the app record of shop/web (ConfigMap gitdeploy.web) cannot be read: ("
+    )
+    assert raised.value.message.endswith("gitdeploy changes nothing of the app until it can")
     assert raised.value.hint == (
-        "inspect it with `kubectl get configmap gitdeploy.<app> -o yaml`; "
-        "deleting it makes gitdeploy start a new history"
+        "repair it with `kubectl edit configmap gitdeploy.web -n shop`, or delete it "
+        "(`kubectl delete configmap gitdeploy.web -n shop`): gitdeploy then rebuilds it from the "
+        "ReplicaSets' annotations and no pod is touched (hook logs and revisions whose ReplicaSet "
+        "is gone are lost)"
     )
     assert raised.value.__cause__ is not None
 
