@@ -408,7 +408,7 @@ def _loop(
             controller.poll(pushed.pop() if pushed else None)  # only this thread pops
             if controller.head is not None:
                 readiness.set_repo_read()
-            next_poll = now + (interval if controller.source_error is None else min(interval * 2, 60.0))
+            next_poll = now + controller.poll_delay(interval)  # the source's backoff after a failure
         if acting() and controller.reconcile_due():
             publish_app_states(controller, metrics)
         wait = controller.next_due_in() if acting() else None
