@@ -194,6 +194,7 @@ def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
         waiting = (container.get("state") or {}).get("waiting")
         if waiting and not reason:
             reason = str(waiting.get("reason", ""))
+    reason = str(status.get("reason") or reason)  # the pod's own (DeadlineExceeded) says more
     first_attempt = annotations.get(FIRST_ATTEMPT_AT_ANNOTATION)
     return ObservedPod(
         namespace=str(meta.get("namespace", "")),
