@@ -18,25 +18,22 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import AppRecord, Outcome
-from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
-from tests.fixtures.loop import settle
+from tests.fixtures.loop import controller_for, settle
 from tests.fixtures.manifests import deployment
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 WEB = AppKey("shop", "web")
 POLL_INTERVAL = 2.0
-SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
 
 
 @pytest.fixture
 def controller(
     git_remote: GitRemote, kube_client: Any, fake_clock: FakeClock, tmp_path: Path
 ) -> Iterator[Controller]:
-    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
-    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
-        yield Controller(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
+    with controller_for(git_remote, Cluster(kube_client, "embedded"), fake_clock, tmp_path / "state") as made:
+        yield made
 
 
 def run_for(controller: Controller, clock: FakeClock, seconds: float) -> list[float]:
