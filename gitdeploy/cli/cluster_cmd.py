@@ -40,6 +40,9 @@ def cluster() -> None:
 @click.option(
     "--image-unready", multiple=True, metavar="PATTERN", help="Images never passing readiness (glob)."
 )
+@click.option(
+    "--image-hang", multiple=True, metavar="PATTERN", help="Hook/deployer images that never end (glob)."
+)
 @click.pass_context
 def up(
     ctx: click.Context,
@@ -48,6 +51,7 @@ def up(
     image_pull_failure: tuple[str, ...],
     image_crash: tuple[str, ...],
     image_unready: tuple[str, ...],
+    image_hang: tuple[str, ...],
 ) -> None:
     """Start the embedded cluster in the background (does nothing when it already runs).
 
@@ -66,6 +70,7 @@ def up(
         image_pull_failure=image_pull_failure or saved.image_pull_failure,
         image_crash=image_crash or saved.image_crash,
         image_unready=image_unready or saved.image_unready,
+        image_hang=image_hang or saved.image_hang,
     )
     info = ensure_running(state_dir, wanted)
     click.echo(f"embedded cluster {'started' if info.started else 'already running'} at {info.url}")
@@ -139,6 +144,7 @@ def cluster_status(ctx: click.Context, output: str) -> None:
         ("image pull failures", config.image_pull_failure),
         ("crashing images", config.image_crash),
         ("never-ready images", config.image_unready),
+        ("hanging hook/deployer images", config.image_hang),
     ):
         if patterns:
             click.echo(f"{label}: {', '.join(patterns)}")

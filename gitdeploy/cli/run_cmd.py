@@ -238,7 +238,11 @@ def _report_row(report: AppReport) -> list[str]:
 @click.command("run")
 @repo_options
 @click.option(
-    "--interval", type=Duration(), default="5s", show_default=True, help="How often to poll the repo."
+    "--interval",
+    type=Duration(),
+    default="5s",
+    show_default=True,
+    help="How often to poll the repo (an unreachable one: with backoff, 5 s doubling to 5 min).",
 )
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(
@@ -392,7 +396,8 @@ def _loop(
     source: str,
     acting: Callable[[], bool],
 ) -> None:
-    """Poll at ``interval`` (at once on a webhook push), and run each pass when apps are due.
+    """Poll at ``interval`` (at once on a webhook push; after a failed poll, with the source's
+    backoff), and run each pass when apps are due, also while the repo cannot be read.
 
     ``pushed`` holds the head the newest push named, for the next poll to fetch at once. Only
     while ``acting()`` (this process leads): a standby polls git but reconciles nothing.
@@ -408,7 +413,7 @@ def _loop(
             controller.poll(pushed.pop() if pushed else None)  # only this thread pops
             if controller.head is not None:
                 readiness.set_repo_read()
-            next_poll = now + (interval if controller.source_error is None else min(interval * 2, 60.0))
+            next_poll = now + controller.poll_delay(interval)  # the source's backoff after a failure
         if acting() and controller.reconcile_due():
             publish_app_states(controller, metrics)
         wait = controller.next_due_in() if acting() else None

@@ -3,6 +3,12 @@
 Lists skip the client's model deserialisation (``_preload_content=False``) and parse the JSON
 themselves: building models costs milliseconds per object. Every API or network error leaves this
 module as a :mod:`gitdeploy.errors` error.
+
+Every call has a timeout (:data:`REQUEST_TIMEOUT`, connect and read), so a stalled connection
+fails the call as a :class:`~gitdeploy.errors.TransientError` (the loop retries the app with
+backoff) instead of hanging a worker; a watch asks the server to end it after ``timeout_seconds``
+and reads for that long plus the read timeout. Answers are read inside the translation too, so an
+answer cut mid-way is a TransientError as well.
 """
 
 from __future__ import annotations
@@ -11,12 +17,19 @@ import json
 from collections.abc import Callable, Container, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
-from urllib3.exceptions import HTTPError
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    HTTPError,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
 
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.lease import LeaseSpec, ObservedLease, format_micro_time
@@ -61,6 +74,8 @@ RECORD_KEY = "record.json"
 IMAGESTREAM_LABEL = "gitdeploy.io/imagestream"
 """Label of an image stream's state ConfigMap; its value is the stream's name."""
 STREAM_STATE_KEY = "tags.json"
+REQUEST_TIMEOUT: Final = (5.0, 30.0)
+"""Seconds to connect, and to wait for each read of an answer, for every API call."""
 
 
 def stream_state_name(stream: str) -> str:
@@ -105,18 +120,33 @@ def _discard(response: Any) -> None:
     response.read()
 
 
+def _network_error(bad: Exception, what: str) -> TransientError:
+    """A connection problem as a TransientError that says which: a timeout, an answer broken off,
+    or no connection at all (urllib3 wraps the cause of a retried one in MaxRetryError)."""
+    cause = bad.reason if isinstance(bad, MaxRetryError) and bad.reason is not None else bad
+    if isinstance(cause, NewConnectionError):  # refused, no route (a ConnectTimeoutError to urllib3)
+        problem = "cannot reach the Kubernetes API"
+    elif isinstance(cause, (ReadTimeoutError, ConnectTimeoutError, TimeoutError)):
+        problem = "the Kubernetes API did not answer in time"
+    elif isinstance(cause, (ProtocolError, json.JSONDecodeError)):
+        problem = "the connection to the Kubernetes API broke off mid-answer"
+    else:
+        problem = "cannot reach the Kubernetes API"
+    return TransientError(
+        f"{what}: {problem} ({type(cause).__name__})",
+        hint="is the cluster up and answering? `gitdeploy cluster status` for the embedded one",
+        retry_after=2.0,
+    )
+
+
 @contextmanager
 def _translated(what: str) -> Iterator[None]:
     try:
         yield
     except ApiException as bad:
         raise _api_error(bad, what) from bad
-    except (HTTPError, OSError) as bad:
-        raise TransientError(
-            f"{what}: cannot reach the Kubernetes API ({type(bad).__name__})",
-            hint="is the cluster up? `gitdeploy cluster status` for the embedded one",
-            retry_after=2.0,
-        ) from bad
+    except (HTTPError, OSError, json.JSONDecodeError) as bad:
+        raise _network_error(bad, what) from bad
 
 
 def _timestamp(value: str | None) -> float:
@@ -216,6 +246,7 @@ def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
         waiting = (container.get("state") or {}).get("waiting")
         if waiting and not reason:
             reason = str(waiting.get("reason", ""))
+    reason = str(status.get("reason") or reason)  # the pod's own (DeadlineExceeded) says more
     first_attempt = annotations.get(FIRST_ATTEMPT_AT_ANNOTATION)
     return ObservedPod(
         namespace=str(meta.get("namespace", "")),
@@ -256,13 +287,27 @@ def _record(raw: Mapping[str, Any], label: str = APP_LABEL, key: str = RECORD_KE
 class Cluster:
     """gitdeploy's verbs on one cluster: snapshot, create/scale/annotate/delete, pods, events, records."""
 
-    def __init__(self, api: client.ApiClient, description: str = "") -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        description: str = "",
+        *,
+        request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
+    ) -> None:
         self.api = api
         self.description = description
+        self.timeout = request_timeout
+        """``(connect, read)`` seconds of every call (:data:`REQUEST_TIMEOUT`)."""
         # Typed as Any on purpose: gitdeploy calls the API with _preload_content=False and reads
         # raw JSON, which the client's model-typed signatures do not describe.
         self.core: Any = client.CoreV1Api(api)
         self.apps: Any = client.AppsV1Api(api)
+
+    def _watch_timeout(self, timeout_seconds: int) -> tuple[float, float]:
+        """A watch's client timeout: the server ends it after ``timeout_seconds``; a read that
+        waits longer than that plus the read timeout means the connection stalled."""
+        connect, read = self.timeout
+        return connect, timeout_seconds + read
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -272,7 +317,9 @@ class Cluster:
         with _translated(what):
             while True:
                 extra = {"_continue": token} if token else {}
-                response = call(_preload_content=False, limit=5000, **kwargs, **extra)
+                response = call(
+                    _preload_content=False, _request_timeout=self.timeout, limit=5000, **kwargs, **extra
+                )
                 body = json.loads(response.data)
                 items.extend(body.get("items") or [])
                 token = (body.get("metadata") or {}).get("continue")
@@ -328,7 +375,11 @@ class Cluster:
         watch (after ``timeout_seconds``). Without ``resource_version`` it starts with every
         record as ``ADDED``. A ``410 Gone`` surfaces as :class:`TransientError`: start over."""
         selector = f"{RECORD_LABEL}=true"
-        kwargs: dict[str, Any] = {"label_selector": selector, "timeout_seconds": timeout_seconds}
+        kwargs: dict[str, Any] = {
+            "label_selector": selector,
+            "timeout_seconds": timeout_seconds,
+            "_request_timeout": self._watch_timeout(timeout_seconds),
+        }
         if resource_version:
             kwargs["resource_version"] = resource_version
         if namespace is not None:
@@ -365,15 +416,21 @@ class Cluster:
         what = f"watch of ReplicaSets in {namespace}"
         with _translated(what):
             listed = self.apps.list_namespaced_replica_set(
-                namespace, label_selector=MANAGED_SELECTOR, limit=1, _preload_content=False
+                namespace,
+                label_selector=MANAGED_SELECTOR,
+                limit=1,
+                _preload_content=False,
+                _request_timeout=self.timeout,
             )
+            version = str(json.loads(listed.data)["metadata"]["resourceVersion"])
         for kind, raw in self._watch_json(
             self.apps.list_namespaced_replica_set,
             what,
             namespace=namespace,
             label_selector=MANAGED_SELECTOR,
-            resource_version=str(json.loads(listed.data)["metadata"]["resourceVersion"]),
+            resource_version=version,
             timeout_seconds=timeout_seconds,
+            _request_timeout=self._watch_timeout(timeout_seconds),
         ):
             yield kind, to_observed_replica_set(raw)
 
@@ -384,10 +441,12 @@ class Cluster:
     def _read_config_map(self, namespace: str, name: str, what: str) -> dict[str, Any] | None:
         try:
             with _translated(what):
-                response = self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
+                response = self.core.read_namespaced_config_map(
+                    name, namespace, _preload_content=False, _request_timeout=self.timeout
+                )
+                loaded: dict[str, Any] = json.loads(response.data)
         except NotFoundError:
             return None
-        loaded: dict[str, Any] = json.loads(response.data)
         return loaded
 
     # -- writing -----------------------------------------------------------------------------------
@@ -398,7 +457,11 @@ class Cluster:
             with _translated(f"delete the record of {namespace}/{app}"):
                 _discard(
                     self.core.delete_namespaced_config_map(
-                        record_name(app), namespace, propagation_policy="Background", _preload_content=False
+                        record_name(app),
+                        namespace,
+                        propagation_policy="Background",
+                        _preload_content=False,
+                        _request_timeout=self.timeout,
                     )
                 )
         except NotFoundError:
@@ -408,7 +471,9 @@ class Cluster:
         try:
             with _translated(f"create namespace {namespace}"):
                 body = {"metadata": {"name": namespace}}
-                _discard(self.core.create_namespace(body, _preload_content=False))
+                _discard(
+                    self.core.create_namespace(body, _preload_content=False, _request_timeout=self.timeout)
+                )
         except AlreadyExistsError:
             pass
 
@@ -437,13 +502,15 @@ class Cluster:
         body: dict[str, Any] = {"metadata": meta, "data": dict(data)}
         with _translated(what):
             if resource_version is None:
-                response = self.core.create_namespaced_config_map(namespace, body, _preload_content=False)
+                response = self.core.create_namespaced_config_map(
+                    namespace, body, _preload_content=False, _request_timeout=self.timeout
+                )
             else:
                 meta["resourceVersion"] = resource_version
                 response = self.core.replace_namespaced_config_map(
-                    name, namespace, body, _preload_content=False
+                    name, namespace, body, _preload_content=False, _request_timeout=self.timeout
                 )
-        written: dict[str, Any] = json.loads(response.data)
+            written: dict[str, Any] = json.loads(response.data)
         return written
 
     # -- image stream state (gitdeploy.images keeps the payload's format) -------------------------
@@ -509,8 +576,11 @@ class Cluster:
             },
         }
         with _translated(f"create ReplicaSet {spec.namespace}/{spec.name}"):
-            response = self.apps.create_namespaced_replica_set(spec.namespace, body, _preload_content=False)
-        return to_observed_replica_set(json.loads(response.data))
+            response = self.apps.create_namespaced_replica_set(
+                spec.namespace, body, _preload_content=False, _request_timeout=self.timeout
+            )
+            created = json.loads(response.data)
+        return to_observed_replica_set(created)
 
     def scale_replica_set(
         self, namespace: str, name: str, replicas: int | None, annotations: Mapping[str, str] | None = None
@@ -523,9 +593,15 @@ class Cluster:
             patch["metadata"] = {"annotations": dict(annotations)}
         with _translated(f"scale ReplicaSet {namespace}/{name}"):
             response = self.apps.patch_namespaced_replica_set(
-                name, namespace, patch, _preload_content=False, _content_type="application/merge-patch+json"
+                name,
+                namespace,
+                patch,
+                _preload_content=False,
+                _content_type="application/merge-patch+json",
+                _request_timeout=self.timeout,
             )
-        return to_observed_replica_set(json.loads(response.data))
+            patched = json.loads(response.data)
+        return to_observed_replica_set(patched)
 
     # -- hook and deployer pods ----------------------------------------------------------------------
 
@@ -574,13 +650,20 @@ class Cluster:
             "spec": spec.spec(),
         }
         with _translated(f"create pod {spec.namespace}/{spec.name}"):
-            response = self.core.create_namespaced_pod(spec.namespace, body, _preload_content=False)
-        return to_observed_pod(json.loads(response.data))
+            response = self.core.create_namespaced_pod(
+                spec.namespace, body, _preload_content=False, _request_timeout=self.timeout
+            )
+            created = json.loads(response.data)
+        return to_observed_pod(created)
 
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
             with _translated(f"delete pod {namespace}/{name}"):
-                _discard(self.core.delete_namespaced_pod(name, namespace, _preload_content=False))
+                _discard(
+                    self.core.delete_namespaced_pod(
+                        name, namespace, _preload_content=False, _request_timeout=self.timeout
+                    )
+                )
         except NotFoundError:
             pass
 
@@ -589,11 +672,16 @@ class Cluster:
         try:
             with _translated(f"read the log of pod {namespace}/{name}"):
                 response = self.core.read_namespaced_pod_log(
-                    name, namespace, tail_lines=tail_lines, _preload_content=False
+                    name,
+                    namespace,
+                    tail_lines=tail_lines,
+                    _preload_content=False,
+                    _request_timeout=self.timeout,
                 )
+                text = bytes(response.data).decode("utf-8", "replace")
         except (NotFoundError, PermanentError):
             return ""
-        lines = bytes(response.data).decode("utf-8", "replace").splitlines()
+        lines = text.splitlines()
         return "".join(line + "\n" for line in lines[-tail_lines:])
 
     def release_replica_set(self, namespace: str, name: str) -> None:
@@ -623,7 +711,11 @@ class Cluster:
             with _translated(f"delete ReplicaSet {namespace}/{name}"):
                 _discard(
                     self.apps.delete_namespaced_replica_set(
-                        name, namespace, propagation_policy="Background", _preload_content=False
+                        name,
+                        namespace,
+                        propagation_policy="Background",
+                        _preload_content=False,
+                        _request_timeout=self.timeout,
                     )
                 )
         except NotFoundError:
@@ -654,7 +746,11 @@ class Cluster:
             "count": 1,
         }
         with _translated(f"record event {reason} on {namespace}/{name}"):
-            _discard(self.core.create_namespaced_event(namespace, body, _preload_content=False))
+            _discard(
+                self.core.create_namespaced_event(
+                    namespace, body, _preload_content=False, _request_timeout=self.timeout
+                )
+            )
 
     def list_events(self, namespace: str, name: str | None = None) -> list[dict[str, Any]]:
         """Events in ``namespace``, about the object ``name`` when given (oldest first)."""
@@ -671,15 +767,17 @@ class Cluster:
         return client.CoordinationV1Api(self.api)
 
     def read_lease(self, namespace: str, name: str, timeout: float | None = None) -> ObservedLease | None:
-        """The Lease ``namespace/name``, or None when there is none yet (``timeout``: per request, s)."""
+        """The Lease ``namespace/name``, or None when there is none yet (``timeout``: the whole
+        request, s; else the usual connect and read timeouts)."""
         try:
             with _translated(f"read Lease {namespace}/{name}"):
                 response = self._leases().read_namespaced_lease(
-                    name, namespace, _preload_content=False, _request_timeout=timeout
+                    name, namespace, _preload_content=False, _request_timeout=timeout or self.timeout
                 )
+                raw = json.loads(response.data)
         except NotFoundError:
             return None
-        return _to_observed_lease(json.loads(response.data))
+        return _to_observed_lease(raw)
 
     def write_lease(
         self,
@@ -701,17 +799,19 @@ class Cluster:
             "spec": _lease_spec_body(spec),
         }
         leases = self._leases()
+        limit = timeout or self.timeout
         with _translated(f"write Lease {namespace}/{name}"):
             if resource_version is None:
                 response = leases.create_namespaced_lease(
-                    namespace, body, _preload_content=False, _request_timeout=timeout
+                    namespace, body, _preload_content=False, _request_timeout=limit
                 )
             else:
                 body["metadata"]["resourceVersion"] = resource_version
                 response = leases.replace_namespaced_lease(
-                    name, namespace, body, _preload_content=False, _request_timeout=timeout
+                    name, namespace, body, _preload_content=False, _request_timeout=limit
                 )
-        return _to_observed_lease(json.loads(response.data))
+            raw = json.loads(response.data)
+        return _to_observed_lease(raw)
 
 
 def _lease_spec_body(spec: LeaseSpec) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
+from urllib3.util.retry import Retry
 
 from gitdeploy.errors import PermanentError
 
@@ -18,6 +19,20 @@ CREDENTIALS_REFRESH_SECONDS = 30.0
 """How often at most a kubeconfig's token is looked at again. The client's loader renews a token
 5 minutes before it expires, and by itself looks at it before every request, re-reading the proxy
 settings of the environment each time: a fifth of the client's CPU per request."""
+
+
+RETRIES = Retry(total=3, read=1, redirect=0)
+"""The client's own retries: a connection that could not be made is tried again at once; a read
+that timed out or broke off only once (a kept-alive connection the server closed meanwhile), after
+which the call fails as a TransientError and the loop retries the app with backoff. urllib3's
+default retries a stalled GET three times, holding its worker four read timeouts long."""
+
+
+def new_configuration() -> client.Configuration:
+    """An empty client configuration with gitdeploy's :data:`RETRIES`."""
+    configuration = client.Configuration()
+    configuration.retries = RETRIES
+    return configuration
 
 
 @dataclass(frozen=True)
@@ -38,7 +53,7 @@ def connect(kubeconfig: str | Path | None = None, context: str | None = None) ->
     Every client has its own configuration object: nothing is written to the kubernetes package's
     global default, so several clusters can be used in one process (tests do).
     """
-    configuration = client.Configuration()
+    configuration = new_configuration()
     if kubeconfig is None and context is None and in_cluster_available():
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         return Connection(client.ApiClient(configuration), "the cluster this pod runs in (service account)")

@@ -10,8 +10,10 @@
   requeue delay (with jitter); a settled app only when its manifest changes, or at the periodic resync.
 * Errors are data: a failing app backs off exponentially on its own; an invalid manifest makes
   only its apps ``InvalidManifest`` (they keep their last good revision, and a rollout in flight
-  finishes with the last good manifest); an unreachable repo leaves everything as it is and
-  reports ``SourceUnavailable``.
+  finishes with the last good manifest). An unreachable repo changes no decision: passes go on
+  from the last good desired state (a rollout under way finishes, drift is repaired), apps report
+  ``SourceUnavailable``, and the repo is polled again after its backoff (:meth:`Controller.poll_delay`);
+  a commit made meanwhile is read once the repo answers.
 
 Apps that left git are ``Orphaned`` (the commit that removed them named); with prune their
 ReplicaSets are scaled to 0 and deleted, with their record.
@@ -196,6 +198,8 @@ class Controller:
         self.failures: dict[AppKey, int] = defaultdict(int)
         self.reports: dict[AppKey, AppReport] = {}
         self.source_error: str | None = None
+        self.source_retry_after = 0.0
+        """After a failed poll: the source's backoff before the next one (see :meth:`poll_delay`)."""
         self._commits: dict[str, CommitRef] = {}
         """Commit that last changed each manifest file, at the current head (cleared when it moves)."""
         self._next_resync = 0.0
@@ -231,21 +235,37 @@ class Controller:
         except GitdeployError as problem:
             self._observe(self.poll_observers, time.perf_counter() - started, True)
             self.source_error = problem.message
+            self.source_retry_after = problem.retry_after if isinstance(problem, TransientError) else 0.0
             last = self.head[:7] if self.head else "none yet"
             log.warning(
-                "[source] unavailable (%s); last synced commit %s; nothing changes", problem.message, last
+                "[source] unavailable (%s); last synced commit %s stays in force, rollouts under way go on",
+                problem.message,
+                last,
             )
             for key in self.apps:
                 self._report_source_unavailable(key)
             return False
         self._observe(self.poll_observers, time.perf_counter() - started, False)
         self.source_error = None
+        self.source_retry_after = 0.0
         if result.head == self.head:
             return False
         desired = self.reader.load(result.head)
         self._apply_desired(desired, result.head)
         self._images_stale = True  # resolved by the next pass: a standby polls but writes nothing
         return True
+
+    def poll_delay(self, interval: float) -> float:
+        """Seconds until the next poll: ``interval``, or after a failed poll the source's backoff
+        (5 s doubling to 5 min, see :func:`~gitdeploy.source.gitcmd.compute_backoff`) when longer.
+
+        >>> from types import SimpleNamespace
+        >>> Controller.poll_delay(SimpleNamespace(source_retry_after=0.0), 2.0)
+        2.0
+        >>> Controller.poll_delay(SimpleNamespace(source_retry_after=20.0), 2.0)
+        20.0
+        """
+        return max(interval, self.source_retry_after)
 
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
         now = self.clock.now()
@@ -375,8 +395,6 @@ class Controller:
     def reconcile_due(self, only: Iterable[AppKey] | None = None) -> list[AppReport]:
         """One pass over the apps that are due now (or over ``only``); returns their reports."""
         now = self.clock.now()
-        if self.source_error is not None:
-            return []
         self._resync_if_time(now)
         if self._images_stale or (self.images.next_check is not None and now >= self.images.next_check):
             self._images_stale = False
@@ -542,6 +560,8 @@ class Controller:
             watched=app.key.namespace in self.watched,
         )
         sync, health, message = verdict(step)
+        if self.source_error is not None:  # decided from the last good commit; the record keeps its verdict
+            sync, message = Sync.SOURCE_UNAVAILABLE, f"{message}; {self._source_note()}"
         settled = step.requeue_after is None
         report = AppReport(app.key, sync, health, step.phase, message, step.revision, settled)
         self._remember(report, step.requeue_after)
@@ -628,19 +648,21 @@ class Controller:
             self.reports[key] = report
             self.due[key] = self.clock.now() + delay
 
+    def _source_note(self) -> str:
+        last = self.head[:7] if self.head else "none"
+        return f"{self.source_error}; last synced commit {last}"
+
     def _report_source_unavailable(self, key: AppKey) -> None:
         previous = self.reports.get(key)
-        last = self.head[:7] if self.head else "none"
-        message = f"{self.source_error}; last synced commit {last}"
         with self._lock:
             self.reports[key] = AppReport(
                 key,
                 Sync.SOURCE_UNAVAILABLE,
                 previous.health if previous else Health.HEALTHY,
                 previous.phase if previous else "",
-                message,
+                self._source_note(),
                 previous.revision if previous else 0,
-                settled=True,
+                settled=previous.settled if previous else True,  # a rollout under way goes on
             )
 
     # -- orphans -------------------------------------------------------------------------------------

@@ -8,6 +8,14 @@ the name and namespace of the new ReplicaSet in its environment. Both never rest
 (``restartPolicy: Never``), are owned by the new ReplicaSet (deleted with it) and are labelled
 ``gitdeploy.io/pod-role``.
 
+Neither may hang forever or outlive its rollout. Each gets ``activeDeadlineSeconds``, so the
+kubelet stops it even while gitdeploy is down: a hook pod its deadline (the app's progress
+deadline: ``progressDeadlineSeconds``, a DeploymentConfig's strategy ``timeoutSeconds``), a
+deployer pod the strategy's ``activeDeadlineSeconds`` (OpenShift's 6 hours by default; a deployer
+that stops making progress fails the rollout at the progress deadline before). And
+:func:`lingering_pods` names the pods still running whose rollout failed, completed or was
+cancelled: the planner deletes them.
+
 :func:`evaluate_hook` turns the observed hook pod into a verdict, applying the failure policy:
 Abort fails the rollout, Retry re-runs the hook with exponential backoff until the deadline, Ignore
 goes on; a post hook's failure is always ignored (OpenShift's rule).
@@ -16,6 +24,7 @@ goes on; a post hook's failure is always ignored (OpenShift's rule).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -24,6 +33,8 @@ from gitdeploy.core.models import CustomParams, FailurePolicy, Hook, PodTemplate
 from gitdeploy.core.observed import ObservedPod, PodSpec
 
 DEPLOYER_ROLE = "deployer"
+DEPLOYER_ACTIVE_DEADLINE_SECONDS = 21600
+"""OpenShift's default ``strategy.activeDeadlineSeconds``: how long a deployer pod may run."""
 RETRY_BASE_SECONDS = 5.0
 RETRY_MAX_SECONDS = 60.0
 _POD_LEVEL_FIELDS = (
@@ -77,8 +88,10 @@ def build_hook_pod(
     hook: Hook,
     template: PodTemplate,
     resources_json: str,
+    active_deadline_seconds: int,
 ) -> PodSpec:
-    """The pod of ``hook`` for the rollout to ``replica_set``.
+    """The pod of ``hook`` for the rollout to ``replica_set``; the kubelet stops it after
+    ``active_deadline_seconds``.
 
     >>> t = PodTemplate('{"spec":{"containers":[{"name":"api","image":"api:2",'
     ...                 '"env":[{"name":"A","value":"1"}],"volumeMounts":[{"name":"cfg","mountPath":"/c"},'
@@ -89,9 +102,9 @@ def build_hook_pod(
     >>> hook = Hook(FailurePolicy.ABORT, "api", ("/bin/migrate",), (EnvVar("A", "2"),), ("cfg",))
     >>> pod = build_hook_pod(namespace="ns", app="api", replica_set="api-abc", owner_uid="u",
     ...                      revision=3, attempt=1, first_attempt_at=0.0, phase="pre", hook=hook,
-    ...                      template=t, resources_json="{}")
-    >>> pod.name, pod.spec()["restartPolicy"]
-    ('api-abc-hook-pre', 'Never')
+    ...                      template=t, resources_json="{}", active_deadline_seconds=600)
+    >>> pod.name, pod.spec()["restartPolicy"], pod.spec()["activeDeadlineSeconds"]
+    ('api-abc-hook-pre', 'Never', 600)
     >>> c = pod.spec()["containers"][0]
     >>> c["image"], c["command"], c["env"], [m["name"] for m in c["volumeMounts"]]
     ('api:2', ['/bin/migrate'], [{'name': 'A', 'value': '2'}], ['cfg'])
@@ -119,7 +132,12 @@ def build_hook_pod(
     resources = json.loads(resources_json)
     if resources:
         container["resources"] = resources
-    pod_spec: dict[str, Any] = {**_pod_level(body), "restartPolicy": "Never", "containers": [container]}
+    pod_spec: dict[str, Any] = {
+        **_pod_level(body),
+        "restartPolicy": "Never",
+        "activeDeadlineSeconds": active_deadline_seconds,
+        "containers": [container],
+    }
     volumes = [v for v in spec.get("volumes") or [] if v.get("name") in hook.volumes]
     if volumes:
         pod_spec["volumes"] = volumes
@@ -147,13 +165,17 @@ def build_deployer_pod(
     params: CustomParams,
     template: PodTemplate,
     resources_json: str,
+    active_deadline_seconds: int = DEPLOYER_ACTIVE_DEADLINE_SECONDS,
 ) -> PodSpec:
-    """The Custom strategy's deployer pod: it must scale ``replica_set`` up itself.
+    """The Custom strategy's deployer pod: it must scale ``replica_set`` up itself; the kubelet
+    stops it after ``active_deadline_seconds``.
 
     >>> t = PodTemplate('{"spec":{"containers":[{"name":"r","image":"r:1"}]}}')
     >>> p = build_deployer_pod(namespace="ns", app="r", replica_set="r-abc", owner_uid="u",
     ...                        revision=2, params=CustomParams("org/deployer:1", ("deploy",)),
     ...                        template=t, resources_json="{}")
+    >>> p.spec()["activeDeadlineSeconds"]
+    21600
     >>> env = p.spec()["containers"][0]["env"]
     >>> [e["name"] + "=" + e["value"] for e in env]  # doctest: +NORMALIZE_WHITESPACE
     ['GITDEPLOY_DEPLOYMENT_NAME=r-abc', 'GITDEPLOY_DEPLOYMENT_NAMESPACE=ns',
@@ -172,7 +194,12 @@ def build_deployer_pod(
     resources = json.loads(resources_json)
     if resources:
         container["resources"] = resources
-    pod_spec = {**_pod_level(template.to_dict()), "restartPolicy": "Never", "containers": [container]}
+    pod_spec = {
+        **_pod_level(template.to_dict()),
+        "restartPolicy": "Never",
+        "activeDeadlineSeconds": active_deadline_seconds,
+        "containers": [container],
+    }
     return PodSpec(
         namespace=namespace,
         name=deployer_pod_name(replica_set),
@@ -266,3 +293,27 @@ def evaluate_hook(
     if now < retry_at:
         return HookStatus(HookVerdict.WAIT_RETRY, retry_at=retry_at)
     return HookStatus(HookVerdict.RETRY)
+
+
+def lingering_pods(pods: Sequence[ObservedPod], replica_set: str | None, revision: int) -> tuple[str, ...]:
+    """The hook and deployer pods still running outside the rollout in progress, to delete.
+
+    ``replica_set`` at ``revision`` is the rollout in progress (None when none is: it completed or
+    failed); a running pod of any other ReplicaSet or revision belongs to a rollout that ended or
+    was cancelled (superseded). Finished pods stay: they hold the outcome and the log.
+
+    >>> pre = ObservedPod("ns", "web-b-hook-pre", "hook-pre", "Running", revision=3)
+    >>> old = ObservedPod("ns", "web-a-hook-pre", "hook-pre", "Running", revision=2)
+    >>> done = ObservedPod("ns", "web-a-hook-mid", "hook-mid", "Failed", revision=2)
+    >>> lingering_pods([pre, old, done], "web-b", 3)
+    ('web-a-hook-pre',)
+    >>> lingering_pods([pre, old, done], None, 3)
+    ('web-b-hook-pre', 'web-a-hook-pre')
+    """
+    current = f"{replica_set}-" if replica_set is not None else None
+    return tuple(
+        pod.name
+        for pod in pods
+        if not pod.terminal
+        and not (current is not None and pod.name.startswith(current) and pod.revision == revision)
+    )

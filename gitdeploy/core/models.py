@@ -112,6 +112,9 @@ class Strategy:
     custom: CustomParams | None = None
     resources_json: str = "{}"
     """Strategy ``resources`` (requests/limits for hook and deployer pods), canonical JSON."""
+    active_deadline_seconds: int | None = None
+    """A DeploymentConfig's ``strategy.activeDeadlineSeconds``: how long the Custom strategy's
+    deployer pod may run before the kubelet stops it (OpenShift's default when None)."""
 
     @property
     def hooks(self) -> dict[str, Hook]:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gitdeploy.core.hooks import (
+    DEPLOYER_ACTIVE_DEADLINE_SECONDS,
     DEPLOYER_ROLE,
     HookStatus,
     HookVerdict,
@@ -32,6 +33,7 @@ from gitdeploy.core.hooks import (
     build_hook_pod,
     evaluate_hook,
     hook_role,
+    lingering_pods,
 )
 from gitdeploy.core.models import App, AppKind, FailurePolicy, Hook, PodTemplate, StrategyType
 from gitdeploy.core.observed import (
@@ -763,6 +765,7 @@ class _Pass:
             hook=hook,
             template=template,
             resources_json=self.app.strategy.resources_json,
+            active_deadline_seconds=self.deadline_seconds(),  # each attempt may use the whole deadline
         )
 
     def hook_gate(self, phase: str, hook: Hook | None, status: DeploymentStatus) -> Step | None:
@@ -773,9 +776,11 @@ class _Pass:
         if verdict.verdict.done:
             return None
         if verdict.verdict is HookVerdict.FAILED:
-            return self.fail(
-                "HookFailed", f"the {phase} hook failed ({hook.failure_policy.value} policy)", status
-            )
+            pod = self.pod(hook_role(phase))
+            hung = pod is not None and (not pod.terminal or pod.reason == "DeadlineExceeded")
+            what = f"did not finish within its deadline ({self.deadline_seconds()} s)" if hung else "failed"
+            policy = hook.failure_policy.value
+            return self.fail("HookFailed", f"the {phase} hook {what} ({policy} policy)", status)
         return self.step(
             AppPhase.PROGRESSING, f"revision {self.new.revision}: {phase} hook running", requeue, status
         )
@@ -861,6 +866,10 @@ class _Pass:
         _, waiting = _intervals(self.app)
         pod = self.pod(DEPLOYER_ROLE)
         if pod is None or pod.revision != self.new.revision:
+            if self.phase() == Outcome.FAILED.value:  # its deployer was stopped: never start another
+                entry = self.snap.record.entry(self.new.revision)
+                why = entry.message if entry is not None else "the custom deployer was stopped"
+                return self.held(AppPhase.FAILED, f"revision {self.new.revision} failed: {why}")
             observed = self.new_observed()
             if pod is not None:
                 self.actions.append(DeletePod(pod.name))
@@ -875,6 +884,8 @@ class _Pass:
                         params=self.app.strategy.custom,
                         template=self.target.template,
                         resources_json=self.app.strategy.resources_json,
+                        active_deadline_seconds=self.app.strategy.active_deadline_seconds
+                        or DEPLOYER_ACTIVE_DEADLINE_SECONDS,
                     )
                 )
             )
@@ -1045,7 +1056,7 @@ def plan_pass(
     the target no longer honours (git moved on) is cleared in the record this step writes, and a
     served ``deploy --latest`` request too.
     """
-    step = _plan(target, snap, now, previous, watched)
+    step = _stop_lingering_pods(target, snap, _plan(target, snap, now, previous, watched))
     if step.create_record or snap.record_emptied:
         return step
     record = step.record or snap.record
@@ -1085,6 +1096,27 @@ def _restore_record(run: _Pass, snap: Snapshot, now: float) -> Step:
         record=record,
         create_record=not snap.record_uid,
         requeue_after=0.0,
+    )
+
+
+def _stop_lingering_pods(target: Target, snap: Snapshot, step: Step) -> Step:
+    """``step`` with deletes of the hook and deployer pods still running whose rollout is over: it
+    completed or failed (a hook past its deadline fails it), or a newer revision cancelled it. A
+    held app (paused, waiting for a deploy) keeps them. Their log tail goes to the record the step
+    writes, if any (see :func:`~gitdeploy.core.hooks.lingering_pods`)."""
+    if step.phase in (AppPhase.PAUSED, AppPhase.WAITING):
+        return step
+    in_progress = None
+    if step.phase == AppPhase.PROGRESSING:
+        new, _ = split_replica_sets([rs.state for rs in snap.replica_sets], target.template_hash)
+        in_progress = new.name if new is not None else None
+    deleted = {action.name for action in step.actions if isinstance(action, DeletePod)}
+    doomed = [name for name in lingering_pods(snap.pods, in_progress, step.revision) if name not in deleted]
+    if not doomed:
+        return step
+    logged = (*step.log_pods, *doomed) if step.record is not None else step.log_pods
+    return dataclasses.replace(
+        step, actions=(*step.actions, *(DeletePod(name) for name in doomed)), log_pods=logged
     )
 
 

@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--image-pull-failure", action="append", default=None)
     serve.add_argument("--image-crash", action="append", default=None)
     serve.add_argument("--image-unready", action="append", default=None)
+    serve.add_argument("--image-hang", action="append", default=None)
     args = parser.parse_args(argv)
     saved = SimulationConfig.load(args.state_dir / "simulation.json") or SimulationConfig()
     config = SimulationConfig(
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
         image_pull_failure=tuple(args.image_pull_failure or saved.image_pull_failure),
         image_crash=tuple(args.image_crash or saved.image_crash),
         image_unready=tuple(args.image_unready or saved.image_unready),
+        image_hang=tuple(args.image_hang or saved.image_hang),
     )
     run_daemon(args.state_dir, config)
 

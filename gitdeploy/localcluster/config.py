@@ -17,6 +17,7 @@ class ImageBehaviour:
     PULL_FAILURE = "pull-failure"
     CRASH = "crash"
     UNREADY = "unready"
+    HANG = "hang"
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,12 @@ class SimulationConfig:
     * ``pod_start_seconds``: a long-running pod is Pending for this long, then Running and Ready.
     * ``job_seconds``: a run-to-completion pod (``restartPolicy`` Never/OnFailure) ends this long
       after it was created: ``Succeeded``, or ``Failed`` when its image matches a failing pattern.
-    * ``image_pull_failure`` / ``image_crash`` / ``image_unready``: shell-style patterns
-      (``fnmatch``) on the image reference, e.g. ``*:broken`` or ``registry.local/missing/*``.
+    * ``image_pull_failure`` / ``image_crash`` / ``image_unready`` / ``image_hang``: shell-style
+      patterns (``fnmatch``) on the image reference, e.g. ``*:broken`` or ``registry.local/missing/*``.
+      A run-to-completion pod of a hanging image never ends by itself (a hung hook or deployer).
+
+    Any pod with ``activeDeadlineSeconds`` is stopped that long after it started, as the kubelet
+    does: ``Failed`` with reason ``DeadlineExceeded``.
     """
 
     pod_start_seconds: float = 2.0
@@ -35,6 +40,7 @@ class SimulationConfig:
     image_pull_failure: tuple[str, ...] = ()
     image_crash: tuple[str, ...] = ()
     image_unready: tuple[str, ...] = ()
+    image_hang: tuple[str, ...] = ()
 
     def behaviour(self, image: str) -> str:
         """The :class:`ImageBehaviour` of ``image``; pull failure wins over crash over unready."""
@@ -42,6 +48,7 @@ class SimulationConfig:
             (self.image_pull_failure, ImageBehaviour.PULL_FAILURE),
             (self.image_crash, ImageBehaviour.CRASH),
             (self.image_unready, ImageBehaviour.UNREADY),
+            (self.image_hang, ImageBehaviour.HANG),
         ):
             if any(fnmatch.fnmatchcase(image, pattern) for pattern in patterns):
                 return outcome
@@ -59,6 +66,7 @@ class SimulationConfig:
             image_pull_failure=tuple(data.get("image_pull_failure", ())),
             image_crash=tuple(data.get("image_crash", ())),
             image_unready=tuple(data.get("image_unready", ())),
+            image_hang=tuple(data.get("image_hang", ())),
         )
 
     def save(self, path: Path) -> None:

@@ -3,8 +3,8 @@
 The registry calls these inside its transactions:
 
 * :func:`initial_pod_status` and :func:`pod_timers` when a pod is created: the pod is Pending and
-  transitions are scheduled at clock times (``pod-start``, and ``pod-stop`` for run-to-completion
-  pods);
+  transitions are scheduled at clock times (``pod-start``, ``pod-stop`` for run-to-completion
+  pods, ``pod-deadline`` for pods with ``activeDeadlineSeconds``);
 * :func:`pod_transition` when such a timer is due, giving the pod's next status;
 * :func:`plan_replicaset` whenever a ReplicaSet or one of its pods changes: how many pods to
   create, which to delete, the new status, and when availability (``minReadySeconds``) must be
@@ -47,6 +47,7 @@ parse_time = functools.lru_cache(maxsize=8192)(timefmt.parse_time)
 NODE_NAME = "gitdeploy-local"
 START = "pod-start"
 STOP = "pod-stop"
+DEADLINE = "pod-deadline"
 RS_SYNC = "rs-sync"
 APP_LABEL = "gitdeploy.io/app"
 DESIRED_REPLICAS_ANNOTATION = "gitdeploy.io/desired-replicas"
@@ -71,7 +72,7 @@ def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _pod_behaviour(pod: dict[str, Any], config: SimulationConfig) -> str:
     """The worst behaviour among the pod's images."""
-    order = [ImageBehaviour.PULL_FAILURE, ImageBehaviour.CRASH, ImageBehaviour.UNREADY]
+    order = [ImageBehaviour.PULL_FAILURE, ImageBehaviour.CRASH, ImageBehaviour.UNREADY, ImageBehaviour.HANG]
     found = {config.behaviour(str(c.get("image", ""))) for c in _containers(pod)}
     return next((b for b in order if b in found), ImageBehaviour.OK)
 
@@ -127,13 +128,45 @@ def initial_pod_status(pod: dict[str, Any], now: float) -> dict[str, Any]:
 
 
 def pod_timers(pod: dict[str, Any], config: SimulationConfig, created: float) -> list[tuple[float, str]]:
-    """The ``(due, action)`` transitions of a new pod."""
-    if is_job(pod):
-        return [
-            (created + min(config.pod_start_seconds, config.job_seconds), START),
-            (created + config.job_seconds, STOP),
-        ]
-    return [(created + config.pod_start_seconds, START)]
+    """The ``(due, action)`` transitions of a new pod: it starts; a run-to-completion pod stops
+    (never, if its image hangs); one with ``activeDeadlineSeconds`` is stopped then, unless it
+    ended before.
+
+    >>> hung = {"spec": {"restartPolicy": "Never", "activeDeadlineSeconds": 60,
+    ...                  "containers": [{"image": "x:hang"}]}}
+    >>> pod_timers(hung, SimulationConfig(2.0, 5.0, image_hang=("*:hang",)), 100.0)
+    [(102.0, 'pod-start'), (160.0, 'pod-deadline')]
+    """
+    if not is_job(pod):
+        timers = [(created + config.pod_start_seconds, START)]
+    else:
+        timers = [(created + min(config.pod_start_seconds, config.job_seconds), START)]
+        if _pod_behaviour(pod, config) != ImageBehaviour.HANG:
+            timers.append((created + config.job_seconds, STOP))
+    deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    if isinstance(deadline, int) and deadline > 0:
+        stopped = created + deadline
+        timers = [(due, action) for due, action in timers if due < stopped] + [(stopped, DEADLINE)]
+    return timers
+
+
+def _stopped_at_deadline(pod: dict[str, Any], status: dict[str, Any], at: float) -> dict[str, Any]:
+    """What the kubelet makes of a pod that ran past its ``activeDeadlineSeconds``."""
+    if status.get("phase") in _TERMINAL:
+        return status
+    killed = {"exitCode": 137, "reason": "Error", "startedAt": status.get("startTime")}
+    killed["finishedAt"] = format_time(at)
+    return {
+        **status,
+        "phase": "Failed",
+        "reason": "DeadlineExceeded",
+        "message": "Pod was active on the node longer than the specified deadline",
+        "conditions": [
+            _condition("Ready", False, at, "PodFailed"),
+            _condition("ContainersReady", False, at, "PodFailed"),
+        ],
+        "containerStatuses": [_container_status(c, {"terminated": killed}, False) for c in _containers(pod)],
+    }
 
 
 def pod_transition(pod: dict[str, Any], action: str, at: float, config: SimulationConfig) -> dict[str, Any]:
@@ -142,6 +175,8 @@ def pod_transition(pod: dict[str, Any], action: str, at: float, config: Simulati
     containers = _containers(pod)
     behaviour = _pod_behaviour(pod, config)
     scheduled = _condition("PodScheduled", True, parse_time(status.get("startTime")) or at)
+    if action == DEADLINE:
+        return _stopped_at_deadline(pod, status, at)
     if action == STOP:
         failed = behaviour in (ImageBehaviour.PULL_FAILURE, ImageBehaviour.CRASH)
         started = status.get("startTime")
@@ -273,6 +308,8 @@ def pod_log(pod: dict[str, Any], config: SimulationConfig) -> str:
         lines.append(f"[{container.get('name')}] started{': ' + command if command else ''}")
         if status.get("phase") == "Succeeded":
             lines.append(f"[{container.get('name')}] completed successfully")
+        elif status.get("reason") == "DeadlineExceeded":
+            lines.append(f"[{container.get('name')}] killed: the pod ran past its activeDeadlineSeconds")
         elif status.get("phase") == "Failed" or behaviour == ImageBehaviour.CRASH:
             lines.append(f"[{container.get('name')}] error: process exited with code 1")
     return "".join(line + "\n" for line in lines)

@@ -165,7 +165,13 @@ def _strategy(kind: AppKind, raw: Any) -> Strategy:
         command=tuple(p.get("command") or ()),
         environment=_env(p.get("environment")),
     )
-    return Strategy(stype, custom=custom, resources_json=resources)
+    deadline = raw.get("activeDeadlineSeconds")
+    return Strategy(
+        stype,
+        custom=custom,
+        resources_json=resources,
+        active_deadline_seconds=int(deadline) if deadline is not None else None,
+    )
 
 
 def _selector(kind: AppKind, raw: Any, template_labels: dict[str, str]) -> Selector:

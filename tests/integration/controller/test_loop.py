@@ -18,10 +18,8 @@ from gitdeploy.core.records import AppRecord, Outcome
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
-from tests.fixtures.loop import settle
+from tests.fixtures.loop import controller_for, settle
 from tests.fixtures.manifests import deployment as shared_deployment
-
-SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
 
 
 def deployment(name: str, image: str = "nginx:1.25", replicas: int = 2) -> str:
@@ -43,9 +41,8 @@ def adapter(kube_client: Any) -> Cluster:
 def controller(
     git_remote: GitRemote, adapter: Cluster, fake_clock: FakeClock, tmp_path: Path
 ) -> Iterator[Controller]:
-    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
-    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
-        yield Controller(repo, adapter, fake_clock, workers=2)
+    with controller_for(git_remote, adapter, fake_clock, tmp_path / "state") as made:
+        yield made
 
 
 def record_of(adapter: Cluster, name: str) -> AppRecord:

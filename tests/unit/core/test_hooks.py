@@ -96,6 +96,7 @@ def hook_pod(
         hook=hook,
         template=tmpl or template(),
         resources_json=resources_json,
+        active_deadline_seconds=600,
     )
 
 
@@ -275,14 +276,15 @@ def test_strategy_resources_apply_to_the_hook_container(resources_json: str, exp
 def test_pod_level_fields_are_copied_and_nothing_else() -> None:
     spec = hook_pod(MIGRATE).spec()
     assert {k: spec[k] for k in POD_LEVEL} == POD_LEVEL
-    assert sorted(spec) == sorted([*POD_LEVEL, "containers", "restartPolicy"])
+    assert sorted(spec) == sorted([*POD_LEVEL, "containers", "restartPolicy", "activeDeadlineSeconds"])
     # the template's own restart policy does not leak in
     assert spec["restartPolicy"] == "Never"
 
 
 def test_without_pod_level_fields_only_the_essentials_remain() -> None:
     spec = hook_pod(MIGRATE, tmpl=template(pod_level=False)).spec()
-    assert sorted(spec) == ["containers", "restartPolicy"]
+    assert sorted(spec) == ["activeDeadlineSeconds", "containers", "restartPolicy"]
+    assert spec["activeDeadlineSeconds"] == 600  # the kubelet stops a hung hook at its deadline
 
 
 @pytest.mark.parametrize("name", ["worker", "API", ""])

@@ -114,6 +114,33 @@ def test_jobs_finish(image: str, phase: str) -> None:
     assert pod_transition(job, "pod-stop", T0 + 7, config)["phase"] == phase
 
 
+@pytest.mark.parametrize(
+    ("image", "deadline", "timers", "phase"),
+    [
+        ("hook:hang", 60, [(T0 + 2, "pod-start"), (T0 + 60, "pod-deadline")], "Failed"),
+        ("hook:hang", None, [(T0 + 2, "pod-start")], "Running"),
+        ("hook:1", 5, [(T0 + 2, "pod-start"), (T0 + 5, "pod-deadline")], "Failed"),
+        ("hook:1", 60, [(T0 + 2, "pod-start"), (T0 + 7, "pod-stop"), (T0 + 60, "pod-deadline")], "Succeeded"),
+    ],
+)
+def test_active_deadline_stops_a_pod_still_running(
+    image: str, deadline: int | None, timers: list[tuple[float, str]], phase: str
+) -> None:
+    config = SimulationConfig(pod_start_seconds=2, job_seconds=7, image_hang=("*:hang",))
+    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [{"name": "c", "image": image}]}
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    job: dict[str, Any] = {"metadata": {"uid": "u"}, "spec": spec}
+    job["status"] = initial_pod_status(job, T0)
+    assert pod_timers(job, config, T0) == timers
+    for due, action in timers:
+        job["status"] = pod_transition(job, action, due, config)
+    assert job["status"]["phase"] == phase
+    if timers[-1][1] == "pod-deadline" and phase == "Failed":
+        assert job["status"]["reason"] == "DeadlineExceeded"
+        assert job["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
+
+
 @pytest.mark.parametrize("moment", [T0, T0 + 0.25, T0 + 1.5])
 def test_time_round_trip(moment: float) -> None:
     assert parse_time(format_time(moment)) == moment
