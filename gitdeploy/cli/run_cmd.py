@@ -26,7 +26,7 @@ from gitdeploy.clock import SystemClock
 from gitdeploy.cluster.apirequests import observe_api_requests
 from gitdeploy.controller.inspect import list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
-from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.notify import Notifier
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.lease import LeaseTimings, Role
@@ -170,6 +170,7 @@ def _controller(
     prune: bool | None,
     workers: int,
     namespaces: tuple[str, ...] = (),
+    resync_seconds: float = RESYNC_SECONDS,
 ) -> Iterator[Controller]:
     cli = get_context(ctx)
     cluster = open_cluster(cli)
@@ -182,6 +183,7 @@ def _controller(
             workers=workers,
             namespaces=frozenset(namespaces),
             images=image_settings(ctx),
+            resync_seconds=resync_seconds,
         )
         try:
             yield controller
@@ -244,6 +246,13 @@ def _report_row(report: AppReport) -> list[str]:
     show_default=True,
     help="How often to poll the repo (an unreachable one: with backoff, 5 s doubling to 5 min).",
 )
+@click.option(
+    "--resync-interval",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="How often every app is looked at again even if nothing changed (undoes hand changes).",
+)
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(
     "--listen",
@@ -280,6 +289,7 @@ def run(
     workers: int,
     namespaces: tuple[str, ...],
     interval: float,
+    resync_interval: float,
     log_format: str,
     listen: str | None,
     webhook_secret_file: str | None,
@@ -351,7 +361,9 @@ def run(
         server.start()
     try:
         with (
-            _controller(ctx, repo, branch, subpath, prune, workers, namespaces) as controller,
+            _controller(
+                ctx, repo, branch, subpath, prune, workers, namespaces, resync_interval
+            ) as controller,
             _leadership(
                 ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
             ) as acting,

@@ -63,6 +63,8 @@ namespace's ReplicaSets and app records takes 250–300 ms however few of its ap
 of it decoding the ReplicaSets' JSON), the lists of one app 0.7 ms (1.1 ms with hook pods); with
 the 4 workers, 100 due apps' own lists took 97 ms, 200 took 212 ms (as long as the namespace's
 lists), 400 took 484 ms."""
+RESYNC_SECONDS = 300.0
+"""How often every app is looked at again when nothing told gitdeploy it changed (`run --resync-interval`)."""
 
 
 def lists_per_app(due: int, apps_in_namespace: int) -> bool:
@@ -168,7 +170,7 @@ class Controller:
         *,
         prune: bool | None = None,
         workers: int = 4,
-        resync_seconds: float = 300.0,
+        resync_seconds: float = RESYNC_SECONDS,
         namespaces: frozenset[str] = frozenset(),
         images: ImageSettings | None = None,
     ) -> None:
