@@ -14,7 +14,13 @@
   reports ``SourceUnavailable``.
 
 Apps that left git are ``Orphaned`` (the commit that removed them named); with prune their
-ReplicaSets are scaled to 0 and deleted, with their record.
+ReplicaSets are scaled to 0 and deleted, with their record, under the rules of
+:mod:`gitdeploy.controller.orphans` (evidence, ``pruneLimit``, the opt-out annotation). An app whose
+manifest still names it, valid or not, is never an orphan.
+
+A head whose ``gitdeploy.yaml`` cannot be used (it does not parse or validate, a ``paths`` entry
+matches nothing, ``--path`` is gone) is refused as a whole: nothing of it deploys, nothing is
+pruned, every app keeps what it runs and reports ``InvalidSettings`` with the file:line.
 """
 
 from __future__ import annotations
@@ -40,10 +46,12 @@ from gitdeploy.controller.imagetriggers import (
     keep_note_current,
     target_for_images,
 )
+from gitdeploy.controller.orphans import OrphanHandler, PruneGate, Verdict
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
 from gitdeploy.core.imagetriggers import stream_tag_key
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.pruning import PruneLimit, held_message, prune_blocker, prune_opted_out
 from gitdeploy.core.records import AppRecord, Cause, CommitRef, SyncStatus
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
 from gitdeploy.core.syncstate import Health, Sync, classify
@@ -146,6 +154,7 @@ class Controller:
         clock: Clock,
         *,
         prune: bool | None = None,
+        prune_limit: PruneLimit | None = None,
         workers: int = 4,
         resync_seconds: float = 300.0,
         namespaces: frozenset[str] = frozenset(),
@@ -161,6 +170,8 @@ class Controller:
         self.reader = DesiredStateReader(repo)
         self.runner = RolloutRunner(cluster, clock)
         self.prune_flag = prune
+        self.prune_limit_flag = prune_limit
+        self.orphan_handler = OrphanHandler(cluster, clock, self._with_status)
         self.workers = max(1, workers)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reconcile")
         """Kept between passes: starting its threads again for every pass cost about 2 ms a step."""
@@ -173,6 +184,13 @@ class Controller:
         """The last good manifest of every app in git (kept for apps whose manifest became invalid)."""
         self.problems: dict[AppKey, str] = {}
         self.orphans: dict[AppKey, str] = {}
+        self.protected: set[AppKey] = set()
+        """Apps whose manifest says ``gitdeploy.io/prune: "false"`` (kept when they leave git)."""
+        self.refusal: str | None = None
+        """Why the head commit (``refused_head``) is not applied: its settings cannot be used."""
+        self.refused_head: str | None = None
+        self._gate: PruneGate | None = None
+        """What the head decides for the orphans of the pass under way (see :meth:`prune_gate`)."""
         self.due: dict[AppKey, float] = {}
         self.failures: dict[AppKey, int] = defaultdict(int)
         self.reports: dict[AppKey, AppReport] = {}
@@ -199,6 +217,28 @@ class Controller:
             return self.prune_flag
         return bool(self.desired is not None and self.desired.settings.prune)
 
+    @property
+    def prune_limit(self) -> PruneLimit:
+        if self.prune_limit_flag is not None:
+            return self.prune_limit_flag
+        return self.desired.settings.prune_limit if self.desired is not None else PruneLimit()
+
+    def prune_gate(self) -> PruneGate:
+        """What the head decides for this pass's orphans: may they be pruned, and are they held."""
+        head = self.head or ""
+        if self.refusal is not None or self.desired is None:
+            return PruneGate(head, self.prune, prune_blocker(self.refusal or "no commit read yet", ()))
+        blocker = prune_blocker("", self.desired.diagnostics)
+        if not self.prune or blocker:
+            return PruneGate(head, self.prune, blocker)
+        with self._lock:
+            pending = [key for key in self.orphans if key not in self.protected]
+            managed = len(self.apps) + len(pending)
+        limit = self.prune_limit
+        if len(pending) <= limit.of(managed):
+            return PruneGate(head, True)
+        return PruneGate(head, True, held=held_message(len(pending), head, limit, managed))
+
     # -- source --------------------------------------------------------------------------------------
 
     def poll(self, pushed: str | None = None) -> bool:
@@ -221,12 +261,41 @@ class Controller:
             return False
         self._observe(self.poll_observers, time.perf_counter() - started, False)
         self.source_error = None
-        if result.head == self.head:
+        if result.head in (self.head, self.refused_head):
             return False
-        desired = self.reader.load(result.head)
+        try:
+            desired = self.reader.load(result.head)
+        except TransientError as problem:
+            self.source_error = problem.message
+            log.warning("[source] cannot read commit %s (%s); nothing changes", result.head[:7], problem)
+            return False
+        except GitdeployError as problem:  # the tracked --path is gone
+            self._refuse(
+                result.head, f"{problem.message} ({problem.hint})" if problem.hint else problem.message
+            )
+            return True
+        if desired.settings_problems:
+            self._refuse(result.head, "; ".join(d.render() for d in desired.settings_problems))
+            return True
+        self.refusal = self.refused_head = None
         self._apply_desired(desired, result.head)
         self._images_stale = True  # resolved by the next pass: a standby polls but writes nothing
         return True
+
+    def _refuse(self, head: str, why: str) -> None:
+        """Apply nothing of ``head``: every app keeps what it has and reports why."""
+        self.refusal = (
+            f"{why}; commit {head[:7]} is not applied: nothing of it deploys and nothing is pruned "
+            "until this is fixed"
+        )
+        self.refused_head = head
+        log.error("[settings] %s", self.refusal, extra={"commit": head})
+        now = self.clock.now()
+        with self._lock:
+            for key in [*self.apps, *self.problems, *self.orphans]:
+                self.due[key] = now
+            if self._next_resync == 0.0:
+                self._next_resync = now  # the apps that run, to say why nothing changes
 
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
         now = self.clock.now()
@@ -244,6 +313,10 @@ class Controller:
         with self._lock:
             apps = dict(self.apps)  # a new dict: readers may hold the old one
             for app in changed:
+                if prune_opted_out(app.annotations):
+                    self.protected.add(app.key)
+                else:
+                    self.protected.discard(app.key)
                 old = apps.get(app.key)
                 if (
                     old is None
@@ -307,8 +380,8 @@ class Controller:
         if self.runner.record_versions.get(key) == resource_version:
             return False
         with self._lock:
-            if key not in self.apps:
-                return False
+            if key not in self.apps and key not in self.orphans:
+                return False  # an orphan's record changes when a person confirms its prune
             self.due[key] = self.clock.now()
         return True
 
@@ -368,6 +441,8 @@ class Controller:
                 self.due.pop(key, None)
         if not keys:
             return []
+        # One decision for the whole pass: how many of the head's orphans prune would delete.
+        self._gate = self.prune_gate() if any(key in self.orphans for key in keys) else None
         by_namespace: dict[str, list[AppKey]] = defaultdict(list)
         for key in keys:
             by_namespace[key.namespace].append(key)
@@ -447,18 +522,13 @@ class Controller:
             self.runner.record_versions[key] = stored.resource_version
         started = time.perf_counter()
         try:
-            if key in self.orphans and key not in self.apps:
-                return self._handle_orphan(key, replica_sets, stored)
             app = self.apps.get(key)
             if app is None:
-                # New and invalid from the start: nothing runs, nothing to touch; say so.
-                problem = self.problems.get(key)
-                if problem is None:
+                report = self._without_manifest(key, replica_sets, stored)
+                if report is None:
                     return None
-                report = AppReport(key, Sync.INVALID_MANIFEST, Health.MISSING, "", problem, settled=True)
-                self._remember(report, None)
-                return report
-            report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
+            else:
+                report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
         except GitdeployError as problem:
             self._failed(key, problem)
             self._observe(self.reconcile_observers, time.perf_counter() - started, "error")
@@ -486,18 +556,27 @@ class Controller:
         def verdict(step: Step) -> tuple[Sync, Health, str]:
             pin = target.pin
             sync, health = classify(step, pinned=pin is not None)
+            if self.refusal is not None:
+                return Sync.INVALID_SETTINGS, health, self.refusal
             if problem is not None:
                 return Sync.INVALID_MANIFEST, health, problem
             if pin is not None and step.phase is AppPhase.COMPLETE:
                 how = "rollback" if pin.cause == Cause.ROLLBACK.value else "automatic rollback"
-                return sync, health, (
-                    f"pinned to revision {pin.revision}'s template by {how} ({pin.reason}); a commit "
-                    f"that changes the manifest, or `gitdeploy deploy {app.key} --latest`, rolls forward"
+                return (
+                    sync,
+                    health,
+                    (
+                        f"pinned to revision {pin.revision}'s template by {how} ({pin.reason}); a commit "
+                        f"that changes the manifest, or `gitdeploy deploy {app.key} --latest`, rolls forward"
+                    ),
                 )
             return sync, health, image_message(step.message, step.phase, images, note)
 
         def amend(step: Step, record: AppRecord) -> AppRecord:
             sync, health, message = verdict(step)
+            protected = app.key in self.protected
+            if record.prune_protected != protected:
+                record = dataclasses.replace(record, prune_protected=protected)
             return self._with_status(
                 record, sync, health, message, str(app.location), target.manifest_digest, app.paused
             )
@@ -528,13 +607,17 @@ class Controller:
         """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing)."""
         current = record.status
         verdict = (sync, health, location, digest, paused)
-        if current is not None and (
-            current.sync,
-            current.health,
-            current.location,
-            current.manifest_digest,
-            current.paused,
-        ) == verdict:
+        if (
+            current is not None
+            and (
+                current.sync,
+                current.health,
+                current.location,
+                current.manifest_digest,
+                current.paused,
+            )
+            == verdict
+        ):
             return record
         now = self.clock.now()
         status = SyncStatus(sync, health, message, self.head or "", location, now, digest, paused)
@@ -614,41 +697,56 @@ class Controller:
                 key = AppKey(record.namespace, record.app)
                 if not self._mine(key):
                     continue
-                if key not in self.apps and key not in self.orphans:
-                    self.orphans[key] = "not in git (any more)"
+                if key not in self.apps and key not in self.problems and self.refusal is None:
+                    self.orphans.setdefault(key, "not in git (any more)")
                 self.due.setdefault(key, now)
             for key in self.apps:
                 self.due.setdefault(key, now)
 
-    def _handle_orphan(
-        self, key: AppKey, replica_sets: list[ObservedReplicaSet], stored: StoredRecord | None
+    def _without_manifest(
+        self,
+        key: AppKey,
+        replica_sets: list[ObservedReplicaSet],
+        stored: StoredRecord | None,
     ) -> AppReport | None:
-        note = self.orphans[key]
-        if stored is None and not any(rs.app == key.name for rs in replica_sets):
+        """A pass over an app the head does not hold validly; None when nothing of it is known."""
+        runs = stored is not None or bool(replica_sets)
+        problem = self.problems.get(key)
+        if problem is None and key in self.orphans:
+            problem = self._unreadable_home(stored)
+        if problem is not None and not runs:  # new and invalid from the start: nothing to touch
+            report = AppReport(key, Sync.INVALID_MANIFEST, Health.MISSING, "", problem, settled=True)
+        elif problem is not None or (self.refusal is not None and runs):
+            sync = Sync.INVALID_SETTINGS if self.refusal is not None else Sync.INVALID_MANIFEST
+            message = self.refusal or problem or ""
+            found = self.orphan_handler.without_manifest(key, sync, message, replica_sets, stored)
+            report = self._verdict_report(key, found)
+        elif key in self.orphans and runs:
+            note = self.orphans[key]
+            found = self.orphan_handler.orphan(
+                key, note, replica_sets, stored, self._gate or self.prune_gate(), key in self.protected
+            )
+            if found.phase == "Pruned":
+                with self._lock:
+                    self.orphans.pop(key, None)
+                    self.protected.discard(key)
+            report = self._verdict_report(key, found)
+        else:
             self.orphans.pop(key, None)
             return None
-        unreadable = sorted(_unreadable_files(self.desired)) if self.desired is not None else []
-        if unreadable:  # a file that does not say which apps it holds may hold this one
-            note += f"; not pruned while {', '.join(unreadable)} cannot be read (see `gitdeploy validate`)"
-        elif self.prune:
-            for rs in replica_sets:
-                if rs.app == key.name and rs.state.replicas:
-                    self.cluster.scale_replica_set(key.namespace, rs.name, 0)
-            for rs in replica_sets:
-                if rs.app == key.name:
-                    self.cluster.delete_replica_set(key.namespace, rs.name)
-            self.cluster.delete_app_record(key.namespace, key.name)
-            self.orphans.pop(key, None)
-            log.info("[%s] pruned: %s", key, note)
-            return AppReport(key, Sync.ORPHANED, Health.MISSING, "Pruned", f"pruned ({note})", settled=True)
-        if stored is not None:
-            record = AppRecord.from_json(stored.payload)
-            updated = self._with_status(record, Sync.ORPHANED, Health.HEALTHY, note, "")
-            if updated is not record:
-                self.cluster.write_app_record(
-                    key.namespace, key.name, updated.to_json(), stored.resource_version
-                )
-        why = "" if unreadable else "; prune is off"
-        report = AppReport(key, Sync.ORPHANED, Health.HEALTHY, "Orphaned", note + why, settled=True)
         self._remember(report, None)
         return report
+
+    @staticmethod
+    def _verdict_report(key: AppKey, verdict: Verdict) -> AppReport:
+        return AppReport(key, verdict.sync, verdict.health, verdict.phase, verdict.message, settled=True)
+
+    def _unreadable_home(self, stored: StoredRecord | None) -> str | None:
+        """The problems of the app's last known manifest file when it no longer parses (it may
+        still hold the app: the app is invalid, not gone), else None."""
+        if stored is None or self.desired is None:
+            return None
+        status = AppRecord.from_json(stored.payload).status
+        home = status.location.rsplit(":", 1)[0] if status is not None and status.location else ""
+        found = _unreadable_files(self.desired).get(home) if home else None
+        return "; ".join(found) if found else None

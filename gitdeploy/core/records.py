@@ -154,6 +154,11 @@ class AppRecord:
     deploy_requested: bool = False
     """``gitdeploy deploy --latest`` asked for a rollout of git's template although the app has no
     ConfigChange trigger; cleared when that rollout starts."""
+    prune_protected: bool = False
+    """The app's manifest said ``gitdeploy.io/prune: "false"``: never prune it, also once its
+    manifest is gone (kept here because git no longer says so then)."""
+    prune_confirmed: str = ""
+    """The commit whose held prune of this app a person confirmed (``gitdeploy prune --confirm``)."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Keys this version does not know, kept so that writing the record back loses nothing."""
 
@@ -204,6 +209,8 @@ class AppRecord:
                 "lastSyncedCommit": self.last_synced_commit,
                 "status": None if self.status is None else _status_to_json(self.status),
                 "deployRequested": self.deploy_requested,
+                "pruneProtected": self.prune_protected,
+                "pruneConfirmed": self.prune_confirmed,
             }
         )
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
@@ -226,6 +233,8 @@ class AppRecord:
                 "lastSyncedCommit",
                 "status",
                 "deployRequested",
+                "pruneProtected",
+                "pruneConfirmed",
             }
             return cls(
                 revisions=tuple(_entry_from_json(e) for e in body.get("revisions") or []),
@@ -235,6 +244,8 @@ class AppRecord:
                 last_synced_commit=str(body.get("lastSyncedCommit", "")),
                 status=None if not body.get("status") else _status_from_json(body["status"]),
                 deploy_requested=bool(body.get("deployRequested", False)),
+                prune_protected=bool(body.get("pruneProtected", False)),
+                prune_confirmed=str(body.get("pruneConfirmed", "")),
                 extra={k: v for k, v in body.items() if k not in known},
             )
         except (ValueError, TypeError, KeyError, AttributeError) as bad:

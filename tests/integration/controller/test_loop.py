@@ -132,9 +132,9 @@ def test_after_a_restart_an_app_in_a_file_that_does_not_parse_is_not_pruned(
     with ConfigRepo(git_remote.url, state_dir=tmp_path / "restarted") as repo:
         restarted = Controller(repo, adapter, fake_clock, workers=2, prune=True)
         reports = settle(restarted, fake_clock)
-    # Then api (in git, but in a file that says nothing) keeps running, and the report says why
+    # Then api (its last known file is in git, but says nothing) is invalid, not an orphan, and runs
     api = reports[AppKey("shop", "api")]
-    assert api.sync == "Orphaned" and "not pruned while apps/api.yaml cannot be read" in api.message
+    assert api.sync == "InvalidManifest" and api.message.startswith("apps/api.yaml:3:1: invalid YAML"), api
     assert [rs.state.replicas for rs in adapter.list_replica_sets("shop", "api")] == [2]
     assert adapter.read_app_record("shop", "api") is not None
     # And once the file parses again, api is an app like any other
