@@ -277,8 +277,11 @@ class Controller:
         if desired.settings_problems:
             self._refuse(result.head, "; ".join(d.render() for d in desired.settings_problems))
             return True
-        self.refusal = self.refused_head = None
+        refused, self.refusal, self.refused_head = self.refusal, None, None
         self._apply_desired(desired, result.head)
+        if refused is not None:
+            self.mark_all_due()  # every app said InvalidSettings: each says what it is now
+            self._next_resync = self.clock.now()  # and records not in git are orphans again
         self._images_stale = True  # resolved by the next pass: a standby polls but writes nothing
         return True
 
@@ -338,6 +341,8 @@ class Controller:
                     else:
                         self.orphans[key] = self._removal_note(apps.pop(key), head)
                     self.due[key] = now
+            for key in self.orphans:  # whether they may be pruned depends on the whole commit
+                self.due[key] = now
             self.apps = apps
             self.problems = problems
             self.desired = desired

@@ -24,7 +24,7 @@ from tests.fixtures.manifests import deployment as shared_deployment
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
-SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
+SETTINGS = "paths: [apps]\ndefaultNamespace: shop\nallowedNamespaces: [shop]\n"
 PRUNE_SETTINGS = SETTINGS + "prune: true\n"
 NAMES = ("web", "api", "db")
 
@@ -115,3 +115,116 @@ def test_a_manifest_made_invalid_is_invalid_never_orphaned_nor_pruned(
     assert sync == "InvalidManifest" and "apps/api.yaml:6" in message, (sync, location, message)
     assert loop.running() == before
     assert [loop.status(name)[0] for name in ("web", "db")] == ["Synced", "Synced"]
+
+
+def revisions(loop: Loop) -> dict[str, int]:
+    out = {}
+    for name in NAMES:
+        stored = loop.adapter.read_app_record("shop", name)
+        if stored is not None:
+            out[name] = AppRecord.from_json(stored.payload).latest_revision
+    return out
+
+
+# (what the commit does to gitdeploy.yaml, the file:line and words the error must name)
+BAD_SETTINGS = [
+    ("paths: [apps\ndefaultNamespace: shop\nprune: true\n", "gitdeploy.yaml:2", "invalid YAML"),
+    ("paths: [apps]\ndefaultNamespace: shop\nprune: yes please\n", "gitdeploy.yaml:3", "prune"),
+    ("paths: [appz]\ndefaultNamespace: shop\nprune: true\n", "gitdeploy.yaml:1", "paths entry 'appz'"),
+    ("paths: [apps, extra]\ndefaultNamespace: shop\nprune: true\n", "gitdeploy.yaml:1", "'extra'"),
+    (
+        "paths: [apps]\ndefaultNamespace: shop\nprune: true\npruneLimit: lots\n",
+        "gitdeploy.yaml:4",
+        "pruneLimit",
+    ),
+]
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["running", "restarted"])
+@pytest.mark.parametrize(("settings", "where", "what"), BAD_SETTINGS, ids=lambda v: str(v)[:24])
+def test_settings_that_cannot_be_used_fail_closed(
+    loop: Loop, settings: str, where: str, what: str, restart: bool
+) -> None:
+    # Given three apps running with prune on
+    start_three_apps(loop, PRUNE_SETTINGS)
+    before, history = loop.running(), revisions(loop)
+    # When one commit breaks gitdeploy.yaml, bumps web, removes db and adds an app in kube-system
+    intruder = shared_deployment("intruder", "kube-system", "evil:666", 1)
+    loop.remote.commit_and_push_changes(
+        "bad settings",
+        {
+            "gitdeploy.yaml": settings,
+            "apps/web.yaml": deployment("web", "nginx:2"),
+            "apps/db.yaml": None,
+            "apps/intruder.yaml": intruder,
+            "elsewhere/outside.yaml": deployment("outside"),
+        },
+    )
+    if restart:
+        loop.restart()
+    reports = loop.settle()
+    # Then nothing of the commit applies: no rollout, no prune, no new app
+    assert loop.running() == before
+    assert revisions(loop) == history
+    assert loop.adapter.list_replica_sets("kube-system") == []
+    assert loop.adapter.list_replica_sets("shop", "outside") == []
+    # And every app says why, with the file:line, in its report and in its record
+    for name in NAMES:
+        report = reports[AppKey("shop", name)]
+        assert report.sync == "InvalidSettings" and where in report.message and what in report.message
+        sync, _, message = loop.status(name)
+        assert sync == "InvalidSettings" and where in message, message
+    # And once gitdeploy.yaml is fixed, the commit's changes apply
+    loop.remote.commit_and_push_changes("fix settings", {"gitdeploy.yaml": PRUNE_SETTINGS})
+    reports = loop.settle()
+    assert {k.name: r.sync for k, r in reports.items() if k.namespace == "shop"} == {
+        "web": "Synced",
+        "api": "Synced",
+        "db": "Orphaned",
+    }
+    assert reports[AppKey("kube-system", "intruder")].sync == "InvalidManifest"
+    assert revisions(loop) == {"web": 2, "api": 1, "db": 1}
+    # But db is pruned only at a commit whose every file validates
+    db = reports[AppKey("shop", "db")]
+    assert "not pruned while apps/intruder.yaml:3 do not validate" in db.message, db
+    loop.remote.commit_and_push_changes("drop the intruder", {"apps/intruder.yaml": None})
+    assert loop.settle()[AppKey("shop", "db")].phase == "Pruned"
+    assert revisions(loop) == {"web": 2, "api": 1}
+
+
+def test_a_moved_directory_is_an_error_that_touches_nothing(loop: Loop) -> None:
+    # Given three apps under apps/, with prune on
+    start_three_apps(loop, PRUNE_SETTINGS)
+    before = loop.running()
+    # When the directory moves and gitdeploy.yaml still says apps
+    loop.remote.run_git("mv", "apps", "services")
+    loop.remote.commit_all("move apps to services")
+    loop.remote.push()
+    reports = loop.settle()
+    # Then nothing is pruned, and the error names the setting and what to do
+    assert loop.running() == before
+    web = reports[AppKey("shop", "web")]
+    assert web.sync == "InvalidSettings", web
+    assert "gitdeploy.yaml:1" in web.message and "paths entry 'apps' matches no manifest" in web.message
+    assert "fix the directory name or remove the entry" in web.message
+
+
+def test_a_tracked_path_that_is_gone_is_an_error_that_touches_nothing(
+    git_remote: GitRemote, adapter: Cluster, fake_clock: FakeClock, tmp_path: Path
+) -> None:
+    files = {f"deploy/apps/{name}.yaml": deployment(name) for name in NAMES}
+    git_remote.commit_and_push("three apps", {"deploy/gitdeploy.yaml": PRUNE_SETTINGS, **files})
+    with ConfigRepo(git_remote.url, subpath="deploy", state_dir=tmp_path / "state") as repo:
+        controller = Controller(repo, adapter, fake_clock, workers=2, prune=True)
+        settle(controller, fake_clock)
+        # When the tracked directory is renamed
+        git_remote.run_git("mv", "deploy", "deployment")
+        git_remote.commit_all("rename deploy")
+        git_remote.push()
+        reports = settle(controller, fake_clock)
+    # Then every app keeps running and says why
+    for name in NAMES:
+        report = reports[AppKey("shop", name)]
+        assert report.sync == "InvalidSettings" and "'deploy' does not exist" in report.message, report
+        assert "--path" in report.message
+        assert [rs.state.replicas for rs in adapter.list_replica_sets("shop", name)] == [2]

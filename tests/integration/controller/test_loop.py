@@ -198,11 +198,13 @@ def test_no_change_poll_makes_no_api_call_and_a_pass_lists_once_per_namespace(
 
 
 _WEB2 = deployment("web", "nginx:2")
+_DB16 = deployment("db", "postgres:16")
 _BAD_API = deployment("api").replace("replicas: 2", 'replicas: "two"')
 _BROKEN_DB = deployment("db").replace("replicas: 2", "replicas: -1")
 _THREE = {f"apps/{name}.yaml": deployment(name) for name in ("web", "api", "db")}
 
-# (commit subject, files to write (None: delete), apps, invalid apps, orphaned apps, apps made due)
+# (commit subject, files to write (None: delete), apps, invalid apps, orphaned apps, apps made due:
+# the changed ones, and every orphan, since whether it may be pruned depends on the whole commit)
 # fmt: off
 _DESIRED_STEPS: list[tuple[str, dict[str, str | None], set[str], set[str], set[str], set[str]]] = [
     ("three apps", {**_THREE}, {"web", "api", "db"}, set(), set(), {"web", "api", "db"}),
@@ -210,13 +212,13 @@ _DESIRED_STEPS: list[tuple[str, dict[str, str | None], set[str], set[str], set[s
     ("docs only", {"README.md": "# hi\n"}, {"web", "api", "db"}, set(), set(), set()),
     ("break api, last good kept", {"apps/api.yaml": _BAD_API}, {"web", "api", "db"}, {"api"}, set(), {"api"}),
     ("remove api while invalid", {"apps/api.yaml": None}, {"web", "db"}, set(), {"api"}, {"api"}),
-    ("break db", {"apps/db.yaml": _BROKEN_DB}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
-    ("fix db", {"apps/db.yaml": deployment("db", "postgres:16")}, {"web", "db"}, set(), {"api"}, {"db"}),
-    ("db's YAML breaks: not gone", {"apps/db.yaml": "kind: ["}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
-    ("still broken", {"apps/db.yaml": "kind: [ ["}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
-    ("db's YAML fixed", {"apps/db.yaml": deployment("db")}, {"web", "db"}, set(), {"api"}, {"db"}),
-    ("remove web", {"apps/web.yaml": None}, {"db"}, set(), {"api", "web"}, {"web"}),
-    ("web again", {"apps/web.yaml": _WEB2}, {"db", "web"}, set(), {"api", "web"}, {"web"}),
+    ("break db", {"apps/db.yaml": _BROKEN_DB}, {"web", "db"}, {"db"}, {"api"}, {"db", "api"}),
+    ("fix db", {"apps/db.yaml": _DB16}, {"web", "db"}, set(), {"api"}, {"db", "api"}),
+    ("db's YAML breaks: kept", {"apps/db.yaml": "kind: ["}, {"web", "db"}, {"db"}, {"api"}, {"db", "api"}),
+    ("still broken", {"apps/db.yaml": "kind: [ ["}, {"web", "db"}, {"db"}, {"api"}, {"db", "api"}),
+    ("db's YAML fixed", {"apps/db.yaml": deployment("db")}, {"web", "db"}, set(), {"api"}, {"db", "api"}),
+    ("remove web", {"apps/web.yaml": None}, {"db"}, set(), {"api", "web"}, {"web", "api"}),
+    ("web again", {"apps/web.yaml": _WEB2}, {"db", "web"}, set(), {"api", "web"}, {"web", "api"}),
 ]
 # fmt: on
 
