@@ -15,7 +15,9 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.controller.orphans import confirm_held_prunes, list_held_prunes
 from gitdeploy.core.models import AppKey
+from gitdeploy.core.pruning import PruneLimit
 from gitdeploy.core.records import AppRecord
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
@@ -228,3 +230,141 @@ def test_a_tracked_path_that_is_gone_is_an_error_that_touches_nothing(
         assert report.sync == "InvalidSettings" and "'deploy' does not exist" in report.message, report
         assert "--path" in report.message
         assert [rs.state.replicas for rs in adapter.list_replica_sets("shop", name)] == [2]
+
+
+EIGHT = [f"app{i}" for i in range(8)]
+
+
+def start_eight_apps(loop: Loop, settings: str = PRUNE_SETTINGS, **options: Any) -> None:
+    files = {f"apps/{name}.yaml": deployment(name) for name in EIGHT}
+    loop.remote.commit_and_push("eight apps", {"gitdeploy.yaml": settings, **files})
+    loop.restart(**options)
+    loop.settle()
+
+
+def remove(loop: Loop, names: list[str], subject: str = "remove apps") -> str:
+    return loop.remote.commit_and_push_changes(
+        subject, dict.fromkeys((f"apps/{n}.yaml" for n in names), None)
+    )
+
+
+def left(loop: Loop) -> list[str]:
+    """The apps with an app record or a ReplicaSet in the cluster."""
+    records = {r.app for r in loop.adapter.list_app_records("shop")}
+    return sorted(records | {rs.app for rs in loop.adapter.list_replica_sets("shop")})
+
+
+def confirm(loop: Loop) -> None:
+    """What ``gitdeploy prune --confirm`` does, and what ``run``'s watch of records then tells the
+    loop (the confirmed records changed)."""
+    assert loop.controller is not None
+    confirm_held_prunes(loop.adapter, list_held_prunes(loop.adapter, "shop"))
+    for stored in loop.adapter.list_app_records("shop"):
+        loop.controller.notice(AppKey(stored.namespace, stored.app), stored.resource_version)
+
+
+def held_events(loop: Loop) -> list[str]:
+    return [
+        e["involvedObject"]["name"] for e in loop.adapter.list_events("shop") if e["reason"] == "PruneHeld"
+    ]
+
+
+def test_prunes_within_the_default_limit_go_ahead(loop: Loop) -> None:
+    start_eight_apps(loop)
+    remove(loop, EIGHT[:5])  # the default limit: 5 apps, or 10% of them when that is more
+    reports = loop.settle()
+    assert [reports[AppKey("shop", n)].phase for n in EIGHT[:5]] == ["Pruned"] * 5
+    assert left(loop) == EIGHT[5:]
+
+
+def test_prunes_over_the_limit_are_held_until_a_person_confirms_them(loop: Loop) -> None:
+    # Given eight apps with prune on
+    start_eight_apps(loop)
+    # When one commit removes six of them (the default limit is five)
+    head = remove(loop, EIGHT[:6], "remove six apps")
+    reports = loop.settle()
+    # Then nothing is deleted: each of the six is PruneHeld, says why and what to do, in an event too
+    assert left(loop) == EIGHT
+    for name in EIGHT[:6]:
+        report = reports[AppKey("shop", name)]
+        assert report.sync == "PruneHeld" and report.health == "Healthy", report
+        assert f"commit {head[:7]} would prune 6 apps, over pruneLimit 5" in report.message
+        assert "`gitdeploy prune --confirm`" in report.message
+    assert sorted(held_events(loop)) == [f"gitdeploy.{name}" for name in EIGHT[:6]]
+    held = list_held_prunes(loop.adapter, "shop")
+    assert [(h.key.name, h.commit, h.confirmed) for h in held] == [(n, head, False) for n in EIGHT[:6]]
+    # And another pass holds them still, without a second event
+    assert loop.controller is not None
+    loop.controller.mark_all_due()
+    loop.settle()
+    assert left(loop) == EIGHT and len(held_events(loop)) == 6
+    # When a person confirms the held prunes of that commit
+    confirm(loop)
+    reports = loop.settle()
+    # Then the six are pruned, and the two others run on
+    assert [reports[AppKey("shop", n)].phase for n in EIGHT[:6]] == ["Pruned"] * 6
+    assert left(loop) == EIGHT[6:]
+
+
+def test_a_confirmation_holds_only_for_the_commit_it_names(loop: Loop) -> None:
+    start_eight_apps(loop)
+    remove(loop, EIGHT[:6])
+    loop.settle()
+    # When a new commit arrives between the confirmation and the next pass
+    confirm_held_prunes(loop.adapter, list_held_prunes(loop.adapter, "shop"))
+    newer = loop.remote.commit_and_push("docs", {"README.md": "# config\n"})
+    reports = loop.settle()
+    # Then the prunes are held again, against the new commit, until that one is confirmed
+    assert left(loop) == EIGHT
+    assert {reports[AppKey("shop", n)].sync for n in EIGHT[:6]} == {"PruneHeld"}
+    again = list_held_prunes(loop.adapter, "shop")
+    assert {h.commit for h in again} == {newer} and not any(h.confirmed for h in again)
+    confirm(loop)
+    loop.settle()
+    assert left(loop) == EIGHT[6:]
+
+
+@pytest.mark.parametrize(
+    ("settings", "options"),
+    [
+        (PRUNE_SETTINGS + "pruneLimit: 6\n", {}),
+        (PRUNE_SETTINGS + 'pruneLimit: "75%"\n', {}),
+        (PRUNE_SETTINGS + "pruneLimit: 1\n", {"prune_limit": PruneLimit(apps=6)}),
+    ],
+    ids=["count", "percent", "flag-over-setting"],
+)
+def test_a_raised_limit_lets_the_prunes_through(loop: Loop, settings: str, options: dict[str, Any]) -> None:
+    start_eight_apps(loop, settings, **options)
+    remove(loop, EIGHT[:6])
+    loop.settle()
+    assert left(loop) == EIGHT[6:]
+
+
+def test_a_lowered_limit_holds_even_one_prune(loop: Loop) -> None:
+    start_eight_apps(loop, PRUNE_SETTINGS + "pruneLimit: 0\n")
+    remove(loop, EIGHT[:1])
+    assert loop.settle()[AppKey("shop", EIGHT[0])].sync == "PruneHeld"
+    assert left(loop) == EIGHT
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["running", "restarted"])
+def test_an_app_that_opts_out_is_never_pruned(loop: Loop, restart: bool) -> None:
+    # Given three apps with prune on, web annotated gitdeploy.io/prune: "false"
+    start_three_apps(loop, PRUNE_SETTINGS)
+    kept = deployment("web").replace(
+        "metadata: {name: web, namespace: shop}",
+        'metadata: {name: web, namespace: shop, annotations: {gitdeploy.io/prune: "false"}}',
+    )
+    loop.remote.commit_and_push("keep web", {"apps/web.yaml": kept})
+    loop.settle()
+    # When web and api leave git (and gitdeploy restarts, or not)
+    remove(loop, ["web", "api"])
+    if restart:
+        loop.restart()
+    reports = loop.settle()
+    # Then api is pruned; web is Orphaned but keeps running, and says why
+    assert reports[AppKey("shop", "api")].phase == "Pruned"
+    web = reports[AppKey("shop", "web")]
+    assert web.sync == "Orphaned" and 'gitdeploy.io/prune: "false"' in web.message, web
+    assert left(loop) == ["db", "web"]
+    assert loop.running()["web"] == [2]
