@@ -46,12 +46,19 @@ from gitdeploy.controller.imagetriggers import (
     keep_note_current,
     target_for_images,
 )
-from gitdeploy.controller.orphans import OrphanHandler, PruneGate, Verdict
+from gitdeploy.controller.orphans import (
+    OrphanHandler,
+    PruneGate,
+    Verdict,
+    decide_gate,
+    unreadable_files,
+    unreadable_home,
+)
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
 from gitdeploy.core.imagetriggers import stream_tag_key
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
-from gitdeploy.core.pruning import PruneLimit, held_message, prune_blocker, prune_opted_out
+from gitdeploy.core.pruning import PruneLimit, prune_blocker, prune_opted_out
 from gitdeploy.core.records import AppRecord, Cause, CommitRef, SyncStatus
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
 from gitdeploy.core.syncstate import Health, Sync, classify
@@ -127,16 +134,6 @@ def _changed_apps(before: tuple[App, ...], after: tuple[App, ...]) -> tuple[list
     removed += [app.key for app in before[i:]]
     changed += after[j:]
     return changed, removed
-
-
-def _unreadable_files(desired: LoadResult) -> dict[str, list[str]]:
-    """Manifest files with a problem that names no app (YAML that does not parse, a document
-    without kind or name), with those problems: any app could be in them."""
-    unreadable: dict[str, list[str]] = defaultdict(list)
-    for diagnostic in desired.diagnostics:
-        if not diagnostic.app:
-            unreadable[diagnostic.file].append(diagnostic.render())
-    return unreadable
 
 
 def _jitter(delay: float) -> float:
@@ -225,19 +222,13 @@ class Controller:
 
     def prune_gate(self) -> PruneGate:
         """What the head decides for this pass's orphans: may they be pruned, and are they held."""
-        head = self.head or ""
-        if self.refusal is not None or self.desired is None:
-            return PruneGate(head, self.prune, prune_blocker(self.refusal or "no commit read yet", ()))
-        blocker = prune_blocker("", self.desired.diagnostics)
-        if not self.prune or blocker:
-            return PruneGate(head, self.prune, blocker)
         with self._lock:
-            pending = [key for key in self.orphans if key not in self.protected]
-            managed = len(self.apps) + len(pending)
-        limit = self.prune_limit
-        if len(pending) <= limit.of(managed):
-            return PruneGate(head, True)
-        return PruneGate(head, True, held=held_message(len(pending), head, limit, managed))
+            pending = sum(1 for key in self.orphans if key not in self.protected)
+            apps = len(self.apps)
+        desired, head = self.desired, self.head or ""
+        if self.refusal is not None or desired is None:
+            return PruneGate(head, self.prune, prune_blocker(self.refusal or "no commit read yet", ()))
+        return decide_gate(head, self.prune, desired.diagnostics, pending, apps, self.prune_limit)
 
     # -- source --------------------------------------------------------------------------------------
 
@@ -307,7 +298,7 @@ class Controller:
         rendered: dict[str, list[str]] = defaultdict(list)
         for diagnostic in desired.diagnostics:
             rendered[diagnostic.app].append(diagnostic.render())
-        unreadable = _unreadable_files(desired)
+        unreadable = unreadable_files(desired)
         problems = {
             key: "; ".join(rendered[str(key)]) or "the manifest is invalid (see `gitdeploy validate`)"
             for key in desired.invalid_apps
@@ -747,11 +738,6 @@ class Controller:
         return AppReport(key, verdict.sync, verdict.health, verdict.phase, verdict.message, settled=True)
 
     def _unreadable_home(self, stored: StoredRecord | None) -> str | None:
-        """The problems of the app's last known manifest file when it no longer parses (it may
-        still hold the app: the app is invalid, not gone), else None."""
         if stored is None or self.desired is None:
             return None
-        status = AppRecord.from_json(stored.payload).status
-        home = status.location.rsplit(":", 1)[0] if status is not None and status.location else ""
-        found = _unreadable_files(self.desired).get(home) if home else None
-        return "; ".join(found) if found else None
+        return unreadable_home(AppRecord.from_json(stored.payload), unreadable_files(self.desired))

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord, record_name
-from gitdeploy.core.pruning import PRUNE_ANNOTATION
+from gitdeploy.core.pruning import PRUNE_ANNOTATION, PruneLimit, held_message, prune_blocker
 from gitdeploy.core.records import AppRecord, SyncStatus
 from gitdeploy.core.syncstate import Health, Sync
 from gitdeploy.errors import GitdeployError
+from gitdeploy.manifests.loader import LoadResult
 
 log = logging.getLogger("gitdeploy.loop")
 
@@ -49,6 +52,39 @@ class Verdict:
     health: str
     phase: str
     message: str
+
+
+def decide_gate(
+    head: str, prune: bool, diagnostics: Iterable[Diagnostic], pending: int, apps: int, limit: PruneLimit
+) -> PruneGate:
+    """What a head whose settings are good decides for its orphans: ``pending`` of them would be
+    pruned (the opted-out ones aside), while ``apps`` apps are in git."""
+    blocker = prune_blocker("", diagnostics)
+    if not prune or blocker:
+        return PruneGate(head, prune, blocker)
+    managed = apps + pending
+    if pending <= limit.of(managed):
+        return PruneGate(head, True)
+    return PruneGate(head, True, held=held_message(pending, head, limit, managed))
+
+
+def unreadable_files(desired: LoadResult) -> dict[str, list[str]]:
+    """Manifest files with a problem that names no app (YAML that does not parse, a document
+    without kind or name), with those problems: any app could be in them."""
+    unreadable: dict[str, list[str]] = defaultdict(list)
+    for diagnostic in desired.diagnostics:
+        if not diagnostic.app:
+            unreadable[diagnostic.file].append(diagnostic.render())
+    return unreadable
+
+
+def unreadable_home(record: AppRecord, unreadable: Mapping[str, list[str]]) -> str | None:
+    """The problems of the file the record last placed the app in, when that file no longer parses
+    (it may still hold the app: the app is invalid, not gone); else None."""
+    status = record.status
+    home = status.location.rsplit(":", 1)[0] if status is not None and status.location else ""
+    found = unreadable.get(home) if home else None
+    return "; ".join(found) if found else None
 
 
 StatusWriter = Callable[[AppRecord, str, str, str, str], AppRecord]
