@@ -101,7 +101,7 @@ def prune_blocker(settings_error: str, diagnostics: Iterable[Diagnostic], shown:
 def held_message(count: int, head: str, limit: PruneLimit, managed: int) -> str:
     """What a held prune says, and the two ways out.
 
-    >>> held_message(7, "abcdef123", PruneLimit(apps=5), 20)[:62]
+    >>> held_message(7, "abcdef123", PruneLimit(apps=5), 20).split(";")[0]
     'prune held: commit abcdef1 would prune 7 apps, over pruneLimit 5'
     """
     return (

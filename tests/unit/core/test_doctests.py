@@ -7,10 +7,10 @@ from types import ModuleType
 
 import pytest
 
-from gitdeploy.core import hooks, records, rollout, timestamps
+from gitdeploy.core import hooks, pruning, records, rollout, timestamps
 
 
-@pytest.mark.parametrize("module", [hooks, records, rollout, timestamps], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [hooks, pruning, records, rollout, timestamps], ids=lambda m: m.__name__)
 def test_docstring_examples(module: ModuleType) -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
