@@ -186,7 +186,7 @@ def unmatched_paths(
                     line,
                     column,
                     "",
-                    f"paths entry '{entry}' matches no manifest file in this commit",
+                    f"paths entry '{entry}' matches no manifest file",
                     "fix the directory name or remove the entry; until then nothing of this commit "
                     "deploys and nothing is pruned",
                     f"paths[{index}]",
