@@ -252,8 +252,13 @@ class Controller:
             return False
         self._observe(self.poll_observers, time.perf_counter() - started, False)
         self.source_error = None
-        if result.head in (self.head, self.refused_head):
+        if result.head == self.refused_head:
             return False
+        if result.head == self.head:
+            if self.refusal is None:
+                return False
+            self._end_refusal()  # back at the last good head (a force-push, a revert)
+            return True
         try:
             desired = self.reader.load(result.head)
         except TransientError as problem:
@@ -268,13 +273,19 @@ class Controller:
         if desired.settings_problems:
             self._refuse(result.head, "; ".join(d.render() for d in desired.settings_problems))
             return True
-        refused, self.refusal, self.refused_head = self.refusal, None, None
         self._apply_desired(desired, result.head)
-        if refused is not None:
-            self.mark_all_due()  # every app said InvalidSettings: each says what it is now
-            self._next_resync = self.clock.now()  # and records not in git are orphans again
+        if self.refusal is not None:
+            self._end_refusal()
         self._images_stale = True  # resolved by the next pass: a standby polls but writes nothing
         return True
+
+    def _end_refusal(self) -> None:
+        """The head is good again: every app said InvalidSettings, each says what it is now, and
+        records not in git are orphans again."""
+        log.info("[settings] commit %s is applied", (self.head or "")[:7], extra={"commit": self.head})
+        self.refusal = self.refused_head = None
+        self.mark_all_due()
+        self._next_resync = self.clock.now()
 
     def _refuse(self, head: str, why: str) -> None:
         """Apply nothing of ``head``: every app keeps what it has and reports why."""

@@ -368,3 +368,23 @@ def test_an_app_that_opts_out_is_never_pruned(loop: Loop, restart: bool) -> None
     assert web.sync == "Orphaned" and 'gitdeploy.io/prune: "false"' in web.message, web
     assert left(loop) == ["db", "web"]
     assert loop.running()["web"] == [2]
+
+
+def test_a_force_push_back_to_the_last_good_commit_ends_the_refusal(loop: Loop) -> None:
+    start_three_apps(loop, PRUNE_SETTINGS)
+    good = loop.remote.head_sha()
+    loop.remote.commit_and_push("bad settings", {"gitdeploy.yaml": "prune: [\n"})
+    assert {r.sync for r in loop.settle().values()} == {"InvalidSettings"}
+    loop.remote.reset_hard(good)
+    loop.remote.push(force=True)
+    assert {k.name: r.sync for k, r in loop.settle().items()} == dict.fromkeys(NAMES, "Synced")
+    assert [loop.status(name)[0] for name in NAMES] == ["Synced"] * 3
+
+
+def test_raising_the_limit_in_git_lets_held_prunes_through(loop: Loop) -> None:
+    start_eight_apps(loop)
+    remove(loop, EIGHT[:6])
+    assert {r.sync for k, r in loop.settle().items() if k.name in EIGHT[:6]} == {"PruneHeld"}
+    loop.remote.commit_and_push("allow six", {"gitdeploy.yaml": PRUNE_SETTINGS + "pruneLimit: 6\n"})
+    loop.settle()
+    assert left(loop) == EIGHT[6:]
