@@ -17,6 +17,7 @@ from gitdeploy.cli.context import CliContext, default_state_dir
 from gitdeploy.cli.demo_cmd import demo
 from gitdeploy.cli.deploy_cmd import deploy
 from gitdeploy.cli.plan_cmd import plan
+from gitdeploy.cli.prune_cmd import prune
 from gitdeploy.cli.rollback_cmd import rollback
 from gitdeploy.cli.run_cmd import run, sync
 from gitdeploy.cli.status_cmd import history, rollout, status
@@ -173,6 +174,7 @@ cli.add_command(rollout)
 cli.add_command(tag)
 cli.add_command(rollback)
 cli.add_command(deploy)
+cli.add_command(prune)
 cli.add_command(completion)
 cli.add_command(demo)
 

@@ -31,6 +31,7 @@ from gitdeploy.controller.notify import Notifier
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
+from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
 from gitdeploy.core.syncstate import Health, Sync
 from gitdeploy.errors import PermanentError
 from gitdeploy.server.http import (
@@ -46,6 +47,20 @@ from gitdeploy.source.repo import ConfigRepo
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+class PruneLimitType(click.ParamType):  # type: ignore[type-arg]
+    """``7`` (apps) or ``20%`` (of the apps gitdeploy manages)."""
+
+    name = "limit"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> PruneLimit:
+        if isinstance(value, PruneLimit):
+            return value
+        found = parse_prune_limit(value)
+        if found is None:
+            self.fail(f"{value!r} is not a limit: write a count (7) or a percentage (20%)", param, ctx)
+        return found
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]
@@ -77,6 +92,13 @@ def repo_options(command: Any) -> Any:
                 "--prune/--no-prune",
                 default=None,
                 help="Delete apps removed from git (default: the repo's `prune` setting).",
+            ),
+            click.option(
+                "--prune-limit",
+                type=PruneLimitType(),
+                default=None,
+                help="Hold one commit's prunes above this many apps (7) or share of them (20%) until "
+                "`gitdeploy prune --confirm` (default: the repo's `pruneLimit`, else 5 or 10%).",
             ),
             click.option("--workers", default=4, show_default=True, help="Apps reconciled in parallel."),
             click.option(
@@ -180,6 +202,7 @@ def _controller(
             cluster,
             SystemClock(),
             prune=prune,
+            prune_limit=ctx.params.get("prune_limit"),
             workers=workers,
             namespaces=frozenset(namespaces),
             images=image_settings(ctx),
@@ -286,6 +309,7 @@ def run(
     branch: str,
     subpath: str,
     prune: bool | None,
+    prune_limit: PruneLimit | None,
     workers: int,
     namespaces: tuple[str, ...],
     interval: float,
@@ -454,6 +478,7 @@ def sync(
     branch: str,
     subpath: str,
     prune: bool | None,
+    prune_limit: PruneLimit | None,
     workers: int,
     namespaces: tuple[str, ...],
     wait: bool,
@@ -478,7 +503,7 @@ def sync(
             raise PermanentError(
                 f"cannot read {repo}: {controller.source_error}", hint="check --repo and --branch"
             )
-        keys = _select(controller, apps)
+        keys = _select(controller, apps) if apps else None  # none named: every app, orphans too
         deadline = time.monotonic() + timeout
         reports = {r.key: r for r in controller.reconcile_due(only=keys)}
         followed: set[AppKey] = set()  # the apps whose rollout --wait waits for
@@ -493,6 +518,28 @@ def sync(
             if followed:
                 _show_progress(progress, controller, {k: reports[k] for k in followed})
         rows = [reports[k] for k in sorted(reports)]
+        refusal = controller.refusal
+    _print_reports(rows, output)
+    if refusal is not None:
+        click.echo(f"error: {refusal}", err=True)
+    # An orphan kept on purpose (prune off, or opted out) needs nothing; a held prune does.
+    good = all(
+        r.sync in (Sync.SYNCED, Sync.PINNED) and r.health == Health.HEALTHY
+        for r in rows
+        if r.sync != Sync.ORPHANED
+    )
+    if wait and not all(r.settled for r in rows):
+        click.echo(
+            f"error: timed out after {timeout:.0f} s waiting for the rollouts "
+            "(they go on in the cluster: `gitdeploy status` shows where they are; "
+            "raise --timeout to wait longer)",
+            err=True,
+        )
+        ctx.exit(1)
+    ctx.exit(0 if good and refusal is None else 1)
+
+
+def _print_reports(rows: list[AppReport], output: str) -> None:
     if output != "text":
         print_data(
             [
@@ -509,16 +556,6 @@ def sync(
         )
     else:
         print_table(["app", "sync", "health", "revision", "message"], [_report_row(r) for r in rows])
-    good = all(r.sync in (Sync.SYNCED, Sync.PINNED) and r.health == Health.HEALTHY for r in rows)
-    if wait and not all(r.settled for r in rows):
-        click.echo(
-            f"error: timed out after {timeout:.0f} s waiting for the rollouts "
-            "(they go on in the cluster: `gitdeploy status` shows where they are; "
-            "raise --timeout to wait longer)",
-            err=True,
-        )
-        ctx.exit(1)
-    ctx.exit(0 if good else 1)
 
 
 def _show_progress(

@@ -41,6 +41,7 @@ from gitdeploy.manifests.loader import (
     diagnostic_order,
     is_manifest_path,
     parse_settings,
+    unmatched_paths,
 )
 from gitdeploy.source.repo import ConfigRepo
 
@@ -84,12 +85,22 @@ def _has_stream(file: FileAnalysis) -> bool:
 
 
 @dataclass(frozen=True)
+class _SettingsSource:
+    """``gitdeploy.yaml`` as read at the last load that read it, and where the source is rooted."""
+
+    settings: RepoSettings
+    problems: tuple[Diagnostic, ...]
+    file: ManifestFile | None
+    root: str
+    """The sub-path the source tracks ('' = the repo root); the settings' ``paths`` are relative to it."""
+
+
+@dataclass(frozen=True)
 class _Loaded:
     """What the last load saw, to load the next commit from a tree diff."""
 
     sha: str
-    settings: RepoSettings
-    settings_problems: tuple[Diagnostic, ...]
+    source: _SettingsSource
     files: dict[str, FileAnalysis]
     """The analysis of every manifest file, by repo-relative path."""
     assembled: LoadResult
@@ -100,20 +111,22 @@ class _Loaded:
     """The files that hold an image stream."""
 
     @property
+    def settings(self) -> RepoSettings:
+        return self.source.settings
+
+    @property
     def result(self) -> LoadResult:
-        if not self.settings_problems:
-            return self.assembled
-        return replace(self.assembled, diagnostics=self.settings_problems + self.assembled.diagnostics)
+        """The desired state, with the problems of ``gitdeploy.yaml`` at this commit: its own, and
+        ``paths`` entries that match no manifest file."""
+        source = self.source
+        relative = (relative_to(path, source.root) for path in self.files)
+        unmatched = unmatched_paths(source.file, source.settings, relative)
+        return self.assembled.with_settings_problems([*source.problems, *unmatched])
 
     @classmethod
-    def assemble_all(
-        cls,
-        sha: str,
-        settings: RepoSettings,
-        problems: tuple[Diagnostic, ...],
-        files: dict[str, FileAnalysis],
-    ) -> _Loaded:
+    def assemble_all(cls, sha: str, source: _SettingsSource, files: dict[str, FileAnalysis]) -> _Loaded:
         """The state from a repo-wide pass over every file."""
+        settings = source.settings
         definers: dict[AppKey, set[str]] = defaultdict(set)
         for path, file in files.items():
             for key in _app_keys(file, settings):
@@ -121,7 +134,7 @@ class _Loaded:
         assembled = assemble((files[path] for path in sorted(files)), settings)
         streams = frozenset(path for path, file in files.items() if _has_stream(file))
         frozen = {key: frozenset(paths) for key, paths in definers.items()}
-        return cls(sha, settings, problems, files, assembled, frozen, streams)
+        return cls(sha, source, files, assembled, frozen, streams)
 
     def updated(self, sha: str, changed: dict[str, FileAnalysis | None]) -> _Loaded:
         """The state at ``sha`` where the files in ``changed`` (path to analysis, None when gone)
@@ -136,7 +149,7 @@ class _Loaded:
             else:
                 files[path] = file
         if any(_has_stream(file) for file in before + after):
-            return _Loaded.assemble_all(sha, settings, self.settings_problems, files)
+            return _Loaded.assemble_all(sha, self.source, files)
         definers = dict(self.definers)
         for file in before:
             for key in _app_keys(file, settings):
@@ -172,7 +185,7 @@ class _Loaded:
             invalid_apps=tuple(sorted((set(last.invalid_apps) - keys) | set(reassembled.invalid_apps))),
             ignored=_merge_sorted(last.ignored, redone, reassembled.ignored, group=_ignored_file),
         )
-        return _Loaded(sha, settings, self.settings_problems, files, assembled, definers, self.stream_files)
+        return _Loaded(sha, self.source, files, assembled, definers, self.stream_files)
 
 
 def _merge_sorted(
@@ -260,8 +273,9 @@ class DesiredStateReader:
             data = self.repo.read_blobs([settings_entry.blob_sha])[settings_entry.blob_sha]
             settings_file = ManifestFile(settings_entry.path, data)
         settings, problems = parse_settings(settings_file)
+        source = _SettingsSource(settings, tuple(problems), settings_file, self.repo.subpath)
         wanted = [e for e in entries if self._is_manifest(e.path, settings)]
-        return _Loaded.assemble_all(sha, settings, tuple(problems), self._analyse(wanted))
+        return _Loaded.assemble_all(sha, source, self._analyse(wanted))
 
     def _load_changes(self, last: _Loaded, sha: str) -> _Loaded | None:
         """The state at ``sha`` from ``last`` and one tree diff; None when a full load is needed."""

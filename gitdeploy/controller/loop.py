@@ -16,7 +16,13 @@
   a commit made meanwhile is read once the repo answers.
 
 Apps that left git are ``Orphaned`` (the commit that removed them named); with prune their
-ReplicaSets are scaled to 0 and deleted, with their record.
+ReplicaSets are scaled to 0 and deleted, with their record, under the rules of
+:mod:`gitdeploy.controller.orphans` (evidence, ``pruneLimit``, the opt-out annotation). An app whose
+manifest still names it, valid or not, is never an orphan.
+
+A head whose ``gitdeploy.yaml`` cannot be used (it does not parse or validate, a ``paths`` entry
+matches nothing, ``--path`` is gone) is refused as a whole: nothing of it deploys, nothing is
+pruned, every app keeps what it runs and reports ``InvalidSettings`` with the file:line.
 """
 
 from __future__ import annotations
@@ -42,11 +48,20 @@ from gitdeploy.controller.imagetriggers import (
     keep_note_current,
     target_for_images,
 )
+from gitdeploy.controller.orphans import (
+    OrphanHandler,
+    PruneGate,
+    Verdict,
+    decide_gate,
+    unreadable_files,
+    unreadable_home,
+)
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
 from gitdeploy.core.imagetriggers import stream_tag_key
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
-from gitdeploy.core.records import AppRecord, Cause, CommitRef, SyncStatus, load_record
+from gitdeploy.core.pruning import PruneLimit, prune_blocker, prune_opted_out
+from gitdeploy.core.records import AppRecord, Cause, CommitRef, SyncStatus
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
 from gitdeploy.core.syncstate import Health, Sync, classify
 from gitdeploy.errors import DamagedRecordError, GitdeployError, TransientError
@@ -125,16 +140,6 @@ def _changed_apps(before: tuple[App, ...], after: tuple[App, ...]) -> tuple[list
     return changed, removed
 
 
-def _unreadable_files(desired: LoadResult) -> dict[str, list[str]]:
-    """Manifest files with a problem that names no app (YAML that does not parse, a document
-    without kind or name), with those problems: any app could be in them."""
-    unreadable: dict[str, list[str]] = defaultdict(list)
-    for diagnostic in desired.diagnostics:
-        if not diagnostic.app:
-            unreadable[diagnostic.file].append(diagnostic.render())
-    return unreadable
-
-
 def damaged_report(
     key: AppKey,
     replica_sets: list[ObservedReplicaSet],
@@ -169,6 +174,7 @@ class Controller:
         clock: Clock,
         *,
         prune: bool | None = None,
+        prune_limit: PruneLimit | None = None,
         workers: int = 4,
         resync_seconds: float = RESYNC_SECONDS,
         namespaces: frozenset[str] = frozenset(),
@@ -184,6 +190,8 @@ class Controller:
         self.reader = DesiredStateReader(repo)
         self.runner = RolloutRunner(cluster, clock)
         self.prune_flag = prune
+        self.prune_limit_flag = prune_limit
+        self.orphan_handler = OrphanHandler(cluster, clock, self._with_status)
         self.workers = max(1, workers)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reconcile")
         """Kept between passes: starting its threads again for every pass cost about 2 ms a step."""
@@ -196,6 +204,13 @@ class Controller:
         """The last good manifest of every app in git (kept for apps whose manifest became invalid)."""
         self.problems: dict[AppKey, str] = {}
         self.orphans: dict[AppKey, str] = {}
+        self.protected: set[AppKey] = set()
+        """Apps whose manifest says ``gitdeploy.io/prune: "false"`` (kept when they leave git)."""
+        self.refusal: str | None = None
+        """Why the head commit (``refused_head``) is not applied: its settings cannot be used."""
+        self.refused_head: str | None = None
+        self._gate: PruneGate | None = None
+        """What the head decides for the orphans of the pass under way (see :meth:`prune_gate`)."""
         self.due: dict[AppKey, float] = {}
         self.failures: dict[AppKey, int] = defaultdict(int)
         self.reports: dict[AppKey, AppReport] = {}
@@ -224,6 +239,22 @@ class Controller:
             return self.prune_flag
         return bool(self.desired is not None and self.desired.settings.prune)
 
+    @property
+    def prune_limit(self) -> PruneLimit:
+        if self.prune_limit_flag is not None:
+            return self.prune_limit_flag
+        return self.desired.settings.prune_limit if self.desired is not None else PruneLimit()
+
+    def prune_gate(self) -> PruneGate:
+        """What the head decides for this pass's orphans: may they be pruned, and are they held."""
+        with self._lock:
+            pending = sum(1 for key in self.orphans if key not in self.protected)
+            apps = len(self.apps)
+        desired, head = self.desired, self.head or ""
+        if self.refusal is not None or desired is None:
+            return PruneGate(head, self.prune, prune_blocker(self.refusal or "no commit read yet", ()))
+        return decide_gate(head, self.prune, desired.diagnostics, pending, apps, self.prune_limit)
+
     # -- source --------------------------------------------------------------------------------------
 
     def poll(self, pushed: str | None = None) -> bool:
@@ -250,10 +281,30 @@ class Controller:
         self._observe(self.poll_observers, time.perf_counter() - started, False)
         self.source_error = None
         self.source_retry_after = 0.0
-        if result.head == self.head:
+        if result.head == self.refused_head:
             return False
-        desired = self.reader.load(result.head)
+        if result.head == self.head:
+            if self.refusal is None:
+                return False
+            self._end_refusal()  # back at the last good head (a force-push, a revert)
+            return True
+        try:
+            desired = self.reader.load(result.head)
+        except TransientError as problem:
+            self.source_error = problem.message
+            log.warning("[source] cannot read commit %s (%s); nothing changes", result.head[:7], problem)
+            return False
+        except GitdeployError as problem:  # the tracked --path is gone
+            self._refuse(
+                result.head, f"{problem.message} ({problem.hint})" if problem.hint else problem.message
+            )
+            return True
+        if desired.settings_problems:
+            self._refuse(result.head, "; ".join(d.render() for d in desired.settings_problems))
+            return True
         self._apply_desired(desired, result.head)
+        if self.refusal is not None:
+            self._end_refusal()
         self._images_stale = True  # resolved by the next pass: a standby polls but writes nothing
         return True
 
@@ -269,6 +320,29 @@ class Controller:
         """
         return max(interval, self.source_retry_after)
 
+    def _end_refusal(self) -> None:
+        """The head is good again: every app said InvalidSettings, each says what it is now, and
+        records not in git are orphans again."""
+        log.info("[settings] commit %s is applied", (self.head or "")[:7], extra={"commit": self.head})
+        self.refusal = self.refused_head = None
+        self.mark_all_due()
+        self._next_resync = self.clock.now()
+
+    def _refuse(self, head: str, why: str) -> None:
+        """Apply nothing of ``head``: every app keeps what it has and reports why."""
+        self.refusal = (
+            f"{why}; commit {head[:7]} is not applied: nothing of it deploys and nothing is pruned "
+            "until this is fixed"
+        )
+        self.refused_head = head
+        log.error("[settings] %s", self.refusal, extra={"commit": head})
+        now = self.clock.now()
+        with self._lock:
+            for key in [*self.apps, *self.problems, *self.orphans]:
+                self.due[key] = now
+            if self._next_resync == 0.0:
+                self._next_resync = now  # the apps that run, to say why nothing changes
+
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
         now = self.clock.now()
         changed, removed = _changed_apps(self.desired.apps if self.desired else (), desired.apps)
@@ -276,7 +350,7 @@ class Controller:
         rendered: dict[str, list[str]] = defaultdict(list)
         for diagnostic in desired.diagnostics:
             rendered[diagnostic.app].append(diagnostic.render())
-        unreadable = _unreadable_files(desired)
+        unreadable = unreadable_files(desired)
         problems = {
             key: "; ".join(rendered[str(key)]) or "the manifest is invalid (see `gitdeploy validate`)"
             for key in desired.invalid_apps
@@ -285,6 +359,10 @@ class Controller:
         with self._lock:
             apps = dict(self.apps)  # a new dict: readers may hold the old one
             for app in changed:
+                if prune_opted_out(app.annotations):
+                    self.protected.add(app.key)
+                else:
+                    self.protected.discard(app.key)
                 old = apps.get(app.key)
                 if (
                     old is None
@@ -306,6 +384,8 @@ class Controller:
                     else:
                         self.orphans[key] = self._removal_note(apps.pop(key), head)
                     self.due[key] = now
+            for key in self.orphans:  # whether they may be pruned depends on the whole commit
+                self.due[key] = now
             self.apps = apps
             self.problems = problems
             self.desired = desired
@@ -348,8 +428,8 @@ class Controller:
         if self.runner.record_versions.get(key) == resource_version:
             return False
         with self._lock:
-            if key not in self.apps:
-                return False
+            if key not in self.apps and key not in self.orphans:
+                return False  # an orphan's record changes when a person confirms its prune
             self.due[key] = self.clock.now()
         return True
 
@@ -407,6 +487,8 @@ class Controller:
                 self.due.pop(key, None)
         if not keys:
             return []
+        # One decision for the whole pass: how many of the head's orphans prune would delete.
+        self._gate = self.prune_gate() if any(key in self.orphans for key in keys) else None
         by_namespace: dict[str, list[AppKey]] = defaultdict(list)
         for key in keys:
             by_namespace[key.namespace].append(key)
@@ -487,18 +569,13 @@ class Controller:
         started = time.perf_counter()
         try:
             self.runner.release_old_replica_sets(replica_sets)
-            if key in self.orphans and key not in self.apps:
-                return self._handle_orphan(key, replica_sets, stored)
             app = self.apps.get(key)
             if app is None:
-                # New and invalid from the start: nothing runs, nothing to touch; say so.
-                problem = self.problems.get(key)
-                if problem is None:
+                report = self._without_manifest(key, replica_sets, stored)
+                if report is None:
                     return None
-                report = AppReport(key, Sync.INVALID_MANIFEST, Health.MISSING, "", problem, settled=True)
-                self._remember(report, None)
-                return report
-            report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
+            else:
+                report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
         except DamagedRecordError as problem:
             self._observe(self.reconcile_observers, time.perf_counter() - started, "error")
             return self._damaged(key, replica_sets, problem)
@@ -534,6 +611,8 @@ class Controller:
         def judge(step: Step) -> tuple[Sync, Health, str]:
             pin = target.pin
             sync, health = classify(step, pinned=pin is not None)
+            if self.refusal is not None:
+                return Sync.INVALID_SETTINGS, health, self.refusal
             if problem is not None:
                 return Sync.INVALID_MANIFEST, health, problem
             if pin is not None and step.phase is AppPhase.COMPLETE:
@@ -550,6 +629,9 @@ class Controller:
 
         def amend(step: Step, record: AppRecord) -> AppRecord:
             sync, health, message = verdict(step)
+            protected = app.key in self.protected
+            if record.prune_protected != protected:
+                record = dataclasses.replace(record, prune_protected=protected)
             return self._with_status(
                 record, sync, health, message, str(app.location), target.manifest_digest, app.paused
             )
@@ -684,43 +766,51 @@ class Controller:
                 key = AppKey(record.namespace, record.app)
                 if not self._mine(key):
                     continue
-                if key not in self.apps and key not in self.orphans:
-                    self.orphans[key] = "not in git (any more)"
+                if key not in self.apps and key not in self.problems and self.refusal is None:
+                    self.orphans.setdefault(key, "not in git (any more)")
                 self.due.setdefault(key, now)
             for key in self.apps:
                 self.due.setdefault(key, now)
 
-    def _handle_orphan(
-        self, key: AppKey, replica_sets: list[ObservedReplicaSet], stored: StoredRecord | None
+    def _without_manifest(
+        self,
+        key: AppKey,
+        replica_sets: list[ObservedReplicaSet],
+        stored: StoredRecord | None,
     ) -> AppReport | None:
-        note = self.orphans[key]
-        if stored is None and not any(rs.app == key.name for rs in replica_sets):
+        """A pass over an app the head does not hold validly; None when nothing of it is known."""
+        runs = stored is not None or bool(replica_sets)
+        problem = self.problems.get(key)
+        if problem is None and key in self.orphans:
+            problem = self._unreadable_home(stored)
+        if problem is not None and not runs:  # new and invalid from the start: nothing to touch
+            report = AppReport(key, Sync.INVALID_MANIFEST, Health.MISSING, "", problem, settled=True)
+        elif problem is not None or (self.refusal is not None and runs):
+            sync = Sync.INVALID_SETTINGS if self.refusal is not None else Sync.INVALID_MANIFEST
+            message = self.refusal or problem or ""
+            found = self.orphan_handler.without_manifest(key, sync, message, replica_sets, stored)
+            report = self._verdict_report(key, found)
+        elif key in self.orphans and runs:
+            note = self.orphans[key]
+            found = self.orphan_handler.orphan(
+                key, note, replica_sets, stored, self._gate or self.prune_gate(), key in self.protected
+            )
+            if found.phase == "Pruned":
+                with self._lock:
+                    self.orphans.pop(key, None)
+                    self.protected.discard(key)
+            report = self._verdict_report(key, found)
+        else:
             self.orphans.pop(key, None)
             return None
-        unreadable = sorted(_unreadable_files(self.desired)) if self.desired is not None else []
-        if unreadable:  # a file that does not say which apps it holds may hold this one
-            note += f"; not pruned while {', '.join(unreadable)} cannot be read (see `gitdeploy validate`)"
-        elif self.prune:
-            for rs in replica_sets:
-                if rs.app == key.name and rs.state.replicas:
-                    self.cluster.scale_replica_set(key.namespace, rs.name, 0)
-            for rs in replica_sets:
-                if rs.app == key.name:
-                    self.cluster.delete_replica_set(key.namespace, rs.name)
-            self.cluster.delete_app_record(key.namespace, key.name)
-            self.orphans.pop(key, None)
-            log.info("[%s] pruned: %s", key, note)
-            return AppReport(key, Sync.ORPHANED, Health.MISSING, "Pruned", f"pruned ({note})", settled=True)
-        if stored is not None:
-            record = load_record(key.namespace, key.name, stored.payload)
-            # the manifest's file:line stays: it says where the app was in git
-            location = record.status.location if record.status is not None else ""
-            updated = self._with_status(record, Sync.ORPHANED, Health.HEALTHY, note, location)
-            if updated is not record:
-                self.cluster.write_app_record(
-                    key.namespace, key.name, updated.to_json(), stored.resource_version
-                )
-        why = "" if unreadable else "; prune is off"
-        report = AppReport(key, Sync.ORPHANED, Health.HEALTHY, "Orphaned", note + why, settled=True)
         self._remember(report, None)
         return report
+
+    @staticmethod
+    def _verdict_report(key: AppKey, verdict: Verdict) -> AppReport:
+        return AppReport(key, verdict.sync, verdict.health, verdict.phase, verdict.message, settled=True)
+
+    def _unreadable_home(self, stored: StoredRecord | None) -> str | None:
+        if stored is None or self.desired is None:
+            return None
+        return unreadable_home(AppRecord.from_json(stored.payload), unreadable_files(self.desired))

@@ -19,6 +19,8 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+from gitdeploy.core.pruning import PruneLimit
+
 JsonValue = Any
 """A value that came from JSON/YAML: dict, list, str, int, float, bool or None."""
 
@@ -324,3 +326,5 @@ class RepoSettings:
     prune: bool = False
     auto_rollback: bool | None = None
     """Overrides the per-kind default of automatic rollback on failure when set."""
+    prune_limit: PruneLimit = PruneLimit()  # noqa: RUF009 (frozen: one shared default is safe)
+    """Above this many prunes, a commit's prunes are held for a person to confirm."""

@@ -37,6 +37,7 @@ from enum import StrEnum
 from gitdeploy.core.commits import CommitInfo, shorten_sha
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, Hook, RepoSettings, Strategy, StrategyType
+from gitdeploy.core.pruning import PRUNE_ANNOTATION, prune_opted_out
 from gitdeploy.core.rolling import resolve_fenceposts
 from gitdeploy.core.templatediff import FieldChange, diff_templates, flatten_template, summarize_changes
 
@@ -418,11 +419,14 @@ def plan_app(
         )
     if after is None:
         assert before is not None, "an app must exist on at least one side"
-        if settings.prune:
+        prune = settings.prune and not prune_opted_out(before.annotations)
+        if prune:
             reason = "no longer in git: deleted from the cluster (prune is on)"
+        elif settings.prune:
+            reason = f'no longer in git: keeps running, never pruned ({PRUNE_ANNOTATION}: "false")'
         else:
             reason = "no longer in git: keeps running, no longer managed (prune is off)"
-        return replace(base, kind=ChangeKind.REMOVE, reason=reason, prune=settings.prune)
+        return replace(base, kind=ChangeKind.REMOVE, reason=reason, prune=prune)
     if before is None:
         rollout = plan_rollout(after, None)
         if invalid_at_base:

@@ -162,6 +162,11 @@ class AppRecord:
     recovery: str = ""
     """Set when the record was rebuilt from the ReplicaSets' annotations after it was deleted or
     emptied (what happened, what was lost); shown in the app's status until the next rollout."""
+    prune_protected: bool = False
+    """The app's manifest said ``gitdeploy.io/prune: "false"``: never prune it, also once its
+    manifest is gone (kept here because git no longer says so then)."""
+    prune_confirmed: str = ""
+    """The commit whose held prune of this app a person confirmed (``gitdeploy prune --confirm``)."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Keys this version does not know, kept so that writing the record back loses nothing."""
 
@@ -213,6 +218,8 @@ class AppRecord:
                 "status": None if self.status is None else _status_to_json(self.status),
                 "deployRequested": self.deploy_requested,
                 "recovery": self.recovery,
+                "pruneProtected": self.prune_protected,
+                "pruneConfirmed": self.prune_confirmed,
             }
         )
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
@@ -236,6 +243,8 @@ class AppRecord:
                 "status",
                 "deployRequested",
                 "recovery",
+                "pruneProtected",
+                "pruneConfirmed",
             }
             return cls(
                 revisions=tuple(_entry_from_json(e) for e in body.get("revisions") or []),
@@ -246,6 +255,8 @@ class AppRecord:
                 status=None if not body.get("status") else _status_from_json(body["status"]),
                 deploy_requested=bool(body.get("deployRequested", False)),
                 recovery=str(body.get("recovery", "")),
+                prune_protected=bool(body.get("pruneProtected", False)),
+                prune_confirmed=str(body.get("pruneConfirmed", "")),
                 extra={k: v for k, v in body.items() if k not in known},
             )
         except (ValueError, TypeError, KeyError, AttributeError) as bad:

@@ -3,9 +3,12 @@
 Sync: ``Synced`` (the cluster runs git's template, rollout complete), ``OutOfSync`` (a rollout is
 due, running or failed), ``Pinned`` (a rollback holds an older revision while git is unchanged),
 ``InvalidManifest`` (git's manifest does not validate; the last good revision keeps running),
-``SourceUnavailable`` (the config repo cannot be read), ``Orphaned`` (the app left git, its
-ReplicaSets remain), ``RecordDamaged`` (the app record cannot be read: the app is held as it
-runs). Health: ``Healthy``, ``Progressing``, ``Degraded``, ``Suspended`` (paused),
+``SourceUnavailable`` (the config repo cannot be read), ``InvalidSettings`` (the head commit's
+``gitdeploy.yaml``, or ``--path``, cannot be used: nothing of that commit applies), ``Orphaned``
+(the app left git, its ReplicaSets remain), ``PruneHeld`` (the app left git and prune would delete
+it, but its commit prunes more apps than ``pruneLimit``: a person must confirm), ``RecordDamaged``
+(the app record cannot be read: the app is held as it runs).
+Health: ``Healthy``, ``Progressing``, ``Degraded``, ``Suspended`` (paused),
 ``Missing`` (nothing of it runs).
 """
 
@@ -25,6 +28,8 @@ class Sync(StrEnum):
     SOURCE_UNAVAILABLE = "SourceUnavailable"
     ORPHANED = "Orphaned"
     RECORD_DAMAGED = "RecordDamaged"
+    INVALID_SETTINGS = "InvalidSettings"
+    PRUNE_HELD = "PruneHeld"
 
 
 class Health(StrEnum):

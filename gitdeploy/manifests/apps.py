@@ -46,6 +46,7 @@ from gitdeploy.core.models import (
     Triggers,
     manifest_pieces,
 )
+from gitdeploy.core.pruning import PRUNE_ANNOTATION
 from gitdeploy.manifests.documents import Document, FieldPath
 from gitdeploy.manifests.schemas import dotted, iter_violations
 
@@ -289,6 +290,17 @@ def _triggers(
     return Triggers(config_change=config_change, image_change=tuple(image)), tuple(positions)
 
 
+def _check_annotations(annotations: dict[str, str], problems: _Problems) -> None:
+    """gitdeploy's own annotations take "true" or "false"."""
+    for key, hint in (
+        (AUTO_ROLLBACK_ANNOTATION, 'use "true" or "false"'),
+        (PRUNE_ANNOTATION, 'use "false" (never prune this app) or "true"'),
+    ):
+        value = annotations.get(key)
+        if value not in (None, "true", "false"):
+            problems.add(("metadata", "annotations", key), f"{key} is '{value}'", hint)
+
+
 def analyse_app(doc: Document, kind: AppKind) -> Analysis:
     """Validate and normalise a Deployment or DeploymentConfig document."""
     data = doc.data
@@ -359,13 +371,8 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
         deadline = strategy.recreate.timeout_seconds
     triggers, trigger_positions = _triggers(kind, spec.get("triggers"), containers, namespace, problems)
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+    _check_annotations(annotations, problems)
     auto = annotations.get(AUTO_ROLLBACK_ANNOTATION)
-    if auto not in (None, "true", "false"):
-        problems.add(
-            ("metadata", "annotations", AUTO_ROLLBACK_ANNOTATION),
-            f"{AUTO_ROLLBACK_ANNOTATION} is '{auto}'",
-            'use "true" or "false"',
-        )
     if problems.items:
         return Analysis(kind.value, name, namespace, location, diagnostics=tuple(problems.items))
 

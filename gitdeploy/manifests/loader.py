@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, AppKind, ImageStream, Location, RepoSettings
+from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
 from gitdeploy.manifests.apps import Analysis, analyse_app, analyse_image_stream, place_in_namespace
 from gitdeploy.manifests.documents import MAX_FILE_BYTES, Document, ManifestFile, parse_documents
 from gitdeploy.manifests.schemas import dotted, iter_violations, suggest
@@ -49,10 +50,24 @@ class LoadResult:
     diagnostics: tuple[Diagnostic, ...]
     invalid_apps: tuple[AppKey, ...]
     ignored: tuple[Ignored, ...]
+    settings_problems: tuple[Diagnostic, ...] = ()
+    """Why ``gitdeploy.yaml`` cannot be used (also in ``diagnostics``): the loop applies nothing
+    of such a commit, because its ``paths`` and ``allowedNamespaces`` would not hold."""
 
     @property
     def ok(self) -> bool:
         return not self.diagnostics
+
+    def with_settings_problems(self, problems: Iterable[Diagnostic]) -> LoadResult:
+        """This result with problems of ``gitdeploy.yaml`` first among its diagnostics."""
+        found = tuple(problems)
+        if not found:
+            return self
+        return replace(
+            self,
+            diagnostics=found + self.diagnostics,
+            settings_problems=self.settings_problems + found,
+        )
 
 
 def _doc_problem(doc: Document, message: str, hint: str) -> Diagnostic:
@@ -140,8 +155,44 @@ def parse_settings(source: ManifestFile | None) -> tuple[RepoSettings, list[Diag
         default_namespace=str(data.get("defaultNamespace", "default")),
         prune=bool(data.get("prune", False)),
         auto_rollback=data.get("autoRollback"),
+        prune_limit=parse_prune_limit(data.get("pruneLimit", "")) or PruneLimit(),
     )
     return settings, []
+
+
+def unmatched_paths(
+    source: ManifestFile | None, settings: RepoSettings, manifest_paths: Iterable[str]
+) -> list[Diagnostic]:
+    """A problem for every ``paths`` entry of ``gitdeploy.yaml`` under which no manifest file lies
+    (``manifest_paths`` relative to where the settings file is): with it, every app that was there
+    would look removed from git. Empty without ``paths``."""
+    wanted = [p for p in settings.paths if p not in (".", "")]
+    if not wanted or source is None:
+        return []
+    left = set(wanted)
+    for path in manifest_paths:
+        left -= {p for p in left if path == p or path.startswith(p + "/")}
+        if not left:
+            return []
+    documents, _ = parse_documents(source)
+    entries = [str(e).strip("/") for e in documents[0].data.get("paths", [])] if documents else []
+    found = []
+    for index, entry in enumerate(entries):
+        if str(PurePosixPath(entry)) in left:
+            line, column = documents[0].position(("paths", index))
+            found.append(
+                Diagnostic(
+                    source.path,
+                    line,
+                    column,
+                    "",
+                    f"paths entry '{entry}' matches no manifest file",
+                    "fix the directory name or remove the entry; until then nothing of this commit "
+                    "deploys and nothing is pruned",
+                    f"paths[{index}]",
+                )
+            )
+    return found
 
 
 def is_manifest_path(path: str, settings: RepoSettings) -> bool:
@@ -285,11 +336,10 @@ def _check_repo_rules(
 def load_files(files: Iterable[ManifestFile], settings_file: ManifestFile | None = None) -> LoadResult:
     """Analyse and assemble a set of files (from a directory or a git commit)."""
     settings, settings_problems = parse_settings(settings_file)
-    analyses = [analyse_file(f) for f in files if is_manifest_path(f.path, settings)]
-    result = assemble(analyses, settings)
-    if settings_problems:
-        result = replace(result, diagnostics=tuple(settings_problems) + result.diagnostics)
-    return result
+    wanted = [f for f in files if is_manifest_path(f.path, settings)]
+    result = assemble([analyse_file(f) for f in wanted], settings)
+    unmatched = unmatched_paths(settings_file, settings, (f.path for f in wanted))
+    return result.with_settings_problems([*settings_problems, *unmatched])
 
 
 def read_directory(root: Path) -> tuple[list[ManifestFile], ManifestFile | None, list[Diagnostic]]:

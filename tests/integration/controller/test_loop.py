@@ -130,9 +130,9 @@ def test_after_a_restart_an_app_in_a_file_that_does_not_parse_is_not_pruned(
     with ConfigRepo(git_remote.url, state_dir=tmp_path / "restarted") as repo:
         restarted = Controller(repo, adapter, fake_clock, workers=2, prune=True)
         reports = settle(restarted, fake_clock)
-    # Then api (in git, but in a file that says nothing) keeps running, and the report says why
+    # Then api (its last known file is in git, but says nothing) is invalid, not an orphan, and runs
     api = reports[AppKey("shop", "api")]
-    assert api.sync == "Orphaned" and "not pruned while apps/api.yaml cannot be read" in api.message
+    assert api.sync == "InvalidManifest" and api.message.startswith("apps/api.yaml:3:1: invalid YAML"), api
     assert [rs.state.replicas for rs in adapter.list_replica_sets("shop", "api")] == [2]
     assert adapter.read_app_record("shop", "api") is not None
     # And once the file parses again, api is an app like any other
@@ -196,11 +196,13 @@ def test_no_change_poll_makes_no_api_call_and_a_pass_lists_once_per_namespace(
 
 
 _WEB2 = deployment("web", "nginx:2")
+_DB16 = deployment("db", "postgres:16")
 _BAD_API = deployment("api").replace("replicas: 2", 'replicas: "two"')
 _BROKEN_DB = deployment("db").replace("replicas: 2", "replicas: -1")
 _THREE = {f"apps/{name}.yaml": deployment(name) for name in ("web", "api", "db")}
 
-# (commit subject, files to write (None: delete), apps, invalid apps, orphaned apps, apps made due)
+# (commit subject, files to write (None: delete), apps, invalid apps, orphaned apps, apps made due:
+# the changed ones, and every orphan, since whether it may be pruned depends on the whole commit)
 # fmt: off
 _DESIRED_STEPS: list[tuple[str, dict[str, str | None], set[str], set[str], set[str], set[str]]] = [
     ("three apps", {**_THREE}, {"web", "api", "db"}, set(), set(), {"web", "api", "db"}),
@@ -208,13 +210,13 @@ _DESIRED_STEPS: list[tuple[str, dict[str, str | None], set[str], set[str], set[s
     ("docs only", {"README.md": "# hi\n"}, {"web", "api", "db"}, set(), set(), set()),
     ("break api, last good kept", {"apps/api.yaml": _BAD_API}, {"web", "api", "db"}, {"api"}, set(), {"api"}),
     ("remove api while invalid", {"apps/api.yaml": None}, {"web", "db"}, set(), {"api"}, {"api"}),
-    ("break db", {"apps/db.yaml": _BROKEN_DB}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
-    ("fix db", {"apps/db.yaml": deployment("db", "postgres:16")}, {"web", "db"}, set(), {"api"}, {"db"}),
-    ("db's YAML breaks: not gone", {"apps/db.yaml": "kind: ["}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
-    ("still broken", {"apps/db.yaml": "kind: [ ["}, {"web", "db"}, {"db"}, {"api"}, {"db"}),
-    ("db's YAML fixed", {"apps/db.yaml": deployment("db")}, {"web", "db"}, set(), {"api"}, {"db"}),
-    ("remove web", {"apps/web.yaml": None}, {"db"}, set(), {"api", "web"}, {"web"}),
-    ("web again", {"apps/web.yaml": _WEB2}, {"db", "web"}, set(), {"api", "web"}, {"web"}),
+    ("break db", {"apps/db.yaml": _BROKEN_DB}, {"web", "db"}, {"db"}, {"api"}, {"db", "api"}),
+    ("fix db", {"apps/db.yaml": _DB16}, {"web", "db"}, set(), {"api"}, {"db", "api"}),
+    ("db's YAML breaks: kept", {"apps/db.yaml": "kind: ["}, {"web", "db"}, {"db"}, {"api"}, {"db", "api"}),
+    ("still broken", {"apps/db.yaml": "kind: [ ["}, {"web", "db"}, {"db"}, {"api"}, {"db", "api"}),
+    ("db's YAML fixed", {"apps/db.yaml": deployment("db")}, {"web", "db"}, set(), {"api"}, {"db", "api"}),
+    ("remove web", {"apps/web.yaml": None}, {"db"}, set(), {"api", "web"}, {"web", "api"}),
+    ("web again", {"apps/web.yaml": _WEB2}, {"db", "web"}, set(), {"api", "web"}, {"web", "api"}),
 ]
 # fmt: on
 

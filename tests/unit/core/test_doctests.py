@@ -7,10 +7,12 @@ from types import ModuleType
 
 import pytest
 
-from gitdeploy.core import hooks, records, recovery, rollout, timestamps
+from gitdeploy.core import hooks, pruning, records, recovery, rollout, timestamps
 
 
-@pytest.mark.parametrize("module", [hooks, records, recovery, rollout, timestamps], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [hooks, pruning, records, recovery, rollout, timestamps], ids=lambda m: m.__name__
+)
 def test_docstring_examples(module: ModuleType) -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

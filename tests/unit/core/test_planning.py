@@ -189,6 +189,13 @@ def test_remove_says_whether_prune_is_on(prune: bool) -> None:
     assert ("prune is on" in plan.reason) is prune
 
 
+def test_remove_of_an_app_that_opts_out_of_prune_keeps_it() -> None:
+    kept = replace(make_app(), annotations=(("gitdeploy.io/prune", "false"),))
+    plan = plan_app(KEY, kept, None, settings=RepoSettings(prune=True))
+    assert plan.prune is False
+    assert plan.reason == 'no longer in git: keeps running, never pruned (gitdeploy.io/prune: "false")'
+
+
 def test_manual_reasons_and_rollback_named() -> None:
     manual = plan_app(
         KEY,

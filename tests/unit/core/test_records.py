@@ -88,6 +88,8 @@ FULL_RECORD = AppRecord(
         location="apps/web.yaml:3",
         updated_at=1_700_000_100.0,
     ),
+    prune_protected=True,
+    prune_confirmed="d" * 40,
 )
 
 
@@ -121,6 +123,8 @@ def test_json_form_uses_the_documented_keys() -> None:
         "deployRequested",
         "lastSyncedCommit",
         "pin",
+        "pruneConfirmed",
+        "pruneProtected",
         "recovery",
         "revisions",
         "status",

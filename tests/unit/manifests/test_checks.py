@@ -385,6 +385,34 @@ CASES: list[tuple[str, dict[str, str], str | None, str, int, str]] = [
         "gitdeploy.io/auto-rollback is 'maybe'",
     ),
     (
+        "prune-annotation-not-boolean",
+        {
+            "web.yaml": DEPLOYMENT.replace(
+                "name: web\nspec", "name: web\n  annotations:\n    gitdeploy.io/prune: never\nspec"
+            )
+        },
+        None,
+        "web.yaml",
+        6,
+        "gitdeploy.io/prune is 'never'",
+    ),
+    (
+        "settings-prune-limit-not-a-limit",
+        {"web.yaml": DEPLOYMENT},
+        "prune: true\npruneLimit: 5 apps\n",
+        "gitdeploy.yaml",
+        2,
+        "pruneLimit",
+    ),
+    (
+        "settings-paths-entry-matches-nothing",
+        {"apps/web.yaml": DEPLOYMENT},
+        "paths:\n  - apps\n  - appz/\n",
+        "gitdeploy.yaml",
+        3,
+        "paths entry 'appz' matches no manifest file",
+    ),
+    (
         "settings-unknown-field",
         {"web.yaml": DEPLOYMENT},
         "paths: [apps]\npurne: true\n",

@@ -1,0 +1,257 @@
+"""Apps that are in the cluster but not (validly) in git: what each is, and whether prune deletes it.
+
+The rules are :mod:`gitdeploy.core.pruning`'s: an app whose manifest still names it is never an
+orphan; prune needs a commit whose every file validated; one commit's prunes above ``pruneLimit``
+are held (a ``PruneHeld`` status and a Warning event on the app record) until a person confirms
+them for that commit (:func:`confirm_held_prunes`, ``gitdeploy prune --confirm``); an app whose
+manifest said ``gitdeploy.io/prune: "false"`` is kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from gitdeploy.clock import Clock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.diagnostics import Diagnostic
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord, record_name
+from gitdeploy.core.pruning import PRUNE_ANNOTATION, PruneLimit, held_message, prune_blocker
+from gitdeploy.core.records import AppRecord, SyncStatus, load_record
+from gitdeploy.core.syncstate import Health, Sync
+from gitdeploy.errors import GitdeployError
+from gitdeploy.manifests.loader import LoadResult
+
+log = logging.getLogger("gitdeploy.loop")
+
+HELD_EVENT = "PruneHeld"
+
+
+@dataclass(frozen=True)
+class PruneGate:
+    """What the current head decides for every orphan."""
+
+    head: str
+    prune: bool
+    """Prune is on (``--prune``, or the repo's ``prune`` setting)."""
+    blocker: str = ""
+    """Why nothing may be pruned at this head ('' when nothing blocks)."""
+    held: str = ""
+    """Why this head's prunes wait for a person ('' when they are within ``pruneLimit``)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one pass concluded about an app without a valid manifest."""
+
+    sync: str
+    health: str
+    phase: str
+    message: str
+
+
+def decide_gate(
+    head: str, prune: bool, diagnostics: Iterable[Diagnostic], pending: int, apps: int, limit: PruneLimit
+) -> PruneGate:
+    """What a head whose settings are good decides for its orphans: ``pending`` of them would be
+    pruned (the opted-out ones aside), while ``apps`` apps are in git."""
+    blocker = prune_blocker("", diagnostics)
+    if not prune or blocker:
+        return PruneGate(head, prune, blocker)
+    managed = apps + pending
+    if pending <= limit.of(managed):
+        return PruneGate(head, True)
+    return PruneGate(head, True, held=held_message(pending, head, limit, managed))
+
+
+def unreadable_files(desired: LoadResult) -> dict[str, list[str]]:
+    """Manifest files with a problem that names no app (YAML that does not parse, a document
+    without kind or name), with those problems: any app could be in them."""
+    unreadable: dict[str, list[str]] = defaultdict(list)
+    for diagnostic in desired.diagnostics:
+        if not diagnostic.app:
+            unreadable[diagnostic.file].append(diagnostic.render())
+    return unreadable
+
+
+def unreadable_home(record: AppRecord, unreadable: Mapping[str, list[str]]) -> str | None:
+    """The problems of the file the record last placed the app in, when that file no longer parses
+    (it may still hold the app: the app is invalid, not gone); else None."""
+    status = record.status
+    home = status.location.rsplit(":", 1)[0] if status is not None and status.location else ""
+    found = unreadable.get(home) if home else None
+    return "; ".join(found) if found else None
+
+
+StatusWriter = Callable[[AppRecord, str, str, str, str], AppRecord]
+"""``(record, sync, health, message, location) -> record`` with that status (unchanged when the
+verdict is)."""
+
+
+def record_of(stored: StoredRecord | None) -> AppRecord | None:
+    """The stored record; a damaged one → :class:`DamagedRecordError` that says what to do."""
+    return None if stored is None else load_record(stored.namespace, stored.app, stored.payload)
+
+
+def last_health(record: AppRecord | None, replica_sets: list[ObservedReplicaSet]) -> str:
+    """The health the loop last saw for an app it cannot step now (no valid manifest)."""
+    if record is not None and record.status is not None and record.status.health:
+        return record.status.health
+    return Health.HEALTHY if any(rs.state.replicas for rs in replica_sets) else Health.MISSING
+
+
+class OrphanHandler:
+    """Passes over apps the head does not hold validly: orphans, and apps known only from records."""
+
+    def __init__(self, cluster: Cluster, clock: Clock, write_status: StatusWriter) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.write_status = write_status
+
+    def without_manifest(
+        self,
+        key: AppKey,
+        sync: str,
+        message: str,
+        replica_sets: list[ObservedReplicaSet],
+        stored: StoredRecord | None,
+    ) -> Verdict:
+        """An app that runs but that this pass cannot step: its manifest is invalid (and there is no
+        last good one, after a restart), or the head's settings cannot be used. Nothing is touched
+        but the record's status."""
+        record = record_of(stored)
+        health = last_health(record, replica_sets)
+        location = record.status.location if record is not None and record.status is not None else ""
+        self._write(key, stored, record, lambda r: self.write_status(r, sync, health, message, location))
+        return Verdict(sync, health, "", message)
+
+    def orphan(
+        self,
+        key: AppKey,
+        note: str,
+        replica_sets: list[ObservedReplicaSet],
+        stored: StoredRecord | None,
+        gate: PruneGate,
+        protected: bool,
+    ) -> Verdict:
+        """An app that left git: kept (and why), held, or pruned."""
+        record = record_of(stored)
+        protected = protected or (record is not None and record.prune_protected)
+        health = last_health(record, replica_sets)
+        if not gate.prune:
+            return self._kept(key, stored, record, health, f"{note}; prune is off")
+        if protected:
+            return self._kept(
+                key, stored, record, health, f'{note}; kept: its manifest said {PRUNE_ANNOTATION}: "false"'
+            )
+        if gate.blocker:
+            return self._kept(key, stored, record, health, f"{note}; {gate.blocker}")
+        if gate.held and (record is None or record.prune_confirmed != gate.head):
+            return self._held(key, stored, record, health, gate)
+        self._delete(key, replica_sets)
+        log.info("[%s] pruned: %s", key, note)
+        return Verdict(Sync.ORPHANED, Health.MISSING, "Pruned", f"pruned ({note})")
+
+    def _kept(
+        self, key: AppKey, stored: StoredRecord | None, record: AppRecord | None, health: str, message: str
+    ) -> Verdict:
+        self._write(key, stored, record, lambda r: self.write_status(r, Sync.ORPHANED, health, message, ""))
+        return Verdict(Sync.ORPHANED, health, "Orphaned", message)
+
+    def _held(
+        self, key: AppKey, stored: StoredRecord | None, record: AppRecord | None, health: str, gate: PruneGate
+    ) -> Verdict:
+        """Write the held status against this head (a confirmation names it), and say so in an
+        event once per head."""
+        current = record.status if record is not None else None
+        if current is None or (current.sync, current.commit, current.message) != (
+            Sync.PRUNE_HELD,
+            gate.head,
+            gate.held,
+        ):
+            status = SyncStatus(Sync.PRUNE_HELD, health, gate.held, gate.head, "", self.clock.now())
+            self._write(key, stored, record, lambda r: dataclasses.replace(r, status=status))
+            log.warning("[%s] %s", key, gate.held)
+            if stored is not None:
+                self._event(key, stored, gate.held)
+        return Verdict(Sync.PRUNE_HELD, health, "PruneHeld", gate.held)
+
+    def _event(self, key: AppKey, stored: StoredRecord, message: str) -> None:
+        try:
+            self.cluster.record_event(
+                key.namespace,
+                ("ConfigMap", record_name(key.name), stored.uid),
+                HELD_EVENT,
+                message,
+                warning=True,
+                now=self.clock.now(),
+            )
+        except GitdeployError as problem:  # an event is never worth failing a pass for
+            log.warning("[%s] could not record event %s: %s", key, HELD_EVENT, problem.message)
+
+    def _write(
+        self,
+        key: AppKey,
+        stored: StoredRecord | None,
+        record: AppRecord | None,
+        change: Callable[[AppRecord], AppRecord],
+    ) -> None:
+        if stored is None or record is None:
+            return
+        updated = change(record)
+        if updated != record:
+            self.cluster.write_app_record(key.namespace, key.name, updated.to_json(), stored.resource_version)
+
+    def _delete(self, key: AppKey, replica_sets: list[ObservedReplicaSet]) -> None:
+        for rs in replica_sets:
+            if rs.app == key.name and rs.state.replicas:
+                self.cluster.scale_replica_set(key.namespace, rs.name, 0)
+        for rs in replica_sets:
+            if rs.app == key.name:
+                self.cluster.delete_replica_set(key.namespace, rs.name)
+        self.cluster.delete_app_record(key.namespace, key.name)
+
+
+@dataclass(frozen=True)
+class HeldPrune:
+    """An app whose prune waits for a person, as its record says."""
+
+    key: AppKey
+    commit: str
+    message: str
+    confirmed: bool
+
+
+def list_held_prunes(cluster: Cluster, namespace: str | None = None) -> list[HeldPrune]:
+    """The apps whose status is ``PruneHeld`` (damaged records are skipped: they hold nothing)."""
+    held = []
+    for stored in cluster.list_app_records(namespace):
+        try:
+            record = AppRecord.from_json(stored.payload)
+        except GitdeployError:
+            continue
+        status = record.status
+        if status is not None and status.sync == Sync.PRUNE_HELD:
+            key = AppKey(stored.namespace, stored.app)
+            held.append(
+                HeldPrune(key, status.commit, status.message, record.prune_confirmed == status.commit)
+            )
+    return sorted(held, key=lambda h: h.key)
+
+
+def confirm_held_prunes(cluster: Cluster, held: list[HeldPrune]) -> None:
+    """Confirm each held prune for the commit that holds it: the loop deletes the app at its next
+    pass while its head is still that commit (a newer commit's prunes need a new confirmation)."""
+    for item in held:
+        stored = cluster.read_app_record(item.key.namespace, item.key.name)
+        record = record_of(stored)
+        if stored is None or record is None or record.status is None or record.status.commit != item.commit:
+            continue  # pruned, or decided again at another commit meanwhile
+        updated = dataclasses.replace(record, prune_confirmed=item.commit)
+        cluster.write_app_record(
+            item.key.namespace, item.key.name, updated.to_json(), stored.resource_version
+        )
