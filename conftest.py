@@ -5,4 +5,5 @@ pytest_plugins: list[str] = [
     "tests.fixtures.gitrepo",
     "tests.fixtures.cluster",
     "tests.fixtures.registry",
+    "tests.fixtures.signing",
 ]

@@ -22,6 +22,7 @@ from gitdeploy.cli.image_options import image_options, image_settings
 from gitdeploy.cli.output import output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.target import open_cluster, resolve_target
+from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.clock import SystemClock
 from gitdeploy.cluster.apirequests import observe_api_requests
 from gitdeploy.controller.inspect import list_app_views
@@ -43,6 +44,7 @@ from gitdeploy.server.http import (
 from gitdeploy.server.metrics import Metrics
 from gitdeploy.server.webhook import PushEvent
 from gitdeploy.source.repo import ConfigRepo
+from gitdeploy.source.urls import parse_repo_url
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -89,7 +91,7 @@ def repo_options(command: Any) -> Any:
         ]
     ):
         command = option(command)
-    return image_options(command)  # --image-interval, --registry-config, --insecure-registry
+    return trusted_key_option(image_options(command))  # --image-interval, ..., --trusted-key
 
 
 def leader_options(command: Any) -> Any:
@@ -170,10 +172,14 @@ def _controller(
     prune: bool | None,
     workers: int,
     namespaces: tuple[str, ...] = (),
+    trusted_keys: tuple[str, ...] = (),
 ) -> Iterator[Controller]:
     cli = get_context(ctx)
+    trusted = load_trusted_keys(trusted_keys, cli.state_dir)
     cluster = open_cluster(cli)
-    with ConfigRepo(repo, ref=branch, subpath=subpath, state_dir=cli.state_dir) as source:
+    with ConfigRepo(
+        repo, ref=branch, subpath=subpath, state_dir=cli.state_dir, trusted_keys=trusted
+    ) as source:
         controller = Controller(
             source,
             cluster,
@@ -275,6 +281,7 @@ def run(
     prune: bool | None,
     workers: int,
     namespaces: tuple[str, ...],
+    trusted_keys: tuple[str, ...],
     interval: float,
     log_format: str,
     listen: str | None,
@@ -332,7 +339,11 @@ def run(
     if listen:
         host, port = parse_listen_address(listen)
         webhook = (
-            WebhookSettings(secret=read_secret_file(webhook_secret_file), repo_url=repo, branch=branch)
+            WebhookSettings(
+                secret=read_secret_file(webhook_secret_file),
+                repo_url=parse_repo_url(repo).display,  # matched without credentials
+                branch=branch,
+            )
             if webhook_secret_file
             else None
         )
@@ -347,7 +358,9 @@ def run(
         server.start()
     try:
         with (
-            _controller(ctx, repo, branch, subpath, prune, workers, namespaces) as controller,
+            _controller(
+                ctx, repo, branch, subpath, prune, workers, namespaces, trusted_keys
+            ) as controller,
             _leadership(
                 ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
             ) as acting,
@@ -355,7 +368,7 @@ def run(
             instrument(controller, metrics, notifier)
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
-            source = f"{repo} ({branch})"
+            source = f"{controller.repo.url.display} ({branch})"
             _loop(controller, stop, wake, pushed, interval, metrics, readiness, source, acting)
     finally:
         if notifier is not None:
@@ -439,6 +452,7 @@ def sync(
     prune: bool | None,
     workers: int,
     namespaces: tuple[str, ...],
+    trusted_keys: tuple[str, ...],
     wait: bool,
     timeout: float,
     output: str,
@@ -455,11 +469,12 @@ def sync(
     """
     if get_context(ctx).debug:
         _setup_logging(True, "text")
-    with _controller(ctx, repo, branch, subpath, prune, workers, namespaces) as controller:
+    with _controller(ctx, repo, branch, subpath, prune, workers, namespaces, trusted_keys) as controller:
         controller.poll()
         if controller.source_error is not None:
             raise PermanentError(
-                f"cannot read {repo}: {controller.source_error}", hint="check --repo and --branch"
+                f"cannot read {controller.repo.url.display}: {controller.source_error}",
+                hint=controller.source_hint or "check --repo and --branch",
             )
         keys = _select(controller, apps)
         deadline = time.monotonic() + timeout

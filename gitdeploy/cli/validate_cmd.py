@@ -12,12 +12,12 @@ from rich.text import Text
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.output import MACHINE_FORMATS, console, output_option, print_data, print_table
+from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import LoadResult, load_directory, load_files
 from gitdeploy.source.repo import ConfigRepo
-from gitdeploy.source.signatures import TrustedKeys
 
 
 def _display(prefix: str, file: str) -> str:
@@ -98,7 +98,7 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
 def _load_repo(
     state_dir: Path, repo: str, ref: str | None, subpath: str, keys: tuple[str, ...]
 ) -> LoadResult:
-    trusted = TrustedKeys.from_key_files(keys, state_dir=state_dir) if keys else None
+    trusted = load_trusted_keys(keys, state_dir)
     with ConfigRepo(repo, ref=ref, subpath=subpath, state_dir=state_dir, trusted_keys=trusted) as source:
         head = source.poll().head
         return DesiredStateReader(source).load(head)
@@ -113,13 +113,7 @@ def _load_repo(
 @click.option(
     "--path", "subpath", default="", help="With --repo: the directory of the repo that holds the config."
 )
-@click.option(
-    "--trusted-key",
-    "trusted_keys",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="With --repo: refuse a head commit not signed by one of these GPG public keys (repeatable).",
-)
+@trusted_key_option
 @output_option()
 @click.pass_context
 def validate(

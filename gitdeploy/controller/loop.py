@@ -177,6 +177,8 @@ class Controller:
         self.failures: dict[AppKey, int] = defaultdict(int)
         self.reports: dict[AppKey, AppReport] = {}
         self.source_error: str | None = None
+        self.source_hint: str | None = None
+        """What to do about ``source_error`` (the error's hint), for the CLI."""
         self._commits: dict[str, CommitRef] = {}
         """Commit that last changed each manifest file, at the current head (cleared when it moves)."""
         self._next_resync = 0.0
@@ -211,22 +213,32 @@ class Controller:
             result = self.repo.poll(pushed)
         except GitdeployError as problem:
             self._observe(self.poll_observers, time.perf_counter() - started, True)
-            self.source_error = problem.message
-            last = self.head[:7] if self.head else "none yet"
-            log.warning(
-                "[source] unavailable (%s); last synced commit %s; nothing changes", problem.message, last
-            )
-            for key in self.apps:
-                self._report_source_unavailable(key)
+            self._source_failed(problem)
             return False
         self._observe(self.poll_observers, time.perf_counter() - started, False)
-        self.source_error = None
         if result.head == self.head:
+            self.source_error = self.source_hint = None
             return False
-        desired = self.reader.load(result.head)
+        try:
+            desired = self.reader.load(result.head)
+        except GitdeployError as problem:  # the commit as a whole cannot be read: none of it applies
+            self._source_failed(problem)
+            return False
+        self.source_error = self.source_hint = None
         self._apply_desired(desired, result.head)
         self._images_stale = True  # resolved by the next pass: a standby polls but writes nothing
         return True
+
+    def _source_failed(self, problem: GitdeployError) -> None:
+        """Nothing new applies: what runs stays at the last synced commit, every app says why."""
+        self.source_error = problem.message
+        self.source_hint = problem.hint or None
+        last = self.head[:7] if self.head else "none yet"
+        log.warning(
+            "[source] unavailable (%s); last synced commit %s; nothing changes", problem.message, last
+        )
+        for key in self.apps:
+            self._report_source_unavailable(key)
 
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
         now = self.clock.now()

@@ -88,9 +88,7 @@ def test_a_database_from_before_the_index_gets_it(tmp_path: Path, fake_clock: Fa
     with LocalCluster(tmp_path, clock=fake_clock) as cluster:
         api = api_client_for(cluster)
         core: Any = client.CoreV1Api(api)
-        core.create_namespaced_config_map(
-            "default", {"metadata": {"name": "web", "labels": {APP: "web"}}}
-        )
+        core.create_namespaced_config_map("default", {"metadata": {"name": "web", "labels": {APP: "web"}}})
         api.close()
     with sqlite3.connect(tmp_path / "cluster.db") as db:
         db.execute("DROP INDEX objects_app")

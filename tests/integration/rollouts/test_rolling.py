@@ -75,9 +75,7 @@ def test_each_step_writes_each_replica_set_once_creation_included(world: World) 
     # first wave (not with 2, then scaled to 4); each later step wrote each ReplicaSet once
     story = world.scaling_story(v2, v2.template_hash)[before:]
     assert story == ["old→6", "new→4", "old→2", "new→8", "old→0"]
-    writes = {
-        verb: world.cluster.stats.count(verb, "replicasets") for verb in ("create", "patch", "update")
-    }
+    writes = {verb: world.cluster.stats.count(verb, "replicasets") for verb in ("create", "patch", "update")}
     # four scales, and the Complete phase on the new ReplicaSet
     assert writes == {"create": 1, "patch": 5, "update": 0}
     # and at every instant at least 6 pods were available and at most 10 existed

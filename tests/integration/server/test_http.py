@@ -280,8 +280,9 @@ def test_pushes_to_other_branches_or_repos_are_accepted_and_ignored(
     other_repo = github_push_body(repo="acme/other")
     tag = github_push_body(ref="refs/tags/v1.0.0")
 
-    answers = [client.post("/hooks/git", content=b, headers=signed(b))
-               for b in (other_branch, other_repo, tag)]
+    answers = [
+        client.post("/hooks/git", content=b, headers=signed(b)) for b in (other_branch, other_repo, tag)
+    ]
 
     assert [a.status_code for a in answers] == [202, 202, 202]
     assert all(a.text.endswith("\n") and a.text.count("\n") == 1 for a in answers)
@@ -375,8 +376,12 @@ def test_read_secret_file_strips_the_trailing_newline(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [(":8080", ("", 8080)), ("0.0.0.0:9090", ("0.0.0.0", 9090)), ("localhost:0", ("localhost", 0)),
-     ("[::]:8080", ("::", 8080))],
+    [
+        (":8080", ("", 8080)),
+        ("0.0.0.0:9090", ("0.0.0.0", 9090)),
+        ("localhost:0", ("localhost", 0)),
+        ("[::]:8080", ("::", 8080)),
+    ],
 )
 def test_parse_listen_address(text: str, expected: tuple[str, int]) -> None:
     assert parse_listen_address(text) == expected

@@ -125,9 +125,7 @@ def test_reference_without_tag_or_digest_is_refused() -> None:
         ImageReference("docker.io", "library/nginx", tag=None)
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"), [("nginx:1", "1"), (f"nginx@{D1}", D1), (f"nginx:1@{D1}", D1)]
-)
+@pytest.mark.parametrize(("text", "expected"), [("nginx:1", "1"), (f"nginx@{D1}", D1), (f"nginx:1@{D1}", D1)])
 def test_manifest_reference_prefers_the_digest(text: str, expected: str) -> None:
     assert parse_image_reference(text).manifest_reference == expected
 

@@ -1,0 +1,152 @@
+"""Hostile input while apps run: unsigned and tampered commits, files that try to crash the reader,
+secrets in the repo URL, forged log lines, and webhook floods. Each is refused or becomes that
+input's diagnostic; the process keeps going and what runs is untouched."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.manifests import deployment
+from tests.fixtures.signing import SigningKey, commit_signed, needs_gpg, push_tampered_commit
+
+SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_git_config(isolated_git_config: None) -> None:
+    """git runs without the machine's configuration."""
+
+
+def images_by_revision(run_cli: RunCli, app: str = "shop/web") -> dict[int, list[str]]:
+    """What each revision of ``app`` deployed, from `gitdeploy history -o json`."""
+    done = run_cli("history", app, "-o", "json")
+    if done.returncode == 1 and "no app" in done.stderr:
+        return {}
+    assert done.returncode == 0, done.stderr
+    return {e["revision"]: [i["image"] for i in e["images"]] for e in json.loads(done.stdout)}
+
+
+def eventually(check: Callable[[], bool], what: str, attempts: int = 600) -> None:
+    """Wait until ``check()`` holds (a bound against hanging, not a measurement)."""
+    for _ in range(attempts):
+        if check():
+            return
+        subprocess.run(["sleep", "0.1"], check=True)
+    raise AssertionError(f"gave up waiting: {what}")
+
+
+@contextmanager
+def running(tmp_path: Path, *args: str) -> Iterator[Callable[[], str]]:
+    """`gitdeploy run ARGS` in a subprocess; yields a function that returns its log so far.
+    On exit: SIGTERM, and the process must have ended by itself with code 0."""
+    log = tmp_path / "run.log"
+    env = {**os.environ, "GITDEPLOY_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
+    env.pop("KUBECONFIG", None)
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [gitdeploy_executable(), "run", "--no-leader-elect", *args], env=env, stdout=out, stderr=out
+        )
+    try:
+        yield log.read_text
+        assert process.poll() is None, f"gitdeploy run exited: {log.read_text()}"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        finally:
+            process.kill()
+    assert process.returncode == 0, log.read_text()
+
+
+# -- commit signatures ----------------------------------------------------------------------------
+
+
+@needs_gpg
+def test_sync_and_plan_refuse_unsigned_unknown_and_bad_heads_and_deploy_the_next_signed_one(
+    run_cli: RunCli, cluster: None, git_remote: GitRemote, signing_keys: tuple[SigningKey, SigningKey]
+) -> None:
+    trusted, stranger = signing_keys
+    key = ("--trusted-key", str(trusted.public_key_file))
+    sync = ("sync", "--repo", git_remote.url, "--wait", *key)
+    # Given web at nginx:1.25 from a commit signed with the trusted key
+    commit_signed(
+        git_remote,
+        trusted,
+        "Deploy web",
+        {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web", "shop")},
+    )
+    first = run_cli(*sync)
+    assert first.returncode == 0, first.stderr
+    assert images_by_revision(run_cli) == {1: ["nginx:1.25"]}
+    evil = {"apps/web.yaml": deployment("web", "shop", image="evil:666")}
+
+    innocent: dict[str, str | bytes] = {"apps/web.yaml": deployment("web", "shop")}
+    heads: list[tuple[Callable[[], str], str]] = [
+        (lambda: git_remote.commit_and_push("Unsigned", evil), "is not signed"),
+        (lambda: commit_signed(git_remote, stranger, "Stranger", evil), "which is not trusted"),
+        (lambda: push_tampered_commit(git_remote, trusted, innocent, evil), "bad signature"),
+    ]
+    for push, reason in heads:
+        # When the head is unsigned, signed by a stranger, or signed but with its tree swapped
+        sha = push()
+        # Then sync and plan refuse it, naming the commit and why, and nothing of it deploys
+        refused = run_cli(*sync)
+        assert refused.returncode == 1
+        assert sha[:12] in refused.stderr and reason in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert images_by_revision(run_cli) == {1: ["nginx:1.25"]}
+        plan = run_cli("plan", "--repo", git_remote.url, "--base", "main", "--head", sha, *key)
+        assert plan.returncode == 1 and reason in plan.stderr, plan.stderr
+
+    # When a correctly signed commit follows, it deploys normally
+    commit_signed(
+        git_remote, trusted, "Bump web", {"apps/web.yaml": deployment("web", "shop", image="nginx:1.27")}
+    )
+    fixed = run_cli(*sync)
+    assert fixed.returncode == 0, fixed.stderr
+    assert images_by_revision(run_cli) == {1: ["nginx:1.25"], 2: ["nginx:1.27"]}
+
+
+@needs_gpg
+def test_run_keeps_the_last_signed_commit_while_the_head_is_tampered_with_and_moves_on_after(
+    run_cli: RunCli,
+    cluster: None,
+    git_remote: GitRemote,
+    tmp_path: Path,
+    signing_keys: tuple[SigningKey, SigningKey],
+) -> None:
+    trusted, _ = signing_keys
+    commit_signed(
+        git_remote,
+        trusted,
+        "Deploy web",
+        {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web", "shop")},
+    )
+    args = ("--repo", git_remote.url, "--interval", "300ms", "--trusted-key", str(trusted.public_key_file))
+    with running(tmp_path, *args) as log:
+        eventually(lambda: images_by_revision(run_cli).get(1) == ["nginx:1.25"], "web deployed")
+        # When a commit signed, then with its tree swapped to run evil:666, becomes the head
+        evil = {"apps/web.yaml": deployment("web", "shop", image="evil:666")}
+        tampered = push_tampered_commit(
+            git_remote, trusted, {"apps/web.yaml": deployment("web", "shop")}, evil
+        )
+        # Then run says so, naming the commit, keeps going, and deploys nothing of it
+        eventually(lambda: f"commit {tampered[:12]} has a bad signature" in log(), "the refusal in the log")
+        status = run_cli("status", "shop/web", "-o", "json")
+        assert tampered[:12] not in status.stdout
+        # When a correctly signed commit follows, it deploys
+        commit_signed(
+            git_remote, trusted, "Bump", {"apps/web.yaml": deployment("web", "shop", image="nginx:1.27")}
+        )
+        eventually(lambda: images_by_revision(run_cli).get(2) == ["nginx:1.27"], "the signed commit deployed")
+    assert "evil:666" not in json.dumps(images_by_revision(run_cli))
