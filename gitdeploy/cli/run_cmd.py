@@ -358,9 +358,7 @@ def run(
         server.start()
     try:
         with (
-            _controller(
-                ctx, repo, branch, subpath, prune, workers, namespaces, trusted_keys
-            ) as controller,
+            _controller(ctx, repo, branch, subpath, prune, workers, namespaces, trusted_keys) as controller,
             _leadership(
                 ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
             ) as acting,
@@ -460,7 +458,8 @@ def sync(
     """One pass at the tracked head; with --wait, until the rollouts end.
 
     Exit code: 0 when every app (or every APP named) is Synced or Pinned and not Degraded;
-    1 otherwise (a rollout failed, a manifest is invalid, the repo is unreachable, or --timeout).
+    1 otherwise (a rollout failed, a manifest or a file is invalid, the repo is unreachable or its
+    head is not signed by a --trusted-key, or --timeout).
 
     \b
     Examples:
@@ -507,7 +506,12 @@ def sync(
         )
     else:
         print_table(["app", "sync", "health", "revision", "message"], [_report_row(r) for r in rows])
-    good = all(r.sync in (Sync.SYNCED, Sync.PINNED) and r.health == Health.HEALTHY for r in rows)
+    unread = file_problems(controller)
+    for problem in unread:  # files that hold no app gitdeploy could name, and why
+        click.echo(f"error: {problem}", err=True)
+    good = not unread and all(
+        r.sync in (Sync.SYNCED, Sync.PINNED) and r.health == Health.HEALTHY for r in rows
+    )
     if wait and not all(r.settled for r in rows):
         click.echo(
             f"error: timed out after {timeout:.0f} s waiting for the rollouts "
@@ -517,6 +521,12 @@ def sync(
         )
         ctx.exit(1)
     ctx.exit(0 if good else 1)
+
+
+def file_problems(controller: Controller) -> list[str]:
+    """The problems of the desired state that concern a file rather than an app, rendered."""
+    desired = controller.desired
+    return [d.render() for d in desired.diagnostics if not d.app] if desired is not None else []
 
 
 def _show_progress(

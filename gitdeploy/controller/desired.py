@@ -98,12 +98,15 @@ class _Loaded:
     """The files that define each app name."""
     stream_files: frozenset[str]
     """The files that hold an image stream."""
+    file_problems: tuple[Diagnostic, ...] = ()
+    """Manifest files the source does not read (a symlink out of the tree, a file too large)."""
 
     @property
     def result(self) -> LoadResult:
-        if not self.settings_problems:
+        problems = self.settings_problems + self.file_problems
+        if not problems:
             return self.assembled
-        return replace(self.assembled, diagnostics=self.settings_problems + self.assembled.diagnostics)
+        return replace(self.assembled, diagnostics=problems + self.assembled.diagnostics)
 
     @classmethod
     def assemble_all(
@@ -261,13 +264,16 @@ class DesiredStateReader:
             settings_file = ManifestFile(settings_entry.path, data)
         settings, problems = parse_settings(settings_file)
         wanted = [e for e in entries if self._is_manifest(e.path, settings)]
-        return _Loaded.assemble_all(sha, settings, tuple(problems), self._analyse(wanted))
+        loaded = _Loaded.assemble_all(sha, settings, tuple(problems), self._analyse(wanted))
+        unread = tuple(d for d in self.repo.file_problems(sha) if self._is_manifest(d.file, settings))
+        return replace(loaded, file_problems=unread)
 
     def _load_changes(self, last: _Loaded, sha: str) -> _Loaded | None:
-        """The state at ``sha`` from ``last`` and one tree diff; None when a full load is needed."""
+        """The state at ``sha`` from ``last`` and one tree diff; None when a full load is needed
+        (``gitdeploy.yaml`` changed, or a file that is not read is involved on either side)."""
         changes = self.repo.changed_files(last.sha, sha)
         where = settings_path(self.repo.subpath)
-        if any(c.path == where for c in changes):
+        if any(c.path == where for c in changes) or last.file_problems or self.repo.file_problems(sha):
             return None
         wanted = [
             FileEntry(path=c.path, blob_sha=c.new_blob, size=0)

@@ -248,6 +248,9 @@ class Controller:
         for diagnostic in desired.diagnostics:
             rendered[diagnostic.app].append(diagnostic.render())
         unreadable = _unreadable_files(desired)
+        for file in sorted(unreadable):  # an app's own problems are logged with its status
+            for problem in unreadable[file]:
+                log.warning("[source] %s", problem)
         problems = {
             key: "; ".join(rendered[str(key)]) or "the manifest is invalid (see `gitdeploy validate`)"
             for key in desired.invalid_apps
@@ -502,9 +505,13 @@ class Controller:
                 return Sync.INVALID_MANIFEST, health, problem
             if pin is not None and step.phase is AppPhase.COMPLETE:
                 how = "rollback" if pin.cause == Cause.ROLLBACK.value else "automatic rollback"
-                return sync, health, (
-                    f"pinned to revision {pin.revision}'s template by {how} ({pin.reason}); a commit "
-                    f"that changes the manifest, or `gitdeploy deploy {app.key} --latest`, rolls forward"
+                return (
+                    sync,
+                    health,
+                    (
+                        f"pinned to revision {pin.revision}'s template by {how} ({pin.reason}); a commit "
+                        f"that changes the manifest, or `gitdeploy deploy {app.key} --latest`, rolls forward"
+                    ),
                 )
             return sync, health, image_message(step.message, step.phase, images, note)
 
@@ -540,13 +547,17 @@ class Controller:
         """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing)."""
         current = record.status
         verdict = (sync, health, location, digest, paused)
-        if current is not None and (
-            current.sync,
-            current.health,
-            current.location,
-            current.manifest_digest,
-            current.paused,
-        ) == verdict:
+        if (
+            current is not None
+            and (
+                current.sync,
+                current.health,
+                current.location,
+                current.manifest_digest,
+                current.paused,
+            )
+            == verdict
+        ):
             return record
         now = self.clock.now()
         status = SyncStatus(sync, health, message, self.head or "", location, now, digest, paused)

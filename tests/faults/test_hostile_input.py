@@ -150,3 +150,80 @@ def test_run_keeps_the_last_signed_commit_while_the_head_is_tampered_with_and_mo
         )
         eventually(lambda: images_by_revision(run_cli).get(2) == ["nginx:1.27"], "the signed commit deployed")
     assert "evil:666" not in json.dumps(images_by_revision(run_cli))
+
+
+# -- files that try to crash the reader -----------------------------------------------------------
+
+DEEP_LEVELS = 30_000
+HOSTILE_FILES = {
+    "apps/passwd.yaml": "/etc/passwd",
+    "apps/escape.yaml": "../../outside.yaml",
+    "apps/huge.yaml": "1048576",
+    "apps/deep.yaml": "nested more than",
+    "apps/deep.json": "nested",
+}
+"""Each hostile file, and a word its diagnostic must hold."""
+
+
+def add_hostile_files(git_remote: GitRemote, web_image: str) -> str:
+    """Commit and push the hostile files with web bumped to ``web_image``; return the sha."""
+    git_remote.make_symlink("apps/passwd.yaml", "/etc/passwd")
+    git_remote.make_symlink("apps/escape.yaml", "../../outside.yaml")
+    return git_remote.commit_and_push(
+        "Hostile files",
+        {
+            "apps/web.yaml": deployment("web", "shop", image=web_image),
+            "apps/huge.yaml": "# padding\n" * (1024 * 1024 // 10 + 1),
+            "apps/deep.yaml": "- " * DEEP_LEVELS + "x\n",  # 60 KB
+            "apps/deep.json": "[" * DEEP_LEVELS + "]" * DEEP_LEVELS,
+        },
+    )
+
+
+def assert_each_file_diagnosed(text: str) -> None:
+    for path, word in HOSTILE_FILES.items():
+        lines = [line for line in text.splitlines() if path in line]
+        assert any(word in line for line in lines), f"{path} ({word}) not diagnosed in:\n{text}"
+
+
+def test_hostile_files_are_diagnostics_in_validate_plan_and_sync_and_other_apps_deploy(
+    run_cli: RunCli, cluster: None, git_remote: GitRemote
+) -> None:
+    # Given web deployed
+    base = git_remote.commit_and_push(
+        "Deploy web", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web", "shop")}
+    )
+    assert run_cli("sync", "--repo", git_remote.url, "--wait").returncode == 0
+    # When a commit adds hostile files and bumps web
+    add_hostile_files(git_remote, "nginx:1.27")
+
+    # Then validate (of the repo, and of a checkout) and plan name each file and what is wrong
+    for args in (("validate", "--repo", git_remote.url), ("validate", str(git_remote.work))):
+        done = run_cli(*args)
+        assert done.returncode == 1, done.stderr  # not a crash (a negative code is a signal)
+        assert_each_file_diagnosed(done.stderr.replace(str(git_remote.work) + "/", ""))
+    plan = run_cli("plan", "--repo", git_remote.url, "--base", base, "--head", "main", "-o", "text")
+    assert plan.returncode == 1, plan.stderr
+    assert_each_file_diagnosed(plan.stdout)
+
+    # And sync deploys web, says what is wrong with each file, and exits 1 for them
+    synced = run_cli("sync", "--repo", git_remote.url, "--wait")
+    assert synced.returncode == 1, synced.stderr
+    assert_each_file_diagnosed(synced.stderr)
+    assert images_by_revision(run_cli) == {1: ["nginx:1.25"], 2: ["nginx:1.27"]}
+
+
+def test_run_survives_hostile_files_from_its_start_and_keeps_reconciling(
+    run_cli: RunCli, cluster: None, git_remote: GitRemote, tmp_path: Path
+) -> None:
+    # Given a repo whose head holds web and every hostile file (a restart would meet them at once)
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
+    add_hostile_files(git_remote, "nginx:1.25")
+    with running(tmp_path, "--repo", git_remote.url, "--interval", "300ms") as log:
+        # Then run logs each file's problem, deploys web, and keeps going
+        eventually(lambda: images_by_revision(run_cli).get(1) == ["nginx:1.25"], "web deployed")
+        eventually(lambda: all(p in log() for p in HOSTILE_FILES), "each file in the log")
+        assert_each_file_diagnosed(log())
+        # And a later commit still deploys
+        git_remote.commit_and_push("Bump", {"apps/web.yaml": deployment("web", "shop", image="nginx:1.27")})
+        eventually(lambda: images_by_revision(run_cli).get(2) == ["nginx:1.27"], "the bump deployed")
