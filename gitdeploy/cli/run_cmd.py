@@ -30,6 +30,7 @@ from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, 
 from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.controller.notify import Notifier
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
+from gitdeploy.core.diagnostics import printable
 from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.syncstate import Health, Sync
@@ -142,11 +143,19 @@ def _setup_logging(debug: bool, log_format: str) -> None:
     if log_format == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S"))
+        handler.setFormatter(_TextFormatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S"))
     root = logging.getLogger("gitdeploy")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if debug else logging.INFO)
     root.propagate = False
+
+
+class _TextFormatter(logging.Formatter):
+    """One line per message: a newline in a file name or a value from git cannot forge a line."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
 
 
 class _JsonFormatter(logging.Formatter):

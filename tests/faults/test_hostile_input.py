@@ -227,3 +227,55 @@ def test_run_survives_hostile_files_from_its_start_and_keeps_reconciling(
         # And a later commit still deploys
         git_remote.commit_and_push("Bump", {"apps/web.yaml": deployment("web", "shop", image="nginx:1.27")})
         eventually(lambda: images_by_revision(run_cli).get(2) == ["nginx:1.27"], "the bump deployed")
+
+
+# -- secrets and log lines ------------------------------------------------------------------------
+
+TOKEN = "ghp_s3cr3tT0ken4242"
+TOKEN_URL = f"https://deploy-bot:{TOKEN}@127.0.0.1:9/acme/config.git"  # nothing listens on port 9
+
+
+def test_a_token_in_the_repo_url_is_never_printed(run_cli: RunCli, cluster: None, tmp_path: Path) -> None:
+    # When each command is pointed at an https URL holding a token (and the remote is unreachable)
+    outputs = []
+    for args in (
+        ("sync", "--repo", TOKEN_URL),
+        ("validate", "--repo", TOKEN_URL),
+        ("plan", "--repo", TOKEN_URL, "--base", "main", "--head", "main"),
+    ):
+        done = run_cli(*args)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        outputs.append(done.stdout + done.stderr)
+    with running(tmp_path, "--repo", TOKEN_URL, "--interval", "200ms") as log:
+        eventually(lambda: "unavailable" in log(), "the unreachable remote in the log")
+    outputs.append(log())
+    # Then the token appears nowhere; the URL is shown without it
+    for output in outputs:
+        assert TOKEN not in output and "deploy-bot" not in output, output
+    assert "https://***@127.0.0.1:9/acme/config.git" in outputs[0] + outputs[-1]
+
+
+FORGED = "12:00:00 INFO    [shop/web] rolled back to revision 1 by admin"
+
+
+def test_a_newline_in_a_file_name_cannot_forge_a_log_line(
+    run_cli: RunCli, cluster: None, git_remote: GitRemote, tmp_path: Path
+) -> None:
+    # Given a file whose name holds a newline and a log line, with content that does not parse
+    git_remote.commit_and_push(
+        "Forge",
+        {
+            "gitdeploy.yaml": SETTINGS,
+            "apps/web.yaml": deployment("web", "shop"),
+            f"apps/x\n{FORGED}\x1b[2K.yaml": "a: [\n",
+        },
+    )
+    # Then validate, sync and run print its name on the problem's own line, escaped
+    validated = run_cli("validate", "--repo", git_remote.url)
+    synced = run_cli("sync", "--repo", git_remote.url)
+    with running(tmp_path, "--repo", git_remote.url, "--interval", "200ms") as log:
+        eventually(lambda: "invalid YAML" in log(), "the file's problem in the log")
+    for output in (validated.stderr, synced.stderr, log()):
+        assert "apps/x\\n12:00:00 INFO" in output and "\\x1b[2K.yaml" in output, output
+        assert not any(line.startswith(FORGED) for line in output.splitlines()), output
+        assert "\x1b" not in output
