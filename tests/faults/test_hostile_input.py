@@ -7,13 +7,19 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
+from gitdeploy.server.http import HttpServer, Readiness, WebhookSettings
+from gitdeploy.server.metrics import Metrics
+from gitdeploy.server.webhook import DEFAULT_MAX_BODY_BYTES, PushEvent, github_signature
 from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.manifests import deployment
@@ -279,3 +285,118 @@ def test_a_newline_in_a_file_name_cannot_forge_a_log_line(
         assert "apps/x\\n12:00:00 INFO" in output and "\\x1b[2K.yaml" in output, output
         assert not any(line.startswith(FORGED) for line in output.splitlines()), output
         assert "\x1b" not in output
+
+
+# -- webhook floods -------------------------------------------------------------------------------
+
+SECRET = b"flood-secret-9a1c"
+REPO = "https://git.example.com/acme/config.git"
+
+
+@contextmanager
+def webhook_server(
+    max_concurrent_bodies: int, body_timeout_seconds: float
+) -> Iterator[tuple[HttpServer, list[PushEvent]]]:
+    """The real HTTP server on loopback with the webhook on, and the pushes it handed over."""
+    pushes: list[PushEvent] = []
+    settings = WebhookSettings(
+        SECRET,
+        REPO,
+        "main",
+        max_concurrent_bodies=max_concurrent_bodies,
+        body_timeout_seconds=body_timeout_seconds,
+    )
+    metrics = Metrics(version="test", process_collectors=False)
+    with HttpServer(
+        metrics=metrics,
+        readiness=Readiness(),
+        host="127.0.0.1",
+        port=0,
+        webhook=settings,
+        on_push=pushes.append,
+    ) as server:
+        yield server, pushes
+
+
+def start_delivery(
+    server: HttpServer, *, signature: str | None, length: int = DEFAULT_MAX_BODY_BYTES
+) -> socket.socket:
+    """A GitHub push delivery whose headers and first body byte are sent; the rest never comes."""
+    conn = socket.create_connection(server.address, timeout=30)
+    head = "POST /hooks/git HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nContent-Type: application/json\r\n"
+    if signature is not None:
+        head += f"X-Hub-Signature-256: {signature}\r\n"
+    conn.sendall(f"{head}Content-Length: {length}\r\n\r\n{{".encode())
+    return conn
+
+
+def answer_until_closed(conn: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (a client timeout fails)."""
+    data = b""
+    while chunk := conn.recv(65536):
+        data += chunk
+    conn.close()
+    return data
+
+
+def bodies_reading(server: HttpServer) -> float:
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    (line,) = [line for line in text.splitlines() if line.startswith("gitdeploy_webhook_bodies_reading ")]
+    return float(line.split()[1])
+
+
+def real_push(server: HttpServer) -> int:
+    body = json.dumps(
+        {"ref": "refs/heads/main", "after": "a" * 40, "repository": {"clone_url": REPO}}
+    ).encode()
+    headers = {"X-GitHub-Event": "push", "X-Hub-Signature-256": github_signature(body, SECRET)}
+    return httpx.post(f"{server.url}/hooks/git", content=body, headers=headers, timeout=10).status_code
+
+
+def test_a_flood_of_slow_unauthenticated_bodies_is_refused_and_holds_at_most_the_limit() -> None:
+    with webhook_server(max_concurrent_bodies=2, body_timeout_seconds=600) as (server, pushes):
+        # Given two deliveries with a (forged) signature whose 5 MiB bodies trickle in
+        forged = "sha256=" + "0" * 64
+        holders = [start_delivery(server, signature=forged) for _ in range(2)]
+        eventually(lambda: bodies_reading(server) == 2, "both bodies being read")
+        # When 30 more such deliveries and 30 unsigned ones arrive
+        flood = [start_delivery(server, signature=forged) for _ in range(30)]
+        unsigned = [start_delivery(server, signature=None) for _ in range(30)]
+        # Then every one is answered and closed without its body being read: 503 and 401
+        assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+        busy = [answer_until_closed(conn) for conn in flood]
+        refused = [answer_until_closed(conn) for conn in unsigned]
+        assert all(a.startswith(b"HTTP/1.1 503 ") and b"Connection: close" in a for a in busy), busy[0]
+        assert all(a.startswith(b"HTTP/1.1 401 ") and b"Connection: close" in a for a in refused), refused[0]
+        # And no more than the two bodies were ever being read
+        assert bodies_reading(server) == 2
+        # When the slow senders give up, their slots come back and a real push goes through
+        for conn in holders:
+            conn.close()
+        eventually(lambda: bodies_reading(server) == 0, "the slots released")
+        assert real_push(server) == 200 and len(pushes) == 1
+
+
+def test_a_trickling_body_times_out_and_frees_its_slot() -> None:
+    with webhook_server(max_concurrent_bodies=1, body_timeout_seconds=1) as (server, pushes):
+        # Given a delivery whose body trickles in, a byte at a time, faster than any read timeout
+        conn = start_delivery(server, signature="sha256=" + "0" * 64, length=100_000)
+        stop = threading.Event()
+
+        def trickle() -> None:
+            while not stop.wait(0.05):
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+        sender = threading.Thread(target=trickle, daemon=True)
+        sender.start()
+        try:
+            # Then it is answered 408 and closed, and the slot serves the next delivery
+            answer = answer_until_closed(conn)
+        finally:
+            stop.set()
+            sender.join()
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert real_push(server) == 200 and len(pushes) == 1
