@@ -19,6 +19,7 @@ from gitdeploy.cli.target import open_cluster
 from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.controller.liveplan import plan_live
 from gitdeploy.controller.planreader import PlanReader
+from gitdeploy.core.diagnostics import printable
 from gitdeploy.core.planning import Plan
 from gitdeploy.source.repo import ConfigRepo
 
@@ -40,7 +41,10 @@ def _print_text(plan: Plan, refs: PlanRefs) -> None:
     if plan.apps:
         print_table(
             ["app", "change", "detail", "file"],
-            [(str(a.key), a.kind.value, a.reason, f"{a.file}:{a.line}" if a.file else "") for a in plan.apps],
+            [
+                (str(a.key), a.kind.value, a.reason, f"{printable(a.file)}:{a.line}" if a.file else "")
+                for a in plan.apps
+            ],
         )
     for a in plan.apps:
         out.print()

@@ -45,7 +45,6 @@ from gitdeploy.server.http import (
 from gitdeploy.server.metrics import Metrics
 from gitdeploy.server.webhook import PushEvent
 from gitdeploy.source.repo import ConfigRepo
-from gitdeploy.source.urls import parse_repo_url
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -348,11 +347,7 @@ def run(
     if listen:
         host, port = parse_listen_address(listen)
         webhook = (
-            WebhookSettings(
-                secret=read_secret_file(webhook_secret_file),
-                repo_url=parse_repo_url(repo).display,  # matched without credentials
-                branch=branch,
-            )
+            WebhookSettings(secret=read_secret_file(webhook_secret_file), repo_url=repo, branch=branch)
             if webhook_secret_file
             else None
         )
