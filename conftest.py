@@ -7,4 +7,5 @@ pytest_plugins: list[str] = [
     "tests.fixtures.faultproxy",
     "tests.fixtures.registry",
     "tests.fixtures.rollouts",
+    "tests.fixtures.signing",
 ]

@@ -16,8 +16,10 @@ from gitdeploy.cli.plan_output import (
     summary_line,
 )
 from gitdeploy.cli.target import open_cluster
+from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.controller.liveplan import plan_live
 from gitdeploy.controller.planreader import PlanReader
+from gitdeploy.core.diagnostics import printable
 from gitdeploy.core.planning import Plan
 from gitdeploy.source.repo import ConfigRepo
 
@@ -39,7 +41,10 @@ def _print_text(plan: Plan, refs: PlanRefs) -> None:
     if plan.apps:
         print_table(
             ["app", "change", "detail", "file"],
-            [(str(a.key), a.kind.value, a.reason, f"{a.file}:{a.line}" if a.file else "") for a in plan.apps],
+            [
+                (str(a.key), a.kind.value, a.reason, f"{printable(a.file)}:{a.line}" if a.file else "")
+                for a in plan.apps
+            ],
         )
     for a in plan.apps:
         out.print()
@@ -81,6 +86,7 @@ def _print_text(plan: Plan, refs: PlanRefs) -> None:
     help="Compare HEAD with what the cluster runs now (--kubeconfig/--context, else the embedded "
     "cluster) instead of with --base: pinned apps, image-trigger images, drift, orphans.",
 )
+@trusted_key_option
 @output_option("markdown")
 @click.option(
     "--detailed-exitcode",
@@ -95,6 +101,7 @@ def plan(
     head_ref: str,
     subpath: str,
     live: bool,
+    trusted_keys: tuple[str, ...],
     output: str,
     detailed_exitcode: bool,
 ) -> None:
@@ -110,6 +117,8 @@ def plan(
     ReplicaSet; manual also covers an app pinned by a rollback (with how to end the pin); drift
     says a ReplicaSet differs from the app record (scaled or edited by hand); remove is an app only
     in the cluster; images that image triggers resolved are kept, not reported as changes.
+
+    With --trusted-key, a --head commit not signed by one of those keys is refused (exit 1).
 
     Exit codes: 0 valid (with --detailed-exitcode: 0 no changes, 2 changes), 1 invalid or error.
 
@@ -127,19 +136,27 @@ def plan(
     cli = get_context(ctx)
     state_dir = cli.state_dir
 
-    def open_repo(ref: str) -> ConfigRepo:
-        return ConfigRepo(repo, ref=None if ref == "HEAD" else ref, subpath=subpath, state_dir=state_dir)
+    trusted = load_trusted_keys(trusted_keys, state_dir)
+
+    def open_repo(ref: str, *, verify: bool = False) -> ConfigRepo:
+        return ConfigRepo(
+            repo,
+            ref=None if ref == "HEAD" else ref,
+            subpath=subpath,
+            state_dir=state_dir,
+            trusted_keys=trusted if verify else None,
+        )
 
     if base_ref is None:
         cluster = open_cluster(cli)
-        with open_repo(head_ref) as source:
+        with open_repo(head_ref, verify=True) as source:
             head_sha = source.poll().head
             refs = PlanRefs(cluster.description, "", head_ref, head_sha)
             result = plan_live(PlanReader(source), cluster, head_sha, label=refs.base_label)
     else:
         with open_repo(base_ref) as base_source:
             base_sha = base_source.poll().head
-        with open_repo(head_ref) as source:
+        with open_repo(head_ref, verify=True) as source:
             head_sha = source.poll().head
             refs = PlanRefs(base_ref, base_sha, head_ref, head_sha)
             result = PlanReader(source).plan(base_sha, head_sha, label=refs.base_label)

@@ -14,7 +14,7 @@ from typing import Any
 from rich.text import Text
 
 from gitdeploy.core.commits import CommitInfo, shorten_sha
-from gitdeploy.core.diagnostics import Diagnostic
+from gitdeploy.core.diagnostics import Diagnostic, printable
 from gitdeploy.core.planning import CHANGE_ORDER, AppPlan, ChangeKind, Plan, describe_commit
 
 JSON_VERSION = 1
@@ -222,7 +222,7 @@ def _fence(lines: list[str]) -> str:
 def _md_app(a: AppPlan) -> list[str]:
     summary = f"<b>{a.kind.value}</b> <code>{html.escape(str(a.key))}</code>: {html.escape(a.reason)}"
     out = ["<details>", f"<summary>{summary}</summary>", ""]
-    where = f"{a.file}:{a.line}" if a.file else "(no file)"
+    where = f"{printable(a.file)}:{a.line}" if a.file else "(no file)"
     out.append(f"{_md_text(a.app_kind or 'App')} in {_md_code(where)}")
     out.append("")
     if a.diagnostics:
@@ -343,5 +343,5 @@ def detail_lines(a: AppPlan) -> list[Text]:
 
 
 def header_text(a: AppPlan) -> Text:
-    where = f" ({a.file}:{a.line})" if a.file else ""
+    where = f" ({printable(a.file)}:{a.line})" if a.file else ""
     return Text.assemble((a.kind.value, _KIND_STYLE.get(a.kind, "")), " ", (str(a.key), "bold"), where)

@@ -22,6 +22,7 @@ from gitdeploy.cli.image_options import image_options, image_settings
 from gitdeploy.cli.output import output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.target import open_cluster, resolve_target
+from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.clock import SystemClock
 from gitdeploy.cluster.apirequests import observe_api_requests
 from gitdeploy.controller.inspect import list_app_views
@@ -29,6 +30,7 @@ from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, 
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.notify import Notifier
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
+from gitdeploy.core.diagnostics import printable
 from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
@@ -111,7 +113,7 @@ def repo_options(command: Any) -> Any:
         ]
     ):
         command = option(command)
-    return image_options(command)  # --image-interval, --registry-config, --insecure-registry
+    return trusted_key_option(image_options(command))  # --image-interval, ..., --trusted-key
 
 
 def leader_options(command: Any) -> Any:
@@ -162,11 +164,19 @@ def _setup_logging(debug: bool, log_format: str) -> None:
     if log_format == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S"))
+        handler.setFormatter(_TextFormatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S"))
     root = logging.getLogger("gitdeploy")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if debug else logging.INFO)
     root.propagate = False
+
+
+class _TextFormatter(logging.Formatter):
+    """One line per message: a newline in a file name or a value from git cannot forge a line."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
 
 
 class _JsonFormatter(logging.Formatter):
@@ -193,10 +203,14 @@ def _controller(
     workers: int,
     namespaces: tuple[str, ...] = (),
     resync_seconds: float = RESYNC_SECONDS,
+    trusted_keys: tuple[str, ...] = (),
 ) -> Iterator[Controller]:
     cli = get_context(ctx)
+    trusted = load_trusted_keys(trusted_keys, cli.state_dir)
     cluster = open_cluster(cli)
-    with ConfigRepo(repo, ref=branch, subpath=subpath, state_dir=cli.state_dir) as source:
+    with ConfigRepo(
+        repo, ref=branch, subpath=subpath, state_dir=cli.state_dir, trusted_keys=trusted
+    ) as source:
         controller = Controller(
             source,
             cluster,
@@ -312,6 +326,7 @@ def run(
     prune_limit: PruneLimit | None,
     workers: int,
     namespaces: tuple[str, ...],
+    trusted_keys: tuple[str, ...],
     interval: float,
     resync_interval: float,
     log_format: str,
@@ -386,7 +401,7 @@ def run(
     try:
         with (
             _controller(
-                ctx, repo, branch, subpath, prune, workers, namespaces, resync_interval
+                ctx, repo, branch, subpath, prune, workers, namespaces, resync_interval, trusted_keys
             ) as controller,
             _leadership(
                 ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
@@ -395,7 +410,7 @@ def run(
             instrument(controller, metrics, notifier)
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
-            source = f"{repo} ({branch})"
+            source = f"{controller.repo.url.display} ({branch})"
             _loop(controller, stop, wake, pushed, interval, metrics, readiness, source, acting)
     finally:
         if notifier is not None:
@@ -481,6 +496,7 @@ def sync(
     prune_limit: PruneLimit | None,
     workers: int,
     namespaces: tuple[str, ...],
+    trusted_keys: tuple[str, ...],
     wait: bool,
     timeout: float,
     output: str,
@@ -488,7 +504,8 @@ def sync(
     """One pass at the tracked head; with --wait, until the rollouts end.
 
     Exit code: 0 when every app (or every APP named) is Synced or Pinned and not Degraded;
-    1 otherwise (a rollout failed, a manifest is invalid, the repo is unreachable, or --timeout).
+    1 otherwise (a rollout failed, a manifest or a file is invalid, the repo is unreachable or its
+    head is not signed by a --trusted-key, or --timeout).
 
     \b
     Examples:
@@ -497,11 +514,14 @@ def sync(
     """
     if get_context(ctx).debug:
         _setup_logging(True, "text")
-    with _controller(ctx, repo, branch, subpath, prune, workers, namespaces) as controller:
+    with _controller(
+        ctx, repo, branch, subpath, prune, workers, namespaces, trusted_keys=trusted_keys
+    ) as controller:
         controller.poll()
         if controller.source_error is not None:
             raise PermanentError(
-                f"cannot read {repo}: {controller.source_error}", hint="check --repo and --branch"
+                f"cannot read {controller.repo.url.display}: {controller.source_error}",
+                hint=controller.source_hint or "check --repo and --branch",
             )
         keys = _select(controller, apps) if apps else None  # none named: every app, orphans too
         deadline = time.monotonic() + timeout
@@ -519,11 +539,14 @@ def sync(
                 _show_progress(progress, controller, {k: reports[k] for k in followed})
         rows = [reports[k] for k in sorted(reports)]
         refusal = controller.refusal
+        unread = file_problems(controller)
     _print_reports(rows, output)
     if refusal is not None:
         click.echo(f"error: {refusal}", err=True)
+    for problem in unread:  # files that hold no app gitdeploy could name, and why
+        click.echo(f"error: {problem}", err=True)
     # An orphan kept on purpose (prune off, or opted out) needs nothing; a held prune does.
-    good = all(
+    good = not unread and all(
         r.sync in (Sync.SYNCED, Sync.PINNED) and r.health == Health.HEALTHY
         for r in rows
         if r.sync != Sync.ORPHANED
@@ -556,6 +579,12 @@ def _print_reports(rows: list[AppReport], output: str) -> None:
         )
     else:
         print_table(["app", "sync", "health", "revision", "message"], [_report_row(r) for r in rows])
+
+
+def file_problems(controller: Controller) -> list[str]:
+    """The problems of the desired state that concern a file rather than an app, rendered."""
+    desired = controller.desired
+    return [d.render() for d in desired.diagnostics if not d.app] if desired is not None else []
 
 
 def _show_progress(

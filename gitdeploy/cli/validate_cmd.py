@@ -12,16 +12,21 @@ from rich.text import Text
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.output import MACHINE_FORMATS, console, output_option, print_data, print_table
+from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.controller.desired import DesiredStateReader
-from gitdeploy.core.diagnostics import Diagnostic
+from gitdeploy.core.diagnostics import Diagnostic, printable
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import LoadResult, load_directory, load_files
 from gitdeploy.source.repo import ConfigRepo
-from gitdeploy.source.signatures import TrustedKeys
+
+
+def _path(prefix: str, file: str) -> str:
+    return os.path.normpath(os.path.join(prefix, file)) if prefix else file
 
 
 def _display(prefix: str, file: str) -> str:
-    return os.path.normpath(os.path.join(prefix, file)) if prefix else file
+    """The path for a terminal: on one line, whatever characters its name holds."""
+    return printable(_path(prefix, file))
 
 
 def _load_path(path: Path) -> tuple[LoadResult, str]:
@@ -32,7 +37,7 @@ def _load_path(path: Path) -> tuple[LoadResult, str]:
 
 
 def _diagnostic_json(d: Diagnostic, prefix: str) -> dict[str, Any]:
-    return {**asdict(d), "file": _display(prefix, d.file)}
+    return {**asdict(d), "file": _path(prefix, d.file)}
 
 
 def render(result: LoadResult, prefix: str, output: str) -> None:
@@ -44,7 +49,7 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
                         "kind": app.kind.value,
                         "namespace": app.namespace,
                         "name": app.name,
-                        "file": _display(prefix, app.location.file),
+                        "file": _path(prefix, app.location.file),
                         "line": app.location.line,
                         "template_hash": app.template_hash,
                         "triggers": app.triggers.names(),
@@ -63,8 +68,8 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
         line = Text.assemble(
             (f"{_display(prefix, d.file)}:{d.line}:{d.column}:", "red"),
             f" {d.app}:" if d.app else "",
-            f" {d.message}",
-            (f" ({d.hint})", "dim") if d.hint else "",
+            f" {printable(d.message)}",
+            (f" ({printable(d.hint)})", "dim") if d.hint else "",
         )
         err.print(line, highlight=False)
     if result.apps:
@@ -98,7 +103,7 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
 def _load_repo(
     state_dir: Path, repo: str, ref: str | None, subpath: str, keys: tuple[str, ...]
 ) -> LoadResult:
-    trusted = TrustedKeys.from_key_files(keys, state_dir=state_dir) if keys else None
+    trusted = load_trusted_keys(keys, state_dir)
     with ConfigRepo(repo, ref=ref, subpath=subpath, state_dir=state_dir, trusted_keys=trusted) as source:
         head = source.poll().head
         return DesiredStateReader(source).load(head)
@@ -113,13 +118,7 @@ def _load_repo(
 @click.option(
     "--path", "subpath", default="", help="With --repo: the directory of the repo that holds the config."
 )
-@click.option(
-    "--trusted-key",
-    "trusted_keys",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="With --repo: refuse a head commit not signed by one of these GPG public keys (repeatable).",
-)
+@trusted_key_option
 @output_option()
 @click.pass_context
 def validate(

@@ -109,6 +109,8 @@ class _Loaded:
     """The files that define each app name."""
     stream_files: frozenset[str]
     """The files that hold an image stream."""
+    file_problems: tuple[Diagnostic, ...] = ()
+    """Manifest files the source does not read (a symlink out of the tree, a file too large)."""
 
     @property
     def settings(self) -> RepoSettings:
@@ -116,12 +118,15 @@ class _Loaded:
 
     @property
     def result(self) -> LoadResult:
-        """The desired state, with the problems of ``gitdeploy.yaml`` at this commit: its own, and
-        ``paths`` entries that match no manifest file."""
+        """The desired state, with the problems of ``gitdeploy.yaml`` at this commit (its own, and
+        ``paths`` entries that match no manifest file) and of the files the source does not read."""
         source = self.source
         relative = (relative_to(path, source.root) for path in self.files)
         unmatched = unmatched_paths(source.file, source.settings, relative)
-        return self.assembled.with_settings_problems([*source.problems, *unmatched])
+        result = self.assembled.with_settings_problems([*source.problems, *unmatched])
+        if not self.file_problems:
+            return result
+        return replace(result, diagnostics=self.file_problems + result.diagnostics)
 
     @classmethod
     def assemble_all(cls, sha: str, source: _SettingsSource, files: dict[str, FileAnalysis]) -> _Loaded:
@@ -275,13 +280,16 @@ class DesiredStateReader:
         settings, problems = parse_settings(settings_file)
         source = _SettingsSource(settings, tuple(problems), settings_file, self.repo.subpath)
         wanted = [e for e in entries if self._is_manifest(e.path, settings)]
-        return _Loaded.assemble_all(sha, source, self._analyse(wanted))
+        loaded = _Loaded.assemble_all(sha, source, self._analyse(wanted))
+        unread = tuple(d for d in self.repo.file_problems(sha) if self._is_manifest(d.file, settings))
+        return replace(loaded, file_problems=unread)
 
     def _load_changes(self, last: _Loaded, sha: str) -> _Loaded | None:
-        """The state at ``sha`` from ``last`` and one tree diff; None when a full load is needed."""
+        """The state at ``sha`` from ``last`` and one tree diff; None when a full load is needed
+        (``gitdeploy.yaml`` changed, or a file that is not read is involved on either side)."""
         changes = self.repo.changed_files(last.sha, sha)
         where = settings_path(self.repo.subpath)
-        if any(c.path == where for c in changes):
+        if any(c.path == where for c in changes) or last.file_problems or self.repo.file_problems(sha):
             return None
         wanted = [
             FileEntry(path=c.path, blob_sha=c.new_blob, size=0)

@@ -217,6 +217,8 @@ class Controller:
         self.source_error: str | None = None
         self.source_retry_after = 0.0
         """After a failed poll: the source's backoff before the next one (see :meth:`poll_delay`)."""
+        self.source_hint: str | None = None
+        """What to do about ``source_error`` (the error's hint), for the CLI."""
         self._commits: dict[str, CommitRef] = {}
         """Commit that last changed each manifest file, at the current head (cleared when it moves)."""
         self._next_resync = 0.0
@@ -267,19 +269,10 @@ class Controller:
             result = self.repo.poll(pushed)
         except GitdeployError as problem:
             self._observe(self.poll_observers, time.perf_counter() - started, True)
-            self.source_error = problem.message
-            self.source_retry_after = problem.retry_after if isinstance(problem, TransientError) else 0.0
-            last = self.head[:7] if self.head else "none yet"
-            log.warning(
-                "[source] unavailable (%s); last synced commit %s stays in force, rollouts under way go on",
-                problem.message,
-                last,
-            )
-            for key in self.apps:
-                self._report_source_unavailable(key)
+            self._source_failed(problem)
             return False
         self._observe(self.poll_observers, time.perf_counter() - started, False)
-        self.source_error = None
+        self.source_error = self.source_hint = None
         self.source_retry_after = 0.0
         if result.head == self.refused_head:
             return False
@@ -291,10 +284,9 @@ class Controller:
         try:
             desired = self.reader.load(result.head)
         except TransientError as problem:
-            self.source_error = problem.message
-            log.warning("[source] cannot read commit %s (%s); nothing changes", result.head[:7], problem)
+            self._source_failed(problem)
             return False
-        except GitdeployError as problem:  # the tracked --path is gone
+        except GitdeployError as problem:  # the commit as a whole cannot be used (--path gone, too big)
             self._refuse(
                 result.head, f"{problem.message} ({problem.hint})" if problem.hint else problem.message
             )
@@ -343,6 +335,20 @@ class Controller:
             if self._next_resync == 0.0:
                 self._next_resync = now  # the apps that run, to say why nothing changes
 
+    def _source_failed(self, problem: GitdeployError) -> None:
+        """Nothing new applies: what runs stays at the last synced commit, every app says why."""
+        self.source_error = problem.message
+        self.source_hint = problem.hint or None
+        self.source_retry_after = problem.retry_after if isinstance(problem, TransientError) else 0.0
+        last = self.head[:7] if self.head else "none yet"
+        log.warning(
+            "[source] unavailable (%s); last synced commit %s stays in force, rollouts under way go on",
+            problem.message,
+            last,
+        )
+        for key in self.apps:
+            self._report_source_unavailable(key)
+
     def _apply_desired(self, desired: LoadResult, head: str) -> None:
         now = self.clock.now()
         changed, removed = _changed_apps(self.desired.apps if self.desired else (), desired.apps)
@@ -351,6 +357,9 @@ class Controller:
         for diagnostic in desired.diagnostics:
             rendered[diagnostic.app].append(diagnostic.render())
         unreadable = unreadable_files(desired)
+        for file in sorted(unreadable):  # an app's own problems are logged with its status
+            for problem in unreadable[file]:
+                log.warning("[source] %s", problem)
         problems = {
             key: "; ".join(rendered[str(key)]) or "the manifest is invalid (see `gitdeploy validate`)"
             for key in desired.invalid_apps

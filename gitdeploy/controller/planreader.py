@@ -171,14 +171,16 @@ class PlanReader:
         new_changed = self._analyse([new[p] for p in changed if p in new])
         context = self._context(unchanged, names_in([*old_changed, *new_changed]), settings)
 
-        def load(changed_files: list[FileAnalysis]) -> DesiredSnapshot:
+        def load(changed_files: list[FileAnalysis], sha: str) -> DesiredSnapshot:
             files = sorted([*changed_files, *context], key=lambda f: f.path)
             result = assemble(files, settings)
-            diagnostics = (*settings_problems, *result.diagnostics)
+            unread = [d for d in self.repo.file_problems(sha) if self._is_manifest(d.file, settings)]
+            diagnostics = (*settings_problems, *unread, *result.diagnostics)
             return DesiredSnapshot(result.apps, diagnostics, result.invalid_apps, result.settings)
 
         untouched = len(unchanged) - len(context)
-        return PlanSides(load(old_changed), load(new_changed), scoped=True, untouched_files=untouched)
+        base_side, head_side = load(old_changed, base), load(new_changed, head)
+        return PlanSides(base_side, head_side, scoped=True, untouched_files=untouched)
 
     def _is_manifest(self, path: str, settings: RepoSettings) -> bool:
         return is_manifest_path(relative_to(path, self.repo.subpath), settings)

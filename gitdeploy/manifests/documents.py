@@ -2,7 +2,8 @@
 
 The C-backed parser of ruamel.yaml builds the node graph; this module turns nodes into plain
 Python values itself, which is where hostile input is stopped: duplicate keys, custom tags,
-alias bombs and cycles, numbers that do not fit in 64 bits, NaN/Infinity, deep nesting,
+alias bombs and cycles, numbers that do not fit in 64 bits, NaN/Infinity, deep nesting (bounded
+before the C composer, which recurses on the C stack, ever sees it),
 non-UTF-8 bytes and oversized files all become a :class:`~gitdeploy.core.diagnostics.Diagnostic`
 pointing at ``file:line:col``, never a crash or a hang.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.tag import Tag
@@ -28,6 +30,12 @@ MAX_FILE_BYTES = 1024 * 1024
 MAX_NODES_PER_BYTE = 20
 MIN_NODE_BUDGET = 10_000
 MAX_DEPTH = 64
+COMPOSE_DEPTH_LIMIT = 1_000
+"""Deepest nesting handed to the C composer, which recurses on the C stack once per level (a
+60 KB file nested 30,000 levels deep ended the process with a segmentation fault)."""
+_LEVEL_INDICATORS = "-:?[{"
+"""Every nesting level starts with one of these (a block sequence's ``-``, a block mapping's
+``:`` or ``?``, a flow collection's bracket), so text with fewer cannot nest deeper."""
 MAX_INT = 2**63 - 1
 
 FieldPath = tuple[str | int, ...]
@@ -331,7 +339,41 @@ def _json_document(path: str, text: str) -> tuple[list[Document], list[Diagnosti
     return [Document(path, 0, 1, 1, data)], []
 
 
+def _too_deep(path: str, text: str) -> Diagnostic | None:
+    """Where ``text`` nests deeper than :data:`COMPOSE_DEPTH_LIMIT`, found before composing.
+
+    Counting the level indicators rules out almost every file at once; the others go through
+    libyaml's event parser, which keeps its nesting on a heap stack (no recursion), and stops at
+    the first level too deep. A syntax error is left for the composer to report: it stops there too.
+    """
+    if sum(text.count(c) for c in _LEVEL_INDICATORS) <= COMPOSE_DEPTH_LIMIT:
+        return None
+    depth = 0
+    try:
+        with closing(_yaml().parse(text)) as events:
+            for event in events:
+                if isinstance(event, CollectionStartEvent):
+                    depth += 1
+                    if depth > COMPOSE_DEPTH_LIMIT:
+                        line, column = event.start_mark.line + 1, event.start_mark.column + 1
+                        return _problem(
+                            path,
+                            line,
+                            column,
+                            f"nested more than {MAX_DEPTH} levels deep",
+                            "flatten the document",
+                        )
+                elif isinstance(event, CollectionEndEvent):
+                    depth -= 1
+    except YAMLError:
+        return None
+    return None
+
+
 def _compose(path: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
+    too_deep = _too_deep(path, text)
+    if too_deep is not None:
+        return [], [too_deep]
     budget = max(MIN_NODE_BUDGET, MAX_NODES_PER_BYTE * len(text))
     documents: list[Document] = []
     try:

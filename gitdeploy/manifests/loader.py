@@ -360,16 +360,18 @@ def read_directory(root: Path) -> tuple[list[ManifestFile], ManifestFile | None,
             rel = path.relative_to(root).as_posix()
             real = path.resolve()
             if not real.is_relative_to(root):
+                link = os.readlink(path) if path.is_symlink() else str(real)
+                message = f"is a symlink to {link!r}, which leaves the repository"
                 problems.append(
-                    Diagnostic(
-                        rel, 1, 1, "", "symlink points outside the repository", "replace it with a real file"
-                    )
+                    Diagnostic(rel, 1, 1, "", message, "copy the file into the repository instead")
                 )
                 continue
-            if real.stat().st_size > MAX_FILE_BYTES:
-                problems.append(
-                    Diagnostic(rel, 1, 1, "", f"file is over the {MAX_FILE_BYTES} byte limit", "split it")
-                )
+            if not real.is_file():
+                problems.append(Diagnostic(rel, 1, 1, "", "is not a regular file", "fix or remove it"))
+                continue
+            if (size := real.stat().st_size) > MAX_FILE_BYTES:
+                message = f"file is {size} bytes, over the {MAX_FILE_BYTES} byte limit"
+                problems.append(Diagnostic(rel, 1, 1, "", message, "split its documents over several files"))
                 continue
             if len(files) >= MAX_MANIFEST_FILES:
                 problems.append(

@@ -28,6 +28,7 @@ import logging
 import socket
 import socketserver
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -43,6 +44,7 @@ from gitdeploy.server.webhook import (
     Provider,
     PushEvent,
     Rejected,
+    check_headers,
     normalize_branch,
     parse_delivery,
     push_matches,
@@ -55,6 +57,13 @@ REQUEST_TIMEOUT_SECONDS: Final = 10.0
 """A client that sends nothing for this long is disconnected, so slow senders cannot hold threads."""
 DISCARD_LIMIT_BYTES: Final = 1024 * 1024
 DISCARD_TIMEOUT_SECONDS: Final = 1.0
+"""An unwanted body is drained for at most this long in all (see :meth:`_Handler._discard`)."""
+MAX_CONCURRENT_BODIES: Final = 4
+"""Webhook bodies read at once; a delivery beyond them is answered 503 without its body being read,
+so unauthenticated senders can make gitdeploy hold at most this many bodies (5 MiB each)."""
+BODY_TIMEOUT_SECONDS: Final = 10.0
+"""A webhook body must arrive within this long in all, so a sender trickling bytes cannot hold a
+body slot (the per-read timeout alone would let one byte every few seconds go on for days)."""
 
 
 @dataclass(frozen=True)
@@ -110,17 +119,21 @@ class WebhookSettings:
     repo_url: str
     branch: str
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_concurrent_bodies: int = MAX_CONCURRENT_BODIES
+    body_timeout_seconds: float = BODY_TIMEOUT_SECONDS
 
     def __post_init__(self) -> None:
         if not self.secret:
             raise ValueError("the webhook secret is empty; give a secret or leave the webhook off")
-        if self.max_body_bytes <= 0:
-            raise ValueError("max_body_bytes must be positive")
+        if self.max_body_bytes <= 0 or self.max_concurrent_bodies <= 0 or self.body_timeout_seconds <= 0:
+            raise ValueError(
+                "max_body_bytes, max_concurrent_bodies and body_timeout_seconds must be positive"
+            )
 
     def __repr__(self) -> str:
         return (
             f"WebhookSettings(secret=***, repo_url={self.repo_url!r}, branch={self.branch!r}, "
-            f"max_body_bytes={self.max_body_bytes})"
+            f"max_body_bytes={self.max_body_bytes}, max_concurrent_bodies={self.max_concurrent_bodies})"
         )
 
 
@@ -228,6 +241,8 @@ class HttpServer:
         self._thread: threading.Thread | None = None
         self._push_lock = threading.Lock()
         self._last_triggered: dict[str, str] = {}
+        self.body_slots = threading.BoundedSemaphore(webhook.max_concurrent_bodies if webhook else 1)
+        """One per webhook body being read (see :data:`MAX_CONCURRENT_BODIES`)."""
 
     @property
     def address(self) -> tuple[str, int]:
@@ -394,18 +409,52 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply(HTTPStatus.NOT_FOUND, "webhook receiver not configured")
             else:
                 self._reply(HTTPStatus.NOT_FOUND, "not found")
-            length = self.headers.get("Content-Length", "")
-            self._discard(int(length) if length.isdigit() else 0)
+            self._discard(self._content_length())
             return
-        body = self._read_body(app.webhook.max_body_bytes)
-        if body is None:
+        length = self._body_length(app.webhook.max_body_bytes)
+        if length is None:
             return
         headers = dict(self.headers.items())
+        refused = check_headers(headers, app.webhook.secret)
+        if refused is not None:  # nothing of an unauthenticated body is read
+            self._refuse(refused.status, refused.reason, refused.provider)
+            return
+        if not app.body_slots.acquire(blocking=False):
+            self._refuse(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                f"{app.webhook.max_concurrent_bodies} deliveries are being read already; retry later",
+                Provider.UNKNOWN,
+            )
+            return
+        app.metrics.webhook_bodies_reading.inc()
+        try:
+            body = self._read_body(length, app.webhook.body_timeout_seconds)
+        finally:
+            app.metrics.webhook_bodies_reading.dec()
+            app.body_slots.release()
+        if body is None:
+            return
         status, message = app.handle_delivery(headers, body)
         self._reply(status, message)
 
-    def _read_body(self, limit: int) -> bytes | None:
-        """The request body, or None after answering 411/413/400 without reading it."""
+    def _refuse(self, status: HTTPStatus, reason: str, provider: Provider) -> None:
+        """Answer ``status`` and close the connection, draining only a little of the body."""
+        self._answer_refusal(status, reason, provider)
+        self._discard(self._content_length())
+
+    def _answer_refusal(self, status: HTTPStatus, reason: str, provider: Provider) -> None:
+        self.close_connection = True
+        self.server.app.metrics.webhook_delivery(provider, "rejected")
+        log.warning("webhook delivery refused (%d): %s", status, reason)
+        self._reply(status, reason)
+
+    def _content_length(self) -> int:
+        length = self.headers.get("Content-Length", "")
+        return int(length) if length.isdigit() else 0
+
+    def _body_length(self, limit: int) -> int | None:
+        """The body's length from the headers, or None after answering 411/413/400 without
+        reading the body."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.close_connection = True
             self._reply(HTTPStatus.LENGTH_REQUIRED, "send a Content-Length; chunked bodies are not accepted")
@@ -427,24 +476,56 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse_too_large(limit)
             self._discard(length)
             return None
-        try:
-            body = self.rfile.read(length)
-        except TimeoutError:
+        return length
+
+    def _read_body(self, length: int, timeout: float) -> bytes | None:
+        """The body of ``length`` bytes, or None after answering 408 when it did not all arrive
+        within ``timeout`` seconds."""
+        body = self._read_within(length, timeout, keep=True)
+        if body is None:
             self.close_connection = True
-            return None
-        if len(body) < length:
-            self.close_connection = True
-            return None
+            log.warning("webhook delivery refused (408): the body did not arrive within %.0f s", timeout)
+            self._reply(HTTPStatus.REQUEST_TIMEOUT, f"the body did not arrive within {timeout:.0f} s")
         return body
 
+    def _read_within(self, length: int, timeout: float, *, keep: bool) -> bytes | None:
+        """Read ``length`` bytes of body within ``timeout`` seconds in all; None when the sender
+        is slower, or stops. With ``keep`` False, the bytes are dropped as they arrive."""
+        deadline = time.monotonic() + timeout
+        chunks: list[bytes] = []
+        remaining = length
+        try:
+            while remaining > 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.connection.settimeout(left)
+                chunk = self.rfile.read1(min(remaining, 65536))
+                if not chunk:
+                    return None
+                remaining -= len(chunk)
+                if keep:
+                    chunks.append(chunk)
+        except OSError:  # a timeout, or the sender went away
+            return None
+        finally:
+            self.connection.settimeout(self.timeout)
+        return b"".join(chunks)
+
     def handle_expect_100(self) -> bool:
-        # A sender that asks before sending a too large body is refused before it sends it.
+        # A sender that asks before sending a too large or unauthenticated body is refused before
+        # it sends it.
         app = self.server.app
         length_text = self.headers.get("Content-Length", "")
         limit = app.webhook.max_body_bytes if app.webhook is not None else 0
         if self.command == "POST" and length_text.isdigit() and int(length_text) > limit > 0:
             self._refuse_too_large(limit)
             return False
+        if self.command == "POST" and app.webhook is not None:
+            refused = check_headers(dict(self.headers.items()), app.webhook.secret)
+            if refused is not None:  # no body follows: nothing to drain
+                self._answer_refusal(refused.status, refused.reason, refused.provider)
+                return False
         return super().handle_expect_100()
 
     def _refuse_too_large(self, limit: int) -> None:
@@ -455,22 +536,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body larger than {limit} bytes")
 
     def _discard(self, length: int) -> None:
-        """Read and drop up to :data:`DISCARD_LIMIT_BYTES` of an unwanted body, briefly.
+        """Read and drop up to :data:`DISCARD_LIMIT_BYTES` of an unwanted body, for at most
+        :data:`DISCARD_TIMEOUT_SECONDS` in all.
 
         Closing a socket with unread bytes makes the kernel reset the connection, and a reset can
         destroy the answer before the client reads it; draining a bounded amount avoids that for
-        ordinary clients without letting a huge body keep the thread busy.
+        ordinary clients without letting a huge or trickling body keep the thread busy.
         """
-        remaining = min(length, DISCARD_LIMIT_BYTES)
-        try:
-            self.connection.settimeout(DISCARD_TIMEOUT_SECONDS)
-            while remaining > 0:
-                chunk = self.rfile.read1(min(remaining, 65536))
-                if not chunk:
-                    break
-                remaining -= len(chunk)
-        except OSError:
-            pass
+        self._read_within(min(length, DISCARD_LIMIT_BYTES), DISCARD_TIMEOUT_SECONDS, keep=False)
 
     def do_HEAD(self) -> None:
         self.do_GET()

@@ -203,6 +203,12 @@ class Metrics:
             namespace=NAMESPACE,
             registry=registry,
         )
+        self.webhook_bodies_reading = Gauge(
+            "webhook_bodies_reading",
+            "Webhook request bodies being read now (at most the server's limit; more are refused 503).",
+            namespace=NAMESPACE,
+            registry=registry,
+        )
 
     # -- reconcile loop -------------------------------------------------------------------------
 

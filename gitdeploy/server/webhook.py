@@ -8,8 +8,9 @@
 * :class:`Rejected`: not authentic (401), too large (413) or malformed (400).
 
 The signature is checked before the body is parsed, with a constant-time comparison, so nothing of
-an unauthenticated body is ever interpreted. :func:`push_matches` then says whether a push concerns
-the tracked repository and branch.
+an unauthenticated body is ever interpreted; :func:`check_headers` refuses a delivery that cannot
+be authentic from its headers alone, before the server reads its body. :func:`push_matches` then
+says whether a push concerns the tracked repository and branch.
 
 A push only ever *triggers a fetch*: the loop re-reads the branch from git and never trusts the
 payload's ``after`` (DESIGN.md, level-based reconciliation); ``after`` only tells the poll that
@@ -113,15 +114,43 @@ def parse_delivery(
     >>> parse_delivery({"X-GitHub-Event": "push"}, b"{}", b"s3cret").status
     <HTTPStatus.UNAUTHORIZED: 401>
     """
+    refused = check_headers(headers, secret)
+    if refused is not None:
+        return refused
+    if len(body) > max_body_bytes:
+        return Rejected(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body larger than {max_body_bytes} bytes")
+    lowered = {name.lower(): value for name, value in headers.items()}
+    if "x-github-event" in lowered:
+        return _parse_github(lowered, body, secret)
+    return _parse_gitlab(lowered, body)  # check_headers let only these two through
+
+
+_GITHUB_SIGNATURE: Final = re.compile(r"^sha256=[0-9a-f]{64}$", re.IGNORECASE)
+
+
+def check_headers(headers: Mapping[str, str], secret: bytes) -> Rejected | None:
+    """Refuse a delivery from its headers alone, before its body is read: no provider header
+    (400), a GitHub delivery without a well-formed ``X-Hub-Signature-256`` (401), a GitLab one
+    whose ``X-Gitlab-Token`` is missing or wrong (401). None: the body is worth reading (a GitHub
+    signature can only be checked against it)."""
     if not secret:
         raise ValueError("a webhook secret is required; an empty one would accept anything")
     lowered = {name.lower(): value for name, value in headers.items()}
-    if len(body) > max_body_bytes:
-        return Rejected(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body larger than {max_body_bytes} bytes")
     if "x-github-event" in lowered:
-        return _parse_github(lowered, body, secret)
+        if not _GITHUB_SIGNATURE.match(lowered.get("x-hub-signature-256", "").strip()):
+            return Rejected(
+                HTTPStatus.UNAUTHORIZED, "missing or malformed X-Hub-Signature-256 header", Provider.GITHUB
+            )
+        return None
     if "x-gitlab-event" in lowered:
-        return _parse_gitlab(lowered, body, secret)
+        token = lowered.get("x-gitlab-token", "")
+        if not token:
+            return Rejected(HTTPStatus.UNAUTHORIZED, "missing X-Gitlab-Token header", Provider.GITLAB)
+        if not hmac.compare_digest(token.encode("utf-8", "replace"), secret):
+            return Rejected(
+                HTTPStatus.UNAUTHORIZED, "X-Gitlab-Token does not match the secret", Provider.GITLAB
+            )
+        return None
     return Rejected(
         HTTPStatus.BAD_REQUEST, "not a GitHub or GitLab delivery (no X-GitHub-Event or X-Gitlab-Event header)"
     )
@@ -134,9 +163,7 @@ def github_signature(body: bytes, secret: bytes) -> str:
 
 def _parse_github(headers: Mapping[str, str], body: bytes, secret: bytes) -> Verdict:
     provider = Provider.GITHUB
-    signature = headers.get("x-hub-signature-256", "").strip()
-    if not signature:
-        return Rejected(HTTPStatus.UNAUTHORIZED, "missing X-Hub-Signature-256 header", provider)
+    signature = headers["x-hub-signature-256"].strip()  # present and well-formed: check_headers
     expected = github_signature(body, secret)
     if not hmac.compare_digest(signature.lower().encode("ascii", "replace"), expected.encode("ascii")):
         return Rejected(HTTPStatus.UNAUTHORIZED, "X-Hub-Signature-256 does not match the body", provider)
@@ -157,14 +184,9 @@ def _parse_github(headers: Mapping[str, str], body: bytes, secret: bytes) -> Ver
     return _push_from(payload, urls, provider, headers.get("x-github-delivery", ""))
 
 
-def _parse_gitlab(headers: Mapping[str, str], body: bytes, secret: bytes) -> Verdict:
+def _parse_gitlab(headers: Mapping[str, str], body: bytes) -> Verdict:
+    """A GitLab delivery whose token :func:`check_headers` found right."""
     provider = Provider.GITLAB
-    token = headers.get("x-gitlab-token", "")
-    if not token:
-        return Rejected(HTTPStatus.UNAUTHORIZED, "missing X-Gitlab-Token header", provider)
-    if not hmac.compare_digest(token.encode("utf-8", "replace"), secret):
-        return Rejected(HTTPStatus.UNAUTHORIZED, "X-Gitlab-Token does not match the secret", provider)
-
     event = headers["x-gitlab-event"].strip()
     if event != "Push Hook":
         return Ignored(HTTPStatus.ACCEPTED, _only_pushes(event), provider)

@@ -44,6 +44,7 @@ from gitdeploy.core.commits import (
     SourceFile,
     shorten_sha,
 )
+from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.errors import PermanentError, TransientError
 from gitdeploy.source import history, trees, writer
 from gitdeploy.source.gitcmd import GitFailure, GitRunner, compute_backoff, translate_remote_failure
@@ -475,9 +476,16 @@ class ConfigRepo:
         """List the manifest files at commit ``sha`` without reading them (cached per commit).
 
         One ``git ls-tree`` per commit (none for a commit :meth:`changed_files` reached from a
-        listed one); symlinks are resolved and the limits enforced here.
+        listed one); symlinks are resolved and the limits enforced here: a file that breaks them
+        is left out, and :meth:`file_problems` says why.
         """
         return self._listing(self.resolve_commit(sha), tuple(suffixes)).sorted_entries()
+
+    def file_problems(self, sha: str, suffixes: Sequence[str] = trees.MANIFEST_SUFFIXES) -> list[Diagnostic]:
+        """The manifest files at commit ``sha`` that :meth:`list_files` leaves out, and why
+        (a symlink that leaves the tracked path, a file over the size limit), by path."""
+        problems = self._listing(self.resolve_commit(sha), tuple(suffixes)).problems
+        return [problems[path] for path in sorted(problems)]
 
     def _listing(self, sha: str, suffixes: tuple[str, ...]) -> trees.Listing:
         """The listing of commit ``sha``, from the cache or read from its tree."""

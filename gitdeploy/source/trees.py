@@ -9,19 +9,20 @@ Rules for the files a source reads (all paths are relative to the repository roo
 * only regular files and symlinks under the tracked path whose name ends in one of the
   manifest suffixes; no path component may start with ``.`` (``.github/``, ``.yamllint.yml``);
 * a symlink is followed inside the tracked path (up to :attr:`SourceLimits.max_symlink_hops`);
-  one that leads out of it, is absolute, or points at nothing is a
-  :class:`~gitdeploy.errors.PermanentError`;
-* a file larger than :attr:`SourceLimits.max_file_bytes`, or more manifests than
-  :attr:`SourceLimits.max_files`, is a :class:`~gitdeploy.errors.PermanentError`.
+  one that leads out of it, is absolute, or points at nothing is that file's problem
+  (:attr:`Listing.problems`, a :class:`~gitdeploy.core.diagnostics.Diagnostic`), never read;
+* so is a file larger than :attr:`SourceLimits.max_file_bytes`; more manifests than
+  :attr:`SourceLimits.max_files` is a :class:`~gitdeploy.errors.PermanentError` for the commit.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gitdeploy.core.commits import ChangeType, FileChange, FileEntry, shorten_sha
+from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.errors import PermanentError
 from gitdeploy.source.gitcmd import GitRunner
 
@@ -138,6 +139,8 @@ class Listing:
     entries: dict[str, FileEntry]
     has_links: bool
     """Whether a manifest path is a symlink (then a target's change changes the link too)."""
+    problems: dict[str, Diagnostic] = field(default_factory=dict)
+    """Manifest paths that are not read, and why (a symlink out of the tree, a file too large)."""
 
     def sorted_entries(self) -> list[FileEntry]:
         return [self.entries[path] for path in sorted(self.entries)]
@@ -158,14 +161,19 @@ def list_manifests(
     links = [p for p in paths if tree[p].mode == SYMLINK_MODE]
     link_texts = read_blobs(runner, (tree[p].sha for p in links))
     entries: dict[str, FileEntry] = {}
+    problems: dict[str, Diagnostic] = {}
     for path in paths:
         entry = tree[path]
         target: str | None = None
-        if entry.mode == SYMLINK_MODE:
-            target, entry = resolve_symlink(runner, sha, tree, path, link_texts, root=root, limits=limits)
-        check_file_size(path, sha, entry.size, limits)
+        try:
+            if entry.mode == SYMLINK_MODE:
+                target, entry = resolve_symlink(runner, sha, tree, path, link_texts, root=root, limits=limits)
+            check_file_size(path, sha, entry.size, limits)
+        except PermanentError as problem:  # this file's diagnostic; the others are read
+            problems[path] = Diagnostic(path, 1, 1, "", problem.message, problem.hint)
+            continue
         entries[path] = FileEntry(path=path, blob_sha=entry.sha, size=entry.size, link_target=target)
-    return Listing(entries, has_links=bool(links))
+    return Listing(entries, has_links=bool(links), problems=problems)
 
 
 def apply_diff(
@@ -182,12 +190,12 @@ def apply_diff(
     them, with the same rules and limits as :func:`list_manifests`, without listing the tree.
 
     Only for plain files: None (list the tree instead) when a symlink or a submodule is on either
-    side, the tracked path itself changed, no manifest is left, or ``size_of`` (blob sha to size)
-    does not know a new blob.
+    side, the tracked path itself changed, no manifest is left, a file has a problem on either
+    side, or ``size_of`` (blob sha to size) does not know a new blob.
     """
     if not raw:
         return listing
-    if listing.has_links:
+    if listing.has_links or listing.problems:
         return None
     entries = dict(listing.entries)
     for change in raw:
@@ -202,9 +210,8 @@ def apply_diff(
             entries.pop(change.path, None)
             continue
         size = size_of(change.new_sha)
-        if size is None:
+        if size is None or size > limits.max_file_bytes:  # a new problem: list the tree
             return None
-        check_file_size(change.path, sha, size, limits)
         entries[change.path] = FileEntry(path=change.path, blob_sha=change.new_sha, size=size)
     if not entries:
         return None

@@ -89,7 +89,7 @@ def test_symlink_leaving_the_tree_is_reported_and_not_read(run_cli: RunCli, tmp_
     os.symlink(outside, repo / "apps" / "link.yaml")
     done = run_cli("validate", str(repo))
     assert done.returncode == 1
-    assert "link.yaml:1:1: symlink points outside the repository" in done.stderr
+    assert "link.yaml:1:1: is a symlink to" in done.stderr and "which leaves the repository" in done.stderr
     assert "hunter2" not in done.stdout + done.stderr
 
 

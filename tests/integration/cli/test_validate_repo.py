@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.cli import EXAMPLES, RunCli
 from tests.fixtures.gitrepo import GitRemote
-from tests.integration.source.test_signatures import create_signing_key
+from tests.fixtures.signing import create_signing_key, remove_signing_key
 
 
 def _example_files() -> dict[str, str]:
@@ -60,5 +59,4 @@ def test_trusted_key_refuses_an_unsigned_head(run_cli: RunCli, git_remote: GitRe
         assert done.returncode == 1
         assert "sign" in done.stderr.lower() and "Traceback" not in done.stderr
     finally:
-        subprocess.run(["gpgconf", "--homedir", key.home, "--kill", "all"], check=False, capture_output=True)
-        shutil.rmtree(key.home, ignore_errors=True)
+        remove_signing_key(key)

@@ -415,7 +415,9 @@ def test_concurrent_deliveries_of_one_push_trigger_once(server: HttpServer, push
     assert len(pushes.events) == 1
 
 
-def test_expect_100_continue_is_refused_when_too_large_and_honoured_otherwise(server: HttpServer) -> None:
+def test_expect_100_continue_is_refused_when_too_large_or_unsigned_and_honoured_otherwise(
+    server: HttpServer,
+) -> None:
     host, port = server.address
     head = b"POST /hooks/git HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nExpect: 100-continue\r\n"
     with socket.create_connection((host, port), timeout=5) as conn:
@@ -423,11 +425,16 @@ def test_expect_100_continue_is_refused_when_too_large_and_honoured_otherwise(se
         refused = conn.recv(4096)
     with socket.create_connection((host, port), timeout=5) as conn:
         conn.sendall(head + b"Content-Length: 2\r\n\r\n")
+        unsigned = conn.recv(4096)
+    signature = b"X-Hub-Signature-256: sha256=" + b"0" * 64 + b"\r\n"
+    with socket.create_connection((host, port), timeout=5) as conn:
+        conn.sendall(head + signature + b"Content-Length: 2\r\n\r\n")
         go_on = conn.recv(4096)
         conn.sendall(b"{}")
         final = conn.recv(4096)
 
     assert refused.startswith(b"HTTP/1.1 413 ")
+    assert unsigned.startswith(b"HTTP/1.1 401 ") and b"100 Continue" not in unsigned
     assert go_on.startswith(b"HTTP/1.1 100 ")
     assert final.startswith(b"HTTP/1.1 401 ")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gitdeploy.core.commits import ChangeType
-from gitdeploy.errors import PermanentError, TransientError
+from gitdeploy.errors import TransientError
 from gitdeploy.source.repo import ConfigRepo
 from gitdeploy.source.trees import SourceLimits
 from tests.fixtures.gitrepo import GitRemote
@@ -156,5 +156,9 @@ def test_a_pushed_file_over_the_size_limit_is_refused_from_the_diff_too(
         repo.list_files(old)
         new = many_apps_remote.commit_and_push("big", {"apps/big.yaml": "x" * 2000})
         repo.poll(pushed=new)
-        with pytest.raises(PermanentError, match=r"big.yaml .* 2000 bytes, more than the limit of 1000"):
-            repo.changed_files(old, new)
+        repo.changed_files(old, new)
+        assert "apps/big.yaml" not in {e.path for e in repo.list_files(new)}
+        (problem,) = repo.file_problems(new)
+        assert (
+            problem.file == "apps/big.yaml" and "2000 bytes, more than the limit of 1000" in problem.message
+        )

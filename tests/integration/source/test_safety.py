@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -81,8 +82,10 @@ def test_symlink_out_of_the_tree_is_an_error(git_remote: GitRemote, state_dir: P
     git_remote.push()
     with ConfigRepo(git_remote.url, subpath="deploy", state_dir=state_dir) as repo:
         repo.poll()
-        with pytest.raises(PermanentError, match=r"deploy/db.yaml .* symlink .* leaves deploy"):
-            repo.files_at(sha)
+        assert [f.path for f in repo.files_at(sha)] == ["deploy/web.yaml"]
+        (problem,) = repo.file_problems(sha)
+        assert problem.file == "deploy/db.yaml"
+        assert re.search(r"symlink to '../secrets/db.yaml', which leaves deploy", problem.message)
 
 
 @pytest.mark.parametrize("target", ["/etc/passwd", "../../../../etc/passwd"])
@@ -94,8 +97,13 @@ def test_symlink_out_of_the_repository_is_an_error(
     git_remote.push()
     with ConfigRepo(git_remote.url, state_dir=state_dir) as repo:
         repo.poll()
-        with pytest.raises(PermanentError, match="symlink"):
-            repo.list_files(sha)
+        assert repo.list_files(sha) == []
+        (problem,) = repo.file_problems(sha)
+        assert (problem.file, problem.hint) == (
+            "app.yaml",
+            "gitdeploy reads only files inside the tracked path; copy the file instead",
+        )
+        assert f"symlink to {target!r}" in problem.message
 
 
 def test_symlink_inside_the_tree_is_followed_and_its_target_changes_show(
@@ -139,8 +147,10 @@ def test_file_size_and_file_count_limits(git_remote: GitRemote, state_dir: Path)
     sha = git_remote.commit_and_push("big", {"big.yaml": "x" * 2000, "a.yaml": "a\n", "b.yaml": "b\n"})
     with ConfigRepo(git_remote.url, state_dir=state_dir, limits=SourceLimits(max_file_bytes=1000)) as repo:
         repo.poll()
-        with pytest.raises(PermanentError, match=r"big.yaml .* 2000 bytes, more than the limit of 1000"):
-            repo.files_at(sha)
+        assert [f.path for f in repo.files_at(sha)] == ["a.yaml", "b.yaml"]
+        (problem,) = repo.file_problems(sha)
+        assert problem.file == "big.yaml"
+        assert re.search(r"big.yaml .* 2000 bytes, more than the limit of 1000", problem.message)
     few = SourceLimits(max_files=2)
     with (
         ConfigRepo(git_remote.url, state_dir=state_dir, limits=few) as repo,

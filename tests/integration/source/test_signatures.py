@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -14,72 +9,9 @@ import pytest
 from gitdeploy.source.repo import ConfigRepo, UnverifiedCommitError
 from gitdeploy.source.signatures import TrustedKeys
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.signing import SigningKey, commit_signed, needs_gpg
 
-pytestmark = pytest.mark.skipif(shutil.which("gpg") is None, reason="gpg is not installed")
-
-
-@dataclass(frozen=True)
-class SigningKey:
-    home: str
-    fingerprint: str
-    public_key_file: Path
-
-
-def run_gpg(home: str, *args: str) -> str:
-    proc = subprocess.run(
-        ["gpg", "--homedir", home, "--batch", "--no-tty", "--quiet", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return proc.stdout
-
-
-def create_signing_key(name: str, out_dir: Path) -> SigningKey:
-    """A throwaway ed25519 key without passphrase in its own short-path GnuPG home."""
-    home = tempfile.mkdtemp(prefix="gd-gpg-")
-    run_gpg(
-        home,
-        "--passphrase",
-        "",
-        "--quick-gen-key",
-        f"{name} <{name}@example.com>",
-        "ed25519",
-        "sign",
-        "never",
-    )
-    colons = run_gpg(home, "--with-colons", "--list-secret-keys")
-    fingerprint = next(line.split(":")[9] for line in colons.splitlines() if line.startswith("fpr:"))
-    public = out_dir / f"{name}.asc"
-    public.write_text(run_gpg(home, "--armor", "--export", fingerprint))
-    return SigningKey(home, fingerprint, public)
-
-
-@pytest.fixture(scope="module")
-def signing_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SigningKey, SigningKey]]:
-    out = tmp_path_factory.mktemp("keys")
-    keys = (create_signing_key("trusted", out), create_signing_key("stranger", out))
-    yield keys
-    for key in keys:
-        subprocess.run(["gpgconf", "--homedir", key.home, "--kill", "all"], check=False, capture_output=True)
-        shutil.rmtree(key.home, ignore_errors=True)
-
-
-def commit_signed(remote: GitRemote, key: SigningKey, message: str, files: dict[str, str | bytes]) -> str:
-    remote.write_files(files)
-    sha = remote.commit_all(
-        message,
-        extra_args=(f"-S{key.fingerprint}",),
-        env={
-            "GNUPGHOME": key.home,
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "gpg.program",
-            "GIT_CONFIG_VALUE_0": "gpg",
-        },
-    )
-    remote.push()
-    return sha
+pytestmark = needs_gpg
 
 
 def test_only_commits_signed_by_a_trusted_key_are_deployed(

@@ -45,6 +45,10 @@ HOSTILE = [
     ("non-utf8", "a.yaml", b"a: 1\nb: caf\xe9\n", 2, "not valid UTF-8"),
     ("too-deep", "a.yaml", b"a: " + b"[" * 200 + b"]" * 200 + b"\n", 0, "nested"),
     ("too-deep-json", "a.json", b"[" * 100000 + b"]" * 100000, 1, "nested too deeply"),
+    # Deep enough to overflow the C composer's stack (a segmentation fault) if it ever saw them
+    ("deep-flow", "a.yaml", b"a: " + b"[" * 30000 + b"]" * 30000 + b"\n", 1, "nested more than"),
+    ("deep-block-sequence", "a.yaml", b"- " * 30000 + b"x\n", 1, "nested more than"),
+    ("deep-indentation", "a.yaml", b"".join(b" " * i + b"k:\n" for i in range(1100)), 0, "nested more than"),
     ("complex-key", "a.yaml", b"? [a, b]\n: 1\n", 1, "mapping key must be a plain string"),
     ("oversized", "a.yaml", b"a: " + b"x" * (MAX_FILE_BYTES + 1), 1, "over the"),
 ]
