@@ -28,6 +28,10 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("", "pods/log"): {"get"},
     ("", "events"): {"create", "patch", "list"},
     ("", "configmaps"): {"get", "list", "watch", "create", "update", "patch", "delete"},
+    # OpenShift's OwnerReferencesPermissionEnforcement: an owner reference with
+    # blockOwnerDeletion needs update on the owner's finalizers subresource.
+    ("apps", "replicasets/finalizers"): {"update"},
+    ("", "configmaps/finalizers"): {"update"},
 }
 LEADER_RULES = [
     {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
