@@ -21,6 +21,7 @@ from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.patch import PatchError, apply_patch
 from gitdeploy.localcluster.resources import (
+    CONFIGMAPS,
     CORE_EVENTS,
     NAMESPACES,
     PODS,
@@ -44,6 +45,10 @@ _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _PROPAGATION = ("Orphan", "Background", "Foreground")
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+"""The API server's limit on the total size of an object's annotations (keys and values)."""
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+"""The API server's limit on a ConfigMap's ``data`` and ``binaryData`` (keys and values)."""
 
 
 def _validate_labels(labels: Any, causes: list[tuple[str, str]]) -> None:
@@ -71,6 +76,30 @@ def _validate_containers(containers: Any, field: str, causes: list[tuple[str, st
             causes.append((f"{field}[{index}].image", "Required value"))
 
 
+def _byte_size(entries: Any, *, binary: bool = False) -> int:
+    """Bytes of a map of strings as the API server counts them: each key plus each value
+    (``binaryData`` values are base64 in JSON: their decoded size)."""
+    if not isinstance(entries, dict):
+        return 0
+    total = 0
+    for key, value in entries.items():
+        total += len(str(key).encode("utf-8"))
+        text = str(value)
+        total += len(text) * 3 // 4 - text.count("=") if binary else len(text.encode("utf-8"))
+    return total
+
+
+def _validate_sizes(resource: ResourceType, obj: dict[str, Any], causes: list[tuple[str, str]]) -> None:
+    """The size limits of ``ValidateAnnotationsSize`` and of ConfigMap validation."""
+    annotations = _byte_size((obj.get("metadata") or {}).get("annotations"))
+    if annotations > MAX_ANNOTATIONS_BYTES:
+        causes.append(("metadata.annotations", f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes"))
+    if resource is CONFIGMAPS:
+        data = _byte_size(obj.get("data")) + _byte_size(obj.get("binaryData"), binary=True)
+        if data > MAX_CONFIGMAP_BYTES:
+            causes.append(("", f"Too long: must have at most {MAX_CONFIGMAP_BYTES} bytes"))
+
+
 def validate(resource: ResourceType, obj: dict[str, Any]) -> None:
     """Raise a 422 ``Invalid`` error when ``obj`` breaks the rules the API server enforces for it."""
     meta = obj.get("metadata") or {}
@@ -86,6 +115,7 @@ def validate(resource: ResourceType, obj: dict[str, Any]) -> None:
         not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values())
     ):
         causes.append(("metadata.annotations", "must be a map of strings"))
+    _validate_sizes(resource, obj, causes)
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     if resource is PODS:

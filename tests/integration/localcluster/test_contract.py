@@ -304,6 +304,34 @@ def test_errors_are_kubernetes_statuses(core: Any, apps: Any) -> None:
     assert no_namespace.value.status == 404
 
 
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"data": {"record": "é" * (512 * 1024 + 1)}}, ""),  # 1 MiB + 2 bytes of UTF-8
+        ({"data": {"a": "x" * (600 * 1024), "b": "y" * (500 * 1024)}}, ""),
+        ({"binaryData": {"blob": "QUJD" * (350 * 1024)}}, ""),  # 1.05 MiB decoded
+        ({"metadata": {"annotations": {"big": "z" * (256 * 1024)}}}, "metadata.annotations"),
+    ],
+    ids=["utf8-data", "two-keys", "binary-data", "annotations"],
+)
+def test_objects_over_the_api_size_limits_are_invalid(core: Any, body: dict[str, Any], field: str) -> None:
+    config_map = {**body, "metadata": {"name": "big", **body.get("metadata", {})}}
+
+    with pytest.raises(client.ApiException) as refused:
+        core.create_namespaced_config_map(NS, config_map)
+
+    status = json.loads(refused.value.body)
+    assert (refused.value.status, status["reason"]) == (422, "Invalid")
+    assert status["details"]["causes"][0]["field"] == field
+    assert "Too long" in status["details"]["causes"][0]["message"]
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "small"}, "data": {"k": "v" * 1000}})
+    with pytest.raises(client.ApiException) as grown:
+        core.patch_namespaced_config_map(
+            "small", NS, {k: v for k, v in body.items() if k != "metadata"} or {"metadata": body["metadata"]}
+        )
+    assert grown.value.status == 422
+
+
 def test_kubelet_simulation(core: Any, fake_clock: FakeClock) -> None:
     def pod(name: str, image: str, restart: str = "Always") -> dict[str, Any]:
         spec = {"restartPolicy": restart, "containers": [{"name": "c", "image": image, "command": ["run"]}]}

@@ -217,8 +217,19 @@ def test_a_hook_log_is_trimmed_to_its_tail_when_written() -> None:
         ("\x1b[31m" + "é" * 10, 5, "éé"),  # colour codes go before the tail is measured
         ("lone \ud800 surrogate", 4096, "lone ? surrogate"),
     ],
-    ids=["plain", "colours", "title", "carriage-returns", "controls", "ascii-tail", "cjk-exact",
-         "cjk-cut", "astral", "colour-then-tail", "surrogate"],
+    ids=[
+        "plain",
+        "colours",
+        "title",
+        "carriage-returns",
+        "controls",
+        "ascii-tail",
+        "cjk-exact",
+        "cjk-cut",
+        "astral",
+        "colour-then-tail",
+        "surrogate",
+    ],
 )
 def test_bound_log_keeps_a_clean_utf8_tail(log: str, limit: int, kept: str) -> None:
     bounded = bound_log(log, limit)
@@ -227,7 +238,9 @@ def test_bound_log_keeps_a_clean_utf8_tail(log: str, limit: int, kept: str) -> N
 
 
 def hooked(revision: int, log: str) -> RevisionEntry:
-    hooks = tuple(HookResult(phase, f"web-{revision}-{phase}", "Succeeded", log=log) for phase in ("pre", "mid", "post"))
+    hooks = tuple(
+        HookResult(phase, f"web-{revision}-{phase}", "Succeeded", log=log) for phase in ("pre", "mid", "post")
+    )
     return entry(revision, hooks=hooks, message=f"revision {revision} " + "説明" * 100)
 
 
