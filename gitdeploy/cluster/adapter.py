@@ -8,6 +8,7 @@ module as a :mod:`gitdeploy.errors` error.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Container, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -31,6 +32,7 @@ from gitdeploy.core.observed import (
     REVISION_ANNOTATION,
     ObservedPod,
     ObservedReplicaSet,
+    PodCensus,
     PodSpec,
     ReplicaSetSpec,
     StoredRecord,
@@ -527,6 +529,33 @@ class Cluster:
             selector,
         )
         return [to_observed_pod(item) for item in raw]
+
+    def list_pods_with_census(
+        self, namespace: str, app: str | None = None
+    ) -> tuple[list[ObservedPod], dict[str, PodCensus]]:
+        """In one list call in ``namespace`` (of ``app``'s pods only, if given): the hook and
+        deployer pods gitdeploy made (as :meth:`list_app_pods`) and, per app, how many pods of
+        each ReplicaSet exist, terminating ones included (see :class:`PodCensus`)."""
+        selector = f"{APP_LABEL}={app}" if app else APP_LABEL
+        raw = self._list_json(
+            self.core.list_namespaced_pod,
+            f"list pods in {namespace}",
+            namespace=namespace,
+            label_selector=selector,
+        )
+        hook_pods: list[ObservedPod] = []
+        counts: dict[str, Counter[str]] = {}
+        for item in raw:
+            if POD_ROLE_LABEL in _labels(item):
+                hook_pods.append(to_observed_pod(item))
+                continue
+            if (item.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            owners = (item.get("metadata") or {}).get("ownerReferences") or []
+            owner = next((r for r in owners if r.get("controller") and r.get("kind") == "ReplicaSet"), None)
+            if owner is not None:
+                counts.setdefault(_labels(item).get(APP_LABEL, ""), Counter())[str(owner.get("name"))] += 1
+        return hook_pods, {name: PodCensus(tuple(sorted(found.items()))) for name, found in counts.items()}
 
     def create_pod(self, spec: PodSpec) -> ObservedPod:
         body = {

@@ -43,9 +43,9 @@ from gitdeploy.controller.imagetriggers import (
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
 from gitdeploy.core.imagetriggers import stream_tag_key
 from gitdeploy.core.models import App, AppKey, StrategyType
-from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.records import AppRecord, Cause, CommitRef, SyncStatus
-from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
+from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout, wants_pod_census
 from gitdeploy.core.syncstate import Health, Sync, classify
 from gitdeploy.errors import GitdeployError, TransientError
 from gitdeploy.manifests.loader import LoadResult
@@ -75,7 +75,7 @@ def lists_per_app(due: int, apps_in_namespace: int) -> bool:
     return due * PER_APP_LISTS_BELOW <= apps_in_namespace
 
 
-Listed = tuple[list[ObservedReplicaSet], list[ObservedPod], Mapping[str, StoredRecord]]
+Listed = tuple[list[ObservedReplicaSet], list[ObservedPod], Mapping[str, StoredRecord], PodCensus | None]
 """One app's ReplicaSets and hook pods, and (at least) its app record by app name."""
 
 
@@ -409,31 +409,58 @@ class Controller:
         app = self.apps.get(key)
         return app is not None and (bool(app.strategy.hooks) or app.strategy.type is StrategyType.CUSTOM)
 
+    def _wants_census(self, key: AppKey) -> bool:
+        """Whether the app's pods must be counted (:func:`wants_pod_census`)."""
+        app = self.apps.get(key)
+        return app is not None and wants_pod_census(app)
+
     def _list_namespace(self, namespace: str, members: list[AppKey]) -> dict[str, Listed]:
-        """One list call per kind for the whole namespace (hook pods only when an app may have
-        some), split by app; only the ReplicaSets of ``members`` are read from the list."""
+        """One list call per kind for the whole namespace (pods only when an app may have hook
+        pods, or is Recreate: then every app pod, to count them per ReplicaSet), split by app; only
+        the ReplicaSets of ``members`` are read from the list."""
         names = {key.name for key in members}
         replica_sets: dict[str, list[ObservedReplicaSet]] = {name: [] for name in names}
         for rs in self.cluster.list_replica_sets(namespace, of_apps=names):
             replica_sets[rs.app].append(rs)
         records = {r.app: r for r in self.cluster.list_app_records(namespace)}
         pods: dict[str, list[ObservedPod]] = {name: [] for name in names}
-        if any(self._wants_pods(key) for key in members):
-            for pod in self.cluster.list_app_pods(namespace):
+        counted = {key.name for key in members if self._wants_census(key)}
+        census: dict[str, PodCensus] = {}
+        if counted or any(self._wants_pods(key) for key in members):
+            hook_pods, census = (
+                self.cluster.list_pods_with_census(namespace)
+                if counted
+                else (self.cluster.list_app_pods(namespace), {})
+            )
+            for pod in hook_pods:
                 if pod.app in pods:
                     pods[pod.app].append(pod)
-        return {name: (replica_sets[name], pods[name], records) for name in names}
+        return {
+            name: (
+                replica_sets[name],
+                pods[name],
+                records,
+                census.get(name, PodCensus()) if name in counted else None,
+            )
+            for name in names
+        }
 
     def _list_and_reconcile_one(self, key: AppKey) -> AppReport | None:
         """A pass over one app from lists of its own objects (when few apps of its namespace are due)."""
         try:
             replica_sets = self.cluster.list_replica_sets(key.namespace, key.name)
             records = {r.app: r for r in self.cluster.list_app_records(key.namespace, key.name)}
-            pods = self.cluster.list_app_pods(key.namespace, key.name) if self._wants_pods(key) else []
+            pods: list[ObservedPod] = []
+            census = None
+            if self._wants_census(key):
+                pods, counted = self.cluster.list_pods_with_census(key.namespace, key.name)
+                census = counted.get(key.name, PodCensus())
+            elif self._wants_pods(key):
+                pods = self.cluster.list_app_pods(key.namespace, key.name)
         except GitdeployError as problem:
             self._failed(key, problem)
             return self.reports.get(key)
-        return self._reconcile_one(key, replica_sets, pods, records)
+        return self._reconcile_one(key, replica_sets, pods, records, census)
 
     def _reconcile_one(
         self,
@@ -441,6 +468,7 @@ class Controller:
         replica_sets: list[ObservedReplicaSet],
         pods: list[ObservedPod],
         records: Mapping[str, StoredRecord],
+        census: PodCensus | None = None,
     ) -> AppReport | None:
         stored = records.get(key.name)
         if stored is not None:  # the record as this pass saw it is no news when a watch reports it
@@ -458,7 +486,7 @@ class Controller:
                 report = AppReport(key, Sync.INVALID_MANIFEST, Health.MISSING, "", problem, settled=True)
                 self._remember(report, None)
                 return report
-            report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
+            report = self._step(app, build_snapshot(key, replica_sets, pods, stored, census), stored)
         except GitdeployError as problem:
             self._failed(key, problem)
             self._observe(self.reconcile_observers, time.perf_counter() - started, "error")
@@ -490,9 +518,13 @@ class Controller:
                 return Sync.INVALID_MANIFEST, health, problem
             if pin is not None and step.phase is AppPhase.COMPLETE:
                 how = "rollback" if pin.cause == Cause.ROLLBACK.value else "automatic rollback"
-                return sync, health, (
-                    f"pinned to revision {pin.revision}'s template by {how} ({pin.reason}); a commit "
-                    f"that changes the manifest, or `gitdeploy deploy {app.key} --latest`, rolls forward"
+                return (
+                    sync,
+                    health,
+                    (
+                        f"pinned to revision {pin.revision}'s template by {how} ({pin.reason}); a commit "
+                        f"that changes the manifest, or `gitdeploy deploy {app.key} --latest`, rolls forward"
+                    ),
                 )
             return sync, health, image_message(step.message, step.phase, images, note)
 
@@ -528,13 +560,17 @@ class Controller:
         """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing)."""
         current = record.status
         verdict = (sync, health, location, digest, paused)
-        if current is not None and (
-            current.sync,
-            current.health,
-            current.location,
-            current.manifest_digest,
-            current.paused,
-        ) == verdict:
+        if (
+            current is not None
+            and (
+                current.sync,
+                current.health,
+                current.location,
+                current.manifest_digest,
+                current.paused,
+            )
+            == verdict
+        ):
             return record
         now = self.clock.now()
         status = SyncStatus(sync, health, message, self.head or "", location, now, digest, paused)

@@ -206,10 +206,21 @@ class Registry:
         pod = txn.get(timer.resource, timer.namespace, timer.name)
         if pod is None or pod["metadata"]["uid"] != timer.uid:
             return []
+        if timer.action == simulation.GONE:
+            txn.delete(PODS.key, pod)
+            self._collect_dependents(txn, pod["metadata"]["uid"], "Background", now)
+            return self._controllers_of(pod)
+        if simulation.is_terminating(pod):
+            return []  # its containers are being stopped: no start, no completion
         pod["status"] = simulation.pod_transition(pod, timer.action, timer.due, self.config)
         txn.put(PODS.key, pod, "MODIFIED", owners_changed=False)
         if timer.action == simulation.STOP and pod["status"].get("phase") == "Succeeded":
             self._act_as_custom_deployer(txn, pod, now)
+        return self._controllers_of(pod)
+
+    @staticmethod
+    def _controllers_of(pod: dict[str, Any]) -> list[str]:
+        """The uids of the ReplicaSets that control ``pod`` (one at most)."""
         return [
             str(ref.get("uid"))
             for ref in pod["metadata"].get("ownerReferences") or []
@@ -356,6 +367,9 @@ class Registry:
             wanted_rv = preconditions.get("resourceVersion")
             if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
                 raise ApiError.conflict(resource.qualified, name)
+            grace = simulation.grace_period_seconds(current, options) if resource is PODS else 0
+            if grace:
+                return self._terminate(txn, current, grace, now, reconcile=True)
             return self._remove(txn, resource, current, policy, now, reconcile=True)
 
     def delete_collection(
@@ -369,7 +383,12 @@ class Registry:
                 obj = json.loads(body)
                 if selected(obj):
                     current = txn.get(resource.key, _ns, _name)
-                    if current is not None:
+                    if current is None:
+                        continue
+                    grace = simulation.grace_period_seconds(current, {}) if resource is PODS else 0
+                    if grace:
+                        deleted.append(self._terminate(txn, current, grace, now, reconcile=True))
+                    else:
                         deleted.append(
                             self._remove(txn, resource, current, "Background", now, reconcile=True)
                         )
@@ -557,6 +576,26 @@ class Registry:
             self._after_write(txn, resource, obj, now)
         return removed
 
+    def _terminate(
+        self, txn: Txn, pod: dict[str, Any], grace: int, now: float, *, reconcile: bool
+    ) -> dict[str, Any]:
+        """Graceful deletion: the pod gets its ``deletionTimestamp`` and is removed ``grace``
+        seconds later (a second delete of a terminating pod changes nothing)."""
+        meta = pod["metadata"]
+        if simulation.is_terminating(pod):
+            return pod
+        meta["deletionTimestamp"] = simulation.format_time(now + grace)
+        meta["deletionGracePeriodSeconds"] = grace
+        txn.put(PODS.key, pod, "MODIFIED", owners_changed=False)
+        txn.add_timer(
+            Timer(
+                now + grace, PODS.key, meta.get("namespace", ""), meta["name"], meta["uid"], simulation.GONE
+            )
+        )
+        if reconcile:
+            self._after_write(txn, PODS, pod, now)
+        return pod
+
     def _collect_dependents(self, txn: Txn, owner_uid: str, policy: str, now: float) -> None:
         """Garbage collection: dependents whose last owner is gone are deleted (or orphaned)."""
         for key, dependent in txn.dependents(owner_uid):
@@ -596,7 +635,11 @@ class Registry:
                 txn, replicaset, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", now
             )
         for pod in plan.delete:
-            self._remove(txn, PODS, pod, "Background", now, reconcile=False)
+            grace = simulation.grace_period_seconds(pod, {})
+            if grace:
+                self._terminate(txn, pod, grace, now, reconcile=False)
+            else:
+                self._remove(txn, PODS, pod, "Background", now, reconcile=False)
             self._record_event(
                 txn, replicaset, "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}", now
             )

@@ -277,11 +277,14 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif verb == "delete":
             options = self._read_body()
+            options = dict(options) if isinstance(options, dict) else {}
+            if str(query.get("gracePeriodSeconds", "")).isdigit():
+                options["gracePeriodSeconds"] = int(str(query["gracePeriodSeconds"]))
             deleted = registry.delete(
                 route.resource,
                 namespace,
                 str(route.name),
-                options if isinstance(options, dict) else None,
+                options,
                 query.get("propagationPolicy"),
             )
             self._send_json(200, deleted)

@@ -89,15 +89,64 @@ def test_scale_down_deletes_unready_pods_first(core: Any, apps: Any, fake_clock:
     scale = apps.patch_namespaced_replica_set_scale("web", NS, {"spec": {"replicas": 2}})
 
     assert scale.spec.replicas == 2
-    assert {p.metadata.name for p in pods_of(core)} == ready
+    assert {p.metadata.name for p in live_pods_of(core)} == ready
     apps.patch_namespaced_replica_set_scale("web", NS, {"spec": {"replicas": 1}})
-    assert len(pods_of(core)) == 1
+    assert len(live_pods_of(core)) == 1
     replica_set = apps.read_namespaced_replica_set("web", NS)
     assert (replica_set.metadata.generation, replica_set.status.observed_generation) == (4, 4)
     assert replica_set.status.replicas == 1
     reasons = [e.reason for e in core.list_namespaced_event(NS).items]
     assert reasons.count("SuccessfulCreate") == 4
     assert reasons.count("SuccessfulDelete") == 3
+
+
+def live_pods_of(core: Any, app: str = "web") -> list[Any]:
+    """The pods that are not Terminating."""
+    return [p for p in pods_of(core, app) if p.metadata.deletion_timestamp is None]
+
+
+def test_deleted_pods_terminate_for_their_grace_period(core: Any, apps: Any, fake_clock: FakeClock) -> None:
+    # Given a ReplicaSet of 3 ready pods, one of which asks for a 10 s grace period
+    apps.create_namespaced_replica_set(NS, replicaset(replicas=3))
+    fake_clock.advance(POD_START_SECONDS)
+    short, *others = sorted(p.metadata.name for p in pods_of(core))
+    core.delete_namespaced_pod(short, NS, body={"gracePeriodSeconds": 10})
+    # When it is scaled to 0
+    apps.patch_namespaced_replica_set_scale("web", NS, {"spec": {"replicas": 0}})
+    # Then every pod is Terminating, none is counted, and the terminating ones are reported
+    pods = pods_of(core)
+    assert len(pods) == 4  # the pod deleted by hand, its replacement and the two others
+    assert all(p.metadata.deletion_timestamp is not None for p in pods)
+    assert {p.metadata.deletion_grace_period_seconds for p in pods if p.metadata.name != short} == {30}
+    status = apps.read_namespaced_replica_set("web", NS).status
+    assert status.replicas == 0
+    assert (
+        json.loads(apps.read_namespaced_replica_set("web", NS, _preload_content=False).data)["status"][
+            "terminatingReplicas"
+        ]
+        == 4
+    )
+    # and each goes when its grace period is over, not before
+    fake_clock.advance(10)
+    assert short not in {p.metadata.name for p in pods_of(core)}
+    fake_clock.advance(19)
+    assert set(others) <= {p.metadata.name for p in pods_of(core)}
+    fake_clock.advance(1)
+    assert pods_of(core) == []
+    assert (
+        "terminatingReplicas"
+        not in json.loads(apps.read_namespaced_replica_set("web", NS, _preload_content=False).data)["status"]
+    )
+
+
+def test_pods_that_ended_are_deleted_at_once(core: Any, fake_clock: FakeClock) -> None:
+    spec = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "hook:1"}]}
+    core.create_namespaced_pod(NS, {"metadata": {"name": "done"}, "spec": spec})
+    fake_clock.advance(JOB_SECONDS)
+
+    core.delete_namespaced_pod("done", NS)
+
+    assert core.list_namespaced_pod(NS).items == []
 
 
 def test_stale_resource_version_conflicts(apps: Any) -> None:
