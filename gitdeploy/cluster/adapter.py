@@ -88,6 +88,15 @@ def _api_error(bad: ApiException, what: str) -> GitdeployError:
             hint="it changed while gitdeploy wrote it; run the command again (the loop retries by itself)",
             retry_after=0.5,
         )
+    if status == 403 and "violates PodSecurity" in detail:
+        return PermanentError(
+            f"{what}: refused by Pod Security admission: {detail}",
+            hint="the namespace enforces a Pod Security level (label pod-security.kubernetes.io/enforce); "
+            "hook and deployer pods take their securityContext from the app's pod template: make the "
+            "template comply (for 'restricted': pod securityContext runAsNonRoot: true and seccompProfile "
+            "type RuntimeDefault; each container allowPrivilegeEscalation: false and capabilities drop "
+            "[ALL]) and commit it; this is not an RBAC problem",
+        )
     if status in (401, 403):
         return PermanentError(
             f"{what}: the cluster refused gitdeploy ({status} {detail})",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gitdeploy.clock import Clock
-from gitdeploy.localcluster import simulation
+from gitdeploy.localcluster import podsecurity, simulation
 from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.patch import PatchError, apply_patch
@@ -306,6 +306,8 @@ class Registry:
             meta["name"] = f"{meta['generateName']}{simulation.random_suffix()}"
         now = self.clock.now()
         with self.store.write() as txn:
+            if resource is PODS:
+                podsecurity.admit_pod(txn.get(NAMESPACES.key, "", namespace), obj)
             return self._insert(txn, resource, obj, now)
 
     def replace(

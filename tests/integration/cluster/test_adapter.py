@@ -11,7 +11,7 @@ from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.connection import connect
 from gitdeploy.core.hashing import canonical_template, template_hash
-from gitdeploy.core.observed import ReplicaSetSpec
+from gitdeploy.core.observed import PodSpec, ReplicaSetSpec
 from gitdeploy.core.records import MAX_REVISIONS, AppRecord, CommitRef, HookResult, RevisionEntry
 from gitdeploy.errors import AlreadyExistsError, ConflictError, PermanentError, TransientError
 from gitdeploy.localcluster import LocalCluster
@@ -83,6 +83,36 @@ def test_a_record_of_a_hundred_revisions_with_long_coloured_non_ascii_hook_logs_
     assert [e.revision for e in stored.revisions] == list(range(1, MAX_REVISIONS + 1))
     assert stored.revisions[-1].hooks[-1].log.endswith("🚀\n")
     assert cluster.write_app_record("shop", "web", written.payload, written.resource_version)
+
+
+def test_a_pod_security_refusal_says_what_to_change_and_is_no_rbac_problem(
+    cluster: Cluster, kube_client: client.ApiClient
+) -> None:
+    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
+    client.CoreV1Api(kube_client).create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name="locked", labels=labels))
+    )
+    spec = PodSpec(
+        namespace="locked",
+        name="web-abc-hook-pre",
+        app="web",
+        role="hook-pre",
+        revision=1,
+        attempt=1,
+        first_attempt_at=0.0,
+        owner_name="web-abc",
+        owner_uid="",
+        spec_json='{"containers":[{"image":"migrate:1","name":"lifecycle"}],"restartPolicy":"Never"}',
+    )
+
+    with pytest.raises(PermanentError) as refused:
+        cluster.create_pod(spec)
+
+    text = str(refused.value) + " " + (refused.value.hint or "")
+    assert "refused by Pod Security admission" in text
+    assert "allowPrivilegeEscalation" in text and "runAsNonRoot" in text
+    assert "not an RBAC problem" in text
+    assert "credentials and RBAC" not in text
 
 
 def test_replica_set_lifecycle_as_the_planner_sees_it(

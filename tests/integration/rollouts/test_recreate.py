@@ -126,6 +126,46 @@ def test_old_pods_in_their_grace_period_hold_back_the_mid_hook_and_the_new_pods(
     assert entry is not None and entry.outcome is Outcome.COMPLETE
 
 
+RESTRICTED_WORKER = """\
+apiVersion: apps.openshift.io/v1
+kind: DeploymentConfig
+metadata: {name: worker, namespace: jobs}
+spec:
+  replicas: 2
+  selector: {app: worker}
+  template:
+    metadata: {labels: {app: worker}}
+    spec:
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: worker
+        image: example/worker:IMAGE
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+  strategy:
+    type: Recreate
+    recreateParams:
+      pre: {failurePolicy: Abort, execNewPod: {containerName: worker, command: [/bin/drain]}}
+      mid: {failurePolicy: Abort, execNewPod: {containerName: worker, command: [/bin/migrate]}}
+  triggers: [{type: ConfigChange}]
+"""
+
+
+def test_hooks_run_in_a_namespace_that_enforces_pod_security_restricted(world: World) -> None:
+    # Given a namespace that enforces Pod Security "restricted" and an app whose template complies
+    world.core.create_namespace(
+        {"metadata": {"name": "jobs", "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+    )
+    v1 = load_app(RESTRICTED_WORKER.replace("IMAGE", "1.0"))
+    world.roll(v1, commit("v1", 1))
+    # When a new revision rolls out with pre and mid hooks
+    v2 = load_app(RESTRICTED_WORKER.replace("IMAGE", "2.0"))
+    world.roll(v2, commit("v2", 2))
+    # Then its hook pods were admitted and the rollout completed
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.outcome is Outcome.COMPLETE, entry
+    assert sorted((h.phase, h.outcome) for h in entry.hooks) == [("mid", "Succeeded"), ("pre", "Succeeded")]
+
+
 def failed(step: Step) -> bool:
     return step.phase == AppPhase.FAILED
 
