@@ -48,6 +48,7 @@ from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 from gitdeploy.errors import (
     AlreadyExistsError,
     ConflictError,
+    ExpiredError,
     GitdeployError,
     NotFoundError,
     PermanentError,
@@ -101,6 +102,10 @@ def _api_error(bad: ApiException, what: str) -> GitdeployError:
         return PermanentError(
             f"{what}: the cluster refused gitdeploy ({status} {detail})",
             hint="check the credentials and RBAC of gitdeploy's service account (see deploy/)",
+        )
+    if status == 410:
+        return ExpiredError(
+            f"{what}: the resourceVersion is too old ({detail})", hint="list again", retry_after=0.0
         )
     if status == 429 or status >= 500 or status == 0:
         return TransientError(f"{what}: the API server answered {status} {detail}", retry_after=2.0)
@@ -256,17 +261,27 @@ class Cluster:
     # -- reading -----------------------------------------------------------------------------------
 
     def _list_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> list[dict[str, Any]]:
+        return self._list_json_at(call, what, **kwargs)[0]
+
+    def _list_json_at(
+        self, call: Callable[..., Any], what: str, **kwargs: Any
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The items of a list (every page) and the list's own ``metadata.resourceVersion``: the
+        version a watch of the same objects starts from (an item's may be far older)."""
         items: list[dict[str, Any]] = []
         token: str | None = None
+        version = ""
         with _translated(what):
             while True:
                 extra = {"_continue": token} if token else {}
                 response = call(_preload_content=False, limit=5000, **kwargs, **extra)
                 body = json.loads(response.data)
                 items.extend(body.get("items") or [])
-                token = (body.get("metadata") or {}).get("continue")
+                metadata = body.get("metadata") or {}
+                version = version or str(metadata.get("resourceVersion") or "")
+                token = metadata.get("continue")
                 if not token:
-                    return items
+                    return items, version
 
     def _list_selected(
         self,
@@ -310,12 +325,24 @@ class Cluster:
         )
         return [_record(item) for item in raw]
 
+    def list_app_records_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
+        """The app records in ``namespace`` and the list's resourceVersion, in one list call:
+        where :meth:`watch_app_records` goes on from."""
+        raw, version = self._list_json_at(
+            self.core.list_namespaced_config_map,
+            f"list app records in {namespace}",
+            namespace=namespace,
+            label_selector=f"{RECORD_LABEL}=true",
+        )
+        return [_record(item) for item in raw], version
+
     def watch_app_records(
         self, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 300
     ) -> Iterator[tuple[str, StoredRecord]]:
         """``(event type, record)`` for every change of an app record, until the server ends the
         watch (after ``timeout_seconds``). Without ``resource_version`` it starts with every
-        record as ``ADDED``. A ``410 Gone`` surfaces as :class:`TransientError`: start over."""
+        record as ``ADDED``. A ``410 Gone`` surfaces as :class:`ExpiredError`: list again
+        (:meth:`list_app_records_at`) and watch from the list's resourceVersion."""
         selector = f"{RECORD_LABEL}=true"
         kwargs: dict[str, Any] = {"label_selector": selector, "timeout_seconds": timeout_seconds}
         if resource_version:
@@ -337,7 +364,8 @@ class Cluster:
                     event = json.loads(line) if line.strip() else {}
                     raw = event.get("object") or {}
                     if event.get("type") == "ERROR":
-                        raise TransientError(f"the {what} ended: {raw.get('message', raw)}")
+                        error = ExpiredError if raw.get("code") == 410 else TransientError
+                        raise error(f"the {what} ended: {raw.get('message', raw)}")
                     if raw:
                         yield str(event.get("type")), raw
             finally:
