@@ -98,10 +98,17 @@ def _api_error(bad: ApiException, what: str) -> GitdeployError:
             "type RuntimeDefault; each container allowPrivilegeEscalation: false and capabilities drop "
             "[ALL]) and commit it; this is not an RBAC problem",
         )
-    if status in (401, 403):
+    if status == 403:
+        return PermanentError(
+            f"{what}: gitdeploy's account lacks a permission (403 {detail})",
+            hint="bind the Role of deploy/rbac.yaml in every namespace gitdeploy manages "
+            "(sed 's/namespace: apps$/namespace: NS/' deploy/rbac.yaml | kubectl apply -f -), "
+            "or keep gitdeploy out of that namespace (run --namespace for each one it may manage)",
+        )
+    if status == 401:
         return PermanentError(
             f"{what}: the cluster refused gitdeploy ({status} {detail})",
-            hint="check the credentials and RBAC of gitdeploy's service account (see deploy/)",
+            hint="check the credentials of gitdeploy's service account (see deploy/)",
         )
     if status == 410:
         return ExpiredError(

@@ -635,16 +635,29 @@ class Controller:
 
     # -- orphans -------------------------------------------------------------------------------------
 
+    def _resync_namespaces(self) -> list[str]:
+        """Where the resync looks for app records: the namespaces gitdeploy was given, else those
+        git names (and those of known orphans). Never the whole cluster: the Role that
+        ``deploy/`` ships is per namespace and refuses a cluster-wide list."""
+        if self.namespaces:
+            return sorted(self.namespaces)
+        return sorted({key.namespace for key in [*self.apps, *self.orphans]})
+
     def _resync_if_time(self, now: float) -> None:
         """Periodically look at every app again, and find records of apps that are not in git."""
         if self._next_resync == 0.0 or now < self._next_resync:
             return
         self._next_resync = now + self.resync_seconds
-        try:
-            records = self.cluster.list_app_records()
-        except GitdeployError as problem:
-            log.warning("[resync] cannot list app records: %s", problem.message)
-            return
+        records: list[StoredRecord] = []
+        for namespace in self._resync_namespaces():
+            try:
+                records += self.cluster.list_app_records(namespace)
+            except GitdeployError as problem:  # loud: orphans there go unnoticed until it is fixed
+                log.error(
+                    "[resync] cannot list the app records in %s, orphans there are not found: %s",
+                    namespace,
+                    problem,
+                )
         with self._lock:
             for record in records:
                 key = AppKey(record.namespace, record.app)

@@ -6,6 +6,7 @@ import json
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -379,6 +380,30 @@ def test_objects_over_the_api_size_limits_are_invalid(core: Any, body: dict[str,
             "small", NS, {k: v for k, v in body.items() if k != "metadata"} or {"metadata": body["metadata"]}
         )
     assert grown.value.status == 422
+
+
+def test_a_namespaced_role_refuses_the_cluster_scope_and_other_namespaces(
+    core: Any, embedded_cluster: LocalCluster
+) -> None:
+    # Given the API authorises as gitdeploy's ServiceAccount, its Role bound in NS only
+    embedded_cluster.role_namespaces = frozenset({NS})
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "allowed"}, "data": {"k": "v"}})
+    # Then lists at the cluster scope and anything in another namespace are 403 Forbidden
+    attempts: list[Callable[[], Any]] = [
+        lambda: core.list_config_map_for_all_namespaces(),
+        lambda: core.create_namespaced_config_map("default", {"metadata": {"name": "x"}}),
+        lambda: core.read_namespace(NS),
+    ]
+    for refused in attempts:
+        with pytest.raises(client.ApiException) as caught:
+            refused()
+        status = json.loads(caught.value.body)
+        assert (caught.value.status, status["reason"]) == (403, "Forbidden")
+        assert (
+            "cannot" in status["message"] and "system:serviceaccount:gitdeploy:gitdeploy" in status["message"]
+        )
+    # And the connection still answers the next request (a refused body is not read as one)
+    assert [c.metadata.name for c in core.list_namespaced_config_map(NS).items] == ["allowed"]
 
 
 def test_kubelet_simulation(core: Any, fake_clock: FakeClock) -> None:
