@@ -507,7 +507,7 @@ class Cluster:
 
     def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
         selector = dict(spec.selector_labels) | {TEMPLATE_HASH_LABEL: spec.template_hash}
-        template = spec.template.to_dict()
+        template = spec.template.to_written_dict()  # as in git: only gitdeploy's labels are added
         template.setdefault("metadata", {}).setdefault("labels", {})[TEMPLATE_HASH_LABEL] = spec.template_hash
         template["metadata"]["labels"][APP_LABEL] = spec.app
         body = {
