@@ -54,7 +54,7 @@ from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.hashing import canonical_template, template_hash
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.localcluster import ClusterInfo, LocalCluster, SimulationConfig, ensure_running, stop
 from gitdeploy.localcluster.daemon import ssl_context
 from gitdeploy.localcluster.registry import Registry
@@ -329,10 +329,11 @@ class TimedController(Controller):
         replica_sets: list[ObservedReplicaSet],
         pods: list[ObservedPod],
         records: Mapping[str, StoredRecord],
+        census: PodCensus | None = None,
     ) -> AppReport | None:
         started, cpu, waited = time.perf_counter(), time.thread_time(), self.in_requests()
         try:
-            return super()._reconcile_one(key, replica_sets, pods, records)
+            return super()._reconcile_one(key, replica_sets, pods, records, census)
         finally:
             self.step_ms.append(millis_since(started))
             self.step_cpu_ms.append((time.thread_time() - cpu) * 1000)

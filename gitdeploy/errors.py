@@ -47,6 +47,11 @@ class AlreadyExistsError(PermanentError):
     """An object with that name exists already (HTTP 409, reason AlreadyExists)."""
 
 
+class ExpiredError(TransientError):
+    """The resourceVersion a watch asked for is older than the API server keeps (HTTP 410 Gone):
+    list again and watch from the list's resourceVersion."""
+
+
 class ConflictError(TransientError):
     """Someone else changed the object first (HTTP 409 on a stale resourceVersion): re-read, retry."""
 

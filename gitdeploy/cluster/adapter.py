@@ -14,6 +14,7 @@ answer cut mid-way is a TransientError as well.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Container, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -44,6 +45,7 @@ from gitdeploy.core.observed import (
     REVISION_ANNOTATION,
     ObservedPod,
     ObservedReplicaSet,
+    PodCensus,
     PodSpec,
     ReplicaSetSpec,
     StoredRecord,
@@ -59,6 +61,7 @@ from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 from gitdeploy.errors import (
     AlreadyExistsError,
     ConflictError,
+    ExpiredError,
     GitdeployError,
     NotFoundError,
     PermanentError,
@@ -104,10 +107,30 @@ def _api_error(bad: ApiException, what: str) -> GitdeployError:
             hint="it changed while gitdeploy wrote it; run the command again (the loop retries by itself)",
             retry_after=0.5,
         )
-    if status in (401, 403):
+    if status == 403 and "violates PodSecurity" in detail:
+        return PermanentError(
+            f"{what}: refused by Pod Security admission: {detail}",
+            hint="the namespace enforces a Pod Security level (label pod-security.kubernetes.io/enforce); "
+            "hook and deployer pods take their securityContext from the app's pod template: make the "
+            "template comply (for 'restricted': pod securityContext runAsNonRoot: true and seccompProfile "
+            "type RuntimeDefault; each container allowPrivilegeEscalation: false and capabilities drop "
+            "[ALL]) and commit it; this is not an RBAC problem",
+        )
+    if status == 403:
+        return PermanentError(
+            f"{what}: gitdeploy's account lacks a permission (403 {detail})",
+            hint="bind the Role of deploy/rbac.yaml in every namespace gitdeploy manages "
+            "(sed 's/namespace: apps$/namespace: NS/' deploy/rbac.yaml | kubectl apply -f -), "
+            "or keep gitdeploy out of that namespace (run --namespace for each one it may manage)",
+        )
+    if status == 401:
         return PermanentError(
             f"{what}: the cluster refused gitdeploy ({status} {detail})",
-            hint="check the credentials and RBAC of gitdeploy's service account (see deploy/)",
+            hint="check the credentials of gitdeploy's service account (see deploy/)",
+        )
+    if status == 410:
+        return ExpiredError(
+            f"{what}: the resourceVersion is too old ({detail})", hint="list again", retry_after=0.0
         )
     if status == 429 or status >= 500 or status == 0:
         return TransientError(f"{what}: the API server answered {status} {detail}", retry_after=2.0)
@@ -312,8 +335,16 @@ class Cluster:
     # -- reading -----------------------------------------------------------------------------------
 
     def _list_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> list[dict[str, Any]]:
+        return self._list_json_at(call, what, **kwargs)[0]
+
+    def _list_json_at(
+        self, call: Callable[..., Any], what: str, **kwargs: Any
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The items of a list (every page) and the list's own ``metadata.resourceVersion``: the
+        version a watch of the same objects starts from (an item's may be far older)."""
         items: list[dict[str, Any]] = []
         token: str | None = None
+        version = ""
         with _translated(what):
             while True:
                 extra = {"_continue": token} if token else {}
@@ -322,9 +353,11 @@ class Cluster:
                 )
                 body = json.loads(response.data)
                 items.extend(body.get("items") or [])
-                token = (body.get("metadata") or {}).get("continue")
+                metadata = body.get("metadata") or {}
+                version = version or str(metadata.get("resourceVersion") or "")
+                token = metadata.get("continue")
                 if not token:
-                    return items
+                    return items, version
 
     def _list_selected(
         self,
@@ -368,12 +401,24 @@ class Cluster:
         )
         return [_record(item) for item in raw]
 
+    def list_app_records_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
+        """The app records in ``namespace`` and the list's resourceVersion, in one list call:
+        where :meth:`watch_app_records` goes on from."""
+        raw, version = self._list_json_at(
+            self.core.list_namespaced_config_map,
+            f"list app records in {namespace}",
+            namespace=namespace,
+            label_selector=f"{RECORD_LABEL}=true",
+        )
+        return [_record(item) for item in raw], version
+
     def watch_app_records(
         self, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 300
     ) -> Iterator[tuple[str, StoredRecord]]:
         """``(event type, record)`` for every change of an app record, until the server ends the
         watch (after ``timeout_seconds``). Without ``resource_version`` it starts with every
-        record as ``ADDED``. A ``410 Gone`` surfaces as :class:`TransientError`: start over."""
+        record as ``ADDED``. A ``410 Gone`` surfaces as :class:`ExpiredError`: list again
+        (:meth:`list_app_records_at`) and watch from the list's resourceVersion."""
         selector = f"{RECORD_LABEL}=true"
         kwargs: dict[str, Any] = {
             "label_selector": selector,
@@ -399,7 +444,8 @@ class Cluster:
                     event = json.loads(line) if line.strip() else {}
                     raw = event.get("object") or {}
                     if event.get("type") == "ERROR":
-                        raise TransientError(f"the {what} ended: {raw.get('message', raw)}")
+                        error = ExpiredError if raw.get("code") == 410 else TransientError
+                        raise error(f"the {what} ended: {raw.get('message', raw)}")
                     if raw:
                         yield str(event.get("type")), raw
             finally:
@@ -550,7 +596,7 @@ class Cluster:
 
     def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
         selector = dict(spec.selector_labels) | {TEMPLATE_HASH_LABEL: spec.template_hash}
-        template = spec.template.to_dict()
+        template = spec.template.to_written_dict()  # as in git: only gitdeploy's labels are added
         template.setdefault("metadata", {}).setdefault("labels", {})[TEMPLATE_HASH_LABEL] = spec.template_hash
         template["metadata"]["labels"][APP_LABEL] = spec.app
         body = {
@@ -616,6 +662,33 @@ class Cluster:
             selector,
         )
         return [to_observed_pod(item) for item in raw]
+
+    def list_pods_with_census(
+        self, namespace: str, app: str | None = None
+    ) -> tuple[list[ObservedPod], dict[str, PodCensus]]:
+        """In one list call in ``namespace`` (of ``app``'s pods only, if given): the hook and
+        deployer pods gitdeploy made (as :meth:`list_app_pods`) and, per app, how many pods of
+        each ReplicaSet exist, terminating ones included (see :class:`PodCensus`)."""
+        selector = f"{APP_LABEL}={app}" if app else APP_LABEL
+        raw = self._list_json(
+            self.core.list_namespaced_pod,
+            f"list pods in {namespace}",
+            namespace=namespace,
+            label_selector=selector,
+        )
+        hook_pods: list[ObservedPod] = []
+        counts: dict[str, Counter[str]] = {}
+        for item in raw:
+            if POD_ROLE_LABEL in _labels(item):
+                hook_pods.append(to_observed_pod(item))
+                continue
+            if (item.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            owners = (item.get("metadata") or {}).get("ownerReferences") or []
+            owner = next((r for r in owners if r.get("controller") and r.get("kind") == "ReplicaSet"), None)
+            if owner is not None:
+                counts.setdefault(_labels(item).get(APP_LABEL, ""), Counter())[str(owner.get("name"))] += 1
+        return hook_pods, {name: PodCensus(tuple(sorted(found.items()))) for name, found in counts.items()}
 
     def create_pod(self, spec: PodSpec) -> ObservedPod:
         body = {

@@ -59,10 +59,10 @@ from gitdeploy.controller.orphans import (
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
 from gitdeploy.core.imagetriggers import stream_tag_key
 from gitdeploy.core.models import App, AppKey, StrategyType
-from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.pruning import PruneLimit, prune_blocker, prune_opted_out
 from gitdeploy.core.records import AppRecord, Cause, CommitRef, SyncStatus
-from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
+from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout, wants_pod_census
 from gitdeploy.core.syncstate import Health, Sync, classify
 from gitdeploy.errors import DamagedRecordError, GitdeployError, TransientError
 from gitdeploy.manifests.loader import LoadResult
@@ -94,7 +94,7 @@ def lists_per_app(due: int, apps_in_namespace: int) -> bool:
     return due * PER_APP_LISTS_BELOW <= apps_in_namespace
 
 
-Listed = tuple[list[ObservedReplicaSet], list[ObservedPod], Mapping[str, StoredRecord]]
+Listed = tuple[list[ObservedReplicaSet], list[ObservedPod], Mapping[str, StoredRecord], PodCensus | None]
 """One app's ReplicaSets and hook pods, and (at least) its app record by app name."""
 
 
@@ -539,31 +539,58 @@ class Controller:
         app = self.apps.get(key)
         return app is not None and (bool(app.strategy.hooks) or app.strategy.type is StrategyType.CUSTOM)
 
+    def _wants_census(self, key: AppKey) -> bool:
+        """Whether the app's pods must be counted (:func:`wants_pod_census`)."""
+        app = self.apps.get(key)
+        return app is not None and wants_pod_census(app)
+
     def _list_namespace(self, namespace: str, members: list[AppKey]) -> dict[str, Listed]:
-        """One list call per kind for the whole namespace (hook pods only when an app may have
-        some), split by app; only the ReplicaSets of ``members`` are read from the list."""
+        """One list call per kind for the whole namespace (pods only when an app may have hook
+        pods, or is Recreate: then every app pod, to count them per ReplicaSet), split by app; only
+        the ReplicaSets of ``members`` are read from the list."""
         names = {key.name for key in members}
         replica_sets: dict[str, list[ObservedReplicaSet]] = {name: [] for name in names}
         for rs in self.cluster.list_replica_sets(namespace, of_apps=names):
             replica_sets[rs.app].append(rs)
         records = {r.app: r for r in self.cluster.list_app_records(namespace)}
         pods: dict[str, list[ObservedPod]] = {name: [] for name in names}
-        if any(self._wants_pods(key) for key in members):
-            for pod in self.cluster.list_app_pods(namespace):
+        counted = {key.name for key in members if self._wants_census(key)}
+        census: dict[str, PodCensus] = {}
+        if counted or any(self._wants_pods(key) for key in members):
+            hook_pods, census = (
+                self.cluster.list_pods_with_census(namespace)
+                if counted
+                else (self.cluster.list_app_pods(namespace), {})
+            )
+            for pod in hook_pods:
                 if pod.app in pods:
                     pods[pod.app].append(pod)
-        return {name: (replica_sets[name], pods[name], records) for name in names}
+        return {
+            name: (
+                replica_sets[name],
+                pods[name],
+                records,
+                census.get(name, PodCensus()) if name in counted else None,
+            )
+            for name in names
+        }
 
     def _list_and_reconcile_one(self, key: AppKey) -> AppReport | None:
         """A pass over one app from lists of its own objects (when few apps of its namespace are due)."""
         try:
             replica_sets = self.cluster.list_replica_sets(key.namespace, key.name)
             records = {r.app: r for r in self.cluster.list_app_records(key.namespace, key.name)}
-            pods = self.cluster.list_app_pods(key.namespace, key.name) if self._wants_pods(key) else []
+            pods: list[ObservedPod] = []
+            census = None
+            if self._wants_census(key):
+                pods, counted = self.cluster.list_pods_with_census(key.namespace, key.name)
+                census = counted.get(key.name, PodCensus())
+            elif self._wants_pods(key):
+                pods = self.cluster.list_app_pods(key.namespace, key.name)
         except GitdeployError as problem:
             self._failed(key, problem)
             return self.reports.get(key)
-        return self._reconcile_one(key, replica_sets, pods, records)
+        return self._reconcile_one(key, replica_sets, pods, records, census)
 
     def _reconcile_one(
         self,
@@ -571,6 +598,7 @@ class Controller:
         replica_sets: list[ObservedReplicaSet],
         pods: list[ObservedPod],
         records: Mapping[str, StoredRecord],
+        census: PodCensus | None = None,
     ) -> AppReport | None:
         stored = records.get(key.name)
         if stored is not None:  # the record as this pass saw it is no news when a watch reports it
@@ -584,7 +612,7 @@ class Controller:
                 if report is None:
                     return None
             else:
-                report = self._step(app, build_snapshot(key, replica_sets, pods, stored), stored)
+                report = self._step(app, build_snapshot(key, replica_sets, pods, stored, census), stored)
         except DamagedRecordError as problem:
             self._observe(self.reconcile_observers, time.perf_counter() - started, "error")
             return self._damaged(key, replica_sets, problem)
@@ -760,16 +788,29 @@ class Controller:
 
     # -- orphans -------------------------------------------------------------------------------------
 
+    def _resync_namespaces(self) -> list[str]:
+        """Where the resync looks for app records: the namespaces gitdeploy was given, else those
+        git names (and those of known orphans). Never the whole cluster: the Role that
+        ``deploy/`` ships is per namespace and refuses a cluster-wide list."""
+        if self.namespaces:
+            return sorted(self.namespaces)
+        return sorted({key.namespace for key in [*self.apps, *self.orphans]})
+
     def _resync_if_time(self, now: float) -> None:
         """Periodically look at every app again, and find records of apps that are not in git."""
         if self._next_resync == 0.0 or now < self._next_resync:
             return
         self._next_resync = now + self.resync_seconds
-        try:
-            records = self.cluster.list_app_records()
-        except GitdeployError as problem:
-            log.warning("[resync] cannot list app records: %s", problem.message)
-            return
+        records: list[StoredRecord] = []
+        for namespace in self._resync_namespaces():
+            try:
+                records += self.cluster.list_app_records(namespace)
+            except GitdeployError as problem:  # loud: orphans there go unnoticed until it is fixed
+                log.error(
+                    "[resync] cannot list the app records in %s, orphans there are not found: %s",
+                    namespace,
+                    problem,
+                )
         with self._lock:
             for record in records:
                 key = AppKey(record.namespace, record.app)

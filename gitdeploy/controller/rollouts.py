@@ -17,7 +17,7 @@ from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.restore import restore_settings
 from gitdeploy.core.models import App, AppKey, PodTemplate
-from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.progress import DeploymentStatus
 from gitdeploy.core.records import AppRecord, CommitRef, is_emptied, load_record
 from gitdeploy.core.rollout import (
@@ -30,6 +30,7 @@ from gitdeploy.core.rollout import (
     Step,
     Target,
     plan_pass,
+    wants_pod_census,
 )
 from gitdeploy.core.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError
@@ -90,6 +91,7 @@ def build_snapshot(
     replica_sets: Iterable[ObservedReplicaSet],
     pods: Iterable[ObservedPod],
     stored: StoredRecord | None,
+    census: PodCensus | None = None,
 ) -> Snapshot:
     """The planner's view of one app from namespace-wide lists (or per-app reads). A record that
     cannot be read raises :class:`~gitdeploy.errors.DamagedRecordError` (never read as empty)."""
@@ -99,6 +101,7 @@ def build_snapshot(
         record=load_record(app.namespace, app.name, stored.payload) if stored is not None else AppRecord(),
         record_uid=stored.uid if stored is not None else "",
         record_emptied=stored is not None and is_emptied(stored.payload),
+        pod_census=census,
     )
 
 
@@ -122,16 +125,22 @@ class RolloutRunner:
                 self.cluster.release_replica_set(rs.namespace, rs.name)
                 log.info("[%s/%s] ReplicaSet %s released from the app record", rs.namespace, rs.app, rs.name)
 
-    def read_snapshot(self, key: AppKey) -> tuple[Snapshot, StoredRecord | None]:
-        """Three reads for one app (the loop uses namespace-wide lists instead)."""
+    def read_snapshot(self, key: AppKey, *, census: bool = False) -> tuple[Snapshot, StoredRecord | None]:
+        """Three reads for one app, its pods' ``census`` included if asked (the loop uses
+        namespace-wide lists instead)."""
         replica_sets = self.cluster.list_replica_sets(key.namespace, key.name)
-        pods = self.cluster.list_app_pods(key.namespace, key.name)
+        counted: PodCensus | None = None
+        if census:
+            pods, counts = self.cluster.list_pods_with_census(key.namespace, key.name)
+            counted = counts.get(key.name, PodCensus())
+        else:
+            pods = self.cluster.list_app_pods(key.namespace, key.name)
         stored = self.cluster.read_app_record(key.namespace, key.name)
-        return build_snapshot(key, replica_sets, pods, stored), stored
+        return build_snapshot(key, replica_sets, pods, stored, counted), stored
 
     def reconcile(self, app: App, commit: CommitRef, *, cause: str = "ConfigChange") -> Step:
         """Read the app's state, plan one step, execute it; returns the step."""
-        snapshot, stored = self.read_snapshot(app.key)
+        snapshot, stored = self.read_snapshot(app.key, census=wants_pod_census(app))
         target = choose_target(app, commit, snapshot, cause=cause)
         return self.run_step(target, snapshot, stored)
 

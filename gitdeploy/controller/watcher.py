@@ -20,11 +20,13 @@ import logging
 import threading
 from collections.abc import Callable
 
+from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
 from gitdeploy.core.models import AppKey
+from gitdeploy.core.observed import StoredRecord
 from gitdeploy.core.progress import unblocks_rollout
 from gitdeploy.core.replicasets import ReplicaSetState
-from gitdeploy.errors import GitdeployError
+from gitdeploy.errors import ExpiredError, GitdeployError
 
 log = logging.getLogger("gitdeploy.watch")
 
@@ -66,21 +68,60 @@ def _per_namespace(
 def _follow(
     controller: Controller, namespace: str, stop: threading.Event, on_notice: Callable[[], None]
 ) -> None:
+    def seen(stored: StoredRecord) -> None:
+        if not stop.is_set() and controller.notice(
+            AppKey(stored.namespace, stored.app), stored.resource_version
+        ):
+            on_notice()
+
+    def gone(stored: StoredRecord) -> None:  # news too: the next pass rebuilds it from the ReplicaSets
+        if not stop.is_set() and controller.notice(AppKey(stored.namespace, stored.app), ""):
+            on_notice()
+
     version = ""
     while not stop.is_set():
         try:
-            for kind, stored in controller.cluster.watch_app_records(namespace, version, timeout_seconds=60):
-                version = stored.resource_version or version
-                if stop.is_set():
-                    continue
-                # a deleted record is news too: the next pass rebuilds it from the ReplicaSets
-                noticed = "" if kind == "DELETED" else stored.resource_version
-                if controller.notice(AppKey(stored.namespace, stored.app), noticed):
-                    on_notice()
-        except GitdeployError as problem:
-            version = ""  # resourceVersion too old, or the API hiccupped: start from the current state
+            version = follow_records_once(
+                controller.cluster, namespace, version, seen, timeout_seconds=60, deleted=gone
+            )
+        except GitdeployError as problem:  # the API hiccupped: watch again from where it was
             log.debug("record watch restarts: %s", problem)
             stop.wait(1.0)
+
+
+def follow_records_once(
+    cluster: Cluster,
+    namespace: str,
+    version: str,
+    seen: Callable[[StoredRecord], None],
+    *,
+    timeout_seconds: int,
+    deleted: Callable[[StoredRecord], None] | None = None,
+) -> str:
+    """One watch of the app records in ``namespace`` from ``version`` until the server ends it,
+    ``seen`` told of each record that was added or changed (and ``deleted`` of each one deleted);
+    returns the version to go on from.
+
+    Without a ``version`` the records are listed first (each one is ``seen``) and the watch starts
+    from the *list's* resourceVersion: an item's may be older than the server keeps, and a watch
+    from it would end at once in 410 Gone, over and over. A 410 Gone returns ``""``: the next call
+    lists again, once, and goes on from that list.
+    """
+    if not version:
+        records, version = cluster.list_app_records_at(namespace)
+        for stored in records:
+            seen(stored)
+    try:
+        for kind, stored in cluster.watch_app_records(namespace, version, timeout_seconds=timeout_seconds):
+            version = stored.resource_version or version
+            if kind != "DELETED":
+                seen(stored)
+            elif deleted is not None:
+                deleted(stored)
+    except ExpiredError as gone:
+        log.info("record watch of %s: %s; listing again", namespace, gone)
+        return ""
+    return version
 
 
 def _follow_replica_sets(
@@ -110,4 +151,4 @@ def _follow_replica_sets(
     controller.watched.discard(namespace)
 
 
-__all__ = ["watch_records", "watch_rollouts"]
+__all__ = ["follow_records_once", "watch_records", "watch_rollouts"]

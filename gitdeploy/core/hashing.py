@@ -53,16 +53,28 @@ def canonical_json(value: Any) -> str:
 
 
 def canonical_template(template: dict[str, Any]) -> PodTemplate:
-    """Normalise a pod template and freeze it as :class:`PodTemplate`."""
+    """Normalise a pod template and freeze it as :class:`PodTemplate` (keeping the template as
+    given, without gitdeploy's hash label, for writing when normalising changed it)."""
     normalised = normalise_template(template)
-    labels = (normalised.get("metadata") or {}).get("labels")
+    unchanged = normalised == template  # the common case: nothing empty, no hash label
+    _drop_hash_label(normalised)
+    canonical = canonical_json(normalised)
+    if unchanged:
+        return PodTemplate(canonical)
+    given = json.loads(canonical_json(template))
+    _drop_hash_label(given)
+    written = canonical_json(given)
+    return PodTemplate(canonical, "" if written == canonical else written)
+
+
+def _drop_hash_label(template: dict[str, Any]) -> None:
+    labels = (template.get("metadata") or {}).get("labels")
     if isinstance(labels, dict) and TEMPLATE_HASH_LABEL in labels:
         del labels[TEMPLATE_HASH_LABEL]
         if not labels:
-            del normalised["metadata"]["labels"]
-            if not normalised["metadata"]:
-                del normalised["metadata"]
-    return PodTemplate(canonical_json(normalised))
+            del template["metadata"]["labels"]
+            if not template["metadata"]:
+                del template["metadata"]
 
 
 def encode_safe(number: int, length: int = HASH_LENGTH) -> str:

@@ -16,6 +16,14 @@ that stops making progress fails the rollout at the progress deadline before). A
 :func:`lingering_pods` names the pods still running whose rollout failed, completed or was
 cancelled: the planner deletes them.
 
+Both are built to pass Pod Security "restricted" whatever the namespace: the pod takes the template's
+``securityContext`` with ``seccompProfile: RuntimeDefault`` added when it names none, and the
+container takes the ``securityContext`` of the container it runs as (a hook) or the template's
+``runAsNonRoot`` (the deployer), with ``allowPrivilegeEscalation: false`` and ``capabilities: {drop:
+[ALL]}`` added when they are not set (see :func:`restricted_pod_security` and
+:func:`restricted_container_security`). ``runAsNonRoot`` is never invented: an image that runs as
+root would then not start, and a template that runs as root cannot pass "restricted" anyway.
+
 :func:`evaluate_hook` turns the observed hook pod into a verdict, applying the failure policy:
 Abort fails the rollout, Retry re-runs the hook with exponential backoff until the deadline, Ignore
 goes on; a post hook's failure is always ignored (OpenShift's rule).
@@ -72,7 +80,53 @@ def _merge_env(base: list[dict[str, Any]], extra: list[dict[str, Any]]) -> list[
 
 def _pod_level(template: dict[str, Any]) -> dict[str, Any]:
     spec = template.get("spec") or {}
-    return {key: spec[key] for key in _POD_LEVEL_FIELDS if key in spec}
+    fields = {key: spec[key] for key in _POD_LEVEL_FIELDS if key in spec}
+    fields["securityContext"] = restricted_pod_security(spec.get("securityContext"))
+    return fields
+
+
+def restricted_pod_security(template: dict[str, Any] | None) -> dict[str, Any]:
+    """The pod ``securityContext`` of a hook or deployer pod: the template's, with the seccomp
+    profile Pod Security "restricted" asks for when the template names none.
+
+    >>> restricted_pod_security(None)
+    {'seccompProfile': {'type': 'RuntimeDefault'}}
+    >>> restricted_pod_security({"runAsUser": 1000, "seccompProfile": {"type": "Localhost"}})
+    {'runAsUser': 1000, 'seccompProfile': {'type': 'Localhost'}}
+    """
+    context = dict(template or {})
+    context.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+    return context
+
+
+def restricted_container_security(source: dict[str, Any] | None) -> dict[str, Any]:
+    """A hook or deployer container's ``securityContext``: ``source`` (the template container's,
+    which the template may set to anything), with what Pod Security "restricted" asks of a
+    container added where ``source`` says nothing. A privileged container, or one that adds
+    ``SYS_ADMIN``, may escalate: the API refuses ``allowPrivilegeEscalation: false`` there.
+
+    >>> restricted_container_security(None)
+    {'allowPrivilegeEscalation': False, 'capabilities': {'drop': ['ALL']}}
+    >>> restricted_container_security({"capabilities": {"add": ["NET_ADMIN"]}, "runAsNonRoot": True})
+    {'capabilities': {'add': ['NET_ADMIN']}, 'runAsNonRoot': True, 'allowPrivilegeEscalation': False}
+    >>> restricted_container_security({"privileged": True})
+    {'privileged': True, 'capabilities': {'drop': ['ALL']}}
+    """
+    context = dict(source or {})
+    added = (context.get("capabilities") or {}).get("add") or []
+    if not context.get("privileged") and not {"SYS_ADMIN", "CAP_SYS_ADMIN"} & set(added):
+        context.setdefault("allowPrivilegeEscalation", False)
+    context.setdefault("capabilities", {"drop": ["ALL"]})
+    return context
+
+
+def _runs_as_non_root(spec: dict[str, Any]) -> dict[str, Any]:
+    """``runAsNonRoot: true`` when every container of the template sets it itself (the pod
+    level, copied, says nothing then): the deployer runs as the app does."""
+    containers = spec.get("containers") or []
+    if containers and all((c.get("securityContext") or {}).get("runAsNonRoot") is True for c in containers):
+        return {"runAsNonRoot": True}
+    return {}
 
 
 def build_hook_pod(
@@ -114,7 +168,11 @@ def build_hook_pod(
     source = next((c for c in spec.get("containers") or [] if c.get("name") == hook.container_name), None)
     if source is None:  # the manifests layer rejects this; kept as a guard for hand-made records
         raise ValueError(f"hook container {hook.container_name!r} is not in the pod template")
-    container: dict[str, Any] = {"name": "lifecycle", "image": source.get("image", "")}
+    container: dict[str, Any] = {
+        "name": "lifecycle",
+        "image": source.get("image", ""),
+        "securityContext": restricted_container_security(source.get("securityContext")),
+    }
     if hook.command:
         container["command"] = list(hook.command)
     else:
@@ -188,7 +246,13 @@ def build_deployer_pod(
         {"name": "OPENSHIFT_DEPLOYMENT_NAMESPACE", "value": namespace},
     ]
     env = _merge_env(env, [{"name": e.name, "value": e.value} for e in params.environment])
-    container: dict[str, Any] = {"name": "deployer", "image": params.image, "env": env}
+    spec = template.to_dict().get("spec") or {}
+    container: dict[str, Any] = {
+        "name": "deployer",
+        "image": params.image,
+        "env": env,
+        "securityContext": restricted_container_security(_runs_as_non_root(spec)),
+    }
     if params.command:
         container["command"] = list(params.command)
     resources = json.loads(resources_json)

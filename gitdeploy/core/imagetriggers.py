@@ -120,7 +120,7 @@ def comparable(template: PodTemplate) -> PodTemplate:
 
 
 def _comparable_dict(template: PodTemplate) -> dict[str, Any]:
-    body = json.loads(template.canonical_json)
+    body = json.loads(template.written_json or template.canonical_json)
     labels = (body.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(APP_LABEL, None)

@@ -166,13 +166,32 @@ class PodTemplate:
 
     Build it with :func:`gitdeploy.core.hashing.canonical_template`; two templates are equal when
     their canonical JSON is equal, which is exactly when their template hashes are equal.
+
+    The canonical form is normalised for comparing and hashing (empty values dropped); what is
+    written to the cluster is the template as git has it (``written_json``, kept only when it
+    differs): hashing may normalise, writing must not change the template.
     """
 
     canonical_json: str
+    written_json: str = field(default="", compare=False, repr=False)
+    """The template as given (sorted keys, nothing dropped) when that differs from
+    ``canonical_json``; empty when they are the same."""
 
     def to_dict(self) -> dict[str, JsonValue]:
-        """A fresh, mutable copy (for the cluster adapter to send)."""
+        """A fresh, mutable copy of the canonical (normalised) form."""
         loaded = json.loads(self.canonical_json)
+        assert isinstance(loaded, dict)
+        return loaded
+
+    def to_written_dict(self) -> dict[str, JsonValue]:
+        """A fresh, mutable copy of the template as given: what the cluster adapter writes.
+
+        >>> from gitdeploy.core.hashing import canonical_template
+        >>> t = canonical_template({"spec": {"volumes": [{"name": "tmp", "emptyDir": {}}]}})
+        >>> t.to_dict(), t.to_written_dict()
+        ({'spec': {'volumes': [{'name': 'tmp'}]}}, {'spec': {'volumes': [{'emptyDir': {}, 'name': 'tmp'}]}})
+        """
+        loaded = json.loads(self.written_json or self.canonical_json)
         assert isinstance(loaded, dict)
         return loaded
 

@@ -93,6 +93,28 @@ def newest_replica_set(replica_sets: Iterable[ObservedReplicaSet]) -> ObservedRe
 
 
 @dataclass(frozen=True)
+class PodCensus:
+    """How many pods of each of an app's ReplicaSets exist, counted from a list of the pods.
+
+    A pod counts until it is gone from the API: Pending, Running, Unknown and *Terminating*
+    (deleted, in its grace period) pods count; pods that ended (Succeeded, Failed) do not (as
+    upstream's ``oldPodsRunning``). ReplicaSet status cannot tell this: a ReplicaSet controller
+    leaves terminating pods out of ``status.replicas`` as soon as they are deleted.
+    """
+
+    existing: tuple[tuple[str, int], ...] = ()
+    """``(ReplicaSet name, pods)``, only for ReplicaSets with pods."""
+
+    def of(self, replica_set: str) -> int:
+        """The pods of ``replica_set`` that exist.
+
+        >>> PodCensus((("web-a", 2),)).of("web-a"), PodCensus().of("web-a")
+        (2, 0)
+        """
+        return dict(self.existing).get(replica_set, 0)
+
+
+@dataclass(frozen=True)
 class StoredRecord:
     """The app record as stored: its JSON payload and the resourceVersion to write it back with."""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -35,8 +36,16 @@ from gitdeploy.errors import DamagedRecordError
 RECORD_VERSION = 1
 MAX_REVISIONS = 100
 """Revisions kept in the log; the oldest go first (a ConfigMap holds at most 1 MiB)."""
-MAX_LOG_CHARS = 2000
-"""Characters of a hook pod's log kept on its revision (the tail)."""
+MAX_LOG_BYTES = 4096
+"""Bytes (UTF-8) of a hook pod's log kept on its revision: the tail, without colour codes."""
+RECORD_BUDGET_BYTES = 900 * 1024
+"""The most the stored JSON may take: the API server refuses a ConfigMap whose data passes
+1 MiB (1,048,576 bytes), after which the app could never be written again."""
+
+_ESCAPE_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+"""ANSI/VT escape sequences: colours and cursor moves (CSI), window titles (OSC), and the rest."""
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+"""Control characters other than tab and newline (a carriage return redraws a progress bar)."""
 
 
 class Outcome(StrEnum):
@@ -205,12 +214,21 @@ class AppRecord:
 
     # -- JSON ------------------------------------------------------------------------------------
 
-    def to_json(self) -> str:
+    def to_json(self, budget: int = RECORD_BUDGET_BYTES) -> str:
+        """The stored form: canonical JSON of at most ``budget`` bytes when the record allows it
+        (see :func:`fit_revisions`; hook logs are always cut to :func:`bound_log`)."""
+        text = self._encode(self.revisions)
+        if len(text) <= budget:  # ASCII (non-ASCII is escaped): characters are bytes
+            return text
+        revisions = fit_revisions(self.revisions, budget - (len(text) - _revisions_size(self.revisions)))
+        return self._encode(revisions)
+
+    def _encode(self, revisions: tuple[RevisionEntry, ...]) -> str:
         body: dict[str, Any] = dict(self.extra)
         body.update(
             {
                 "version": RECORD_VERSION,
-                "revisions": [_entry_to_json(e) for e in self.revisions],
+                "revisions": [_entry_to_json(e) for e in revisions],
                 "pin": None if self.pin is None else _pin_to_json(self.pin),
                 "triggersSuspended": self.triggers_suspended,
                 "suspendedReason": self.suspended_reason,
@@ -296,6 +314,65 @@ def load_record(namespace: str, app: str, payload: str) -> AppRecord:
         ) from bad
 
 
+def bound_log(text: str, limit: int = MAX_LOG_BYTES) -> str:
+    """The tail of a pod's log that a revision keeps: escape sequences and control characters
+    (tab and newline stay) removed, then at most ``limit`` bytes of UTF-8, cut at a character.
+
+    >>> bound_log("\\x1b[1;31mred\\x1b[0m ok\\r\\n")
+    'red ok\\n'
+    >>> bound_log("ab\N{EURO SIGN}", 3)
+    '€'
+    >>> bound_log("a\N{EURO SIGN}b", 3)  # the cut falls inside the euro sign: it goes whole
+    'b'
+    """
+    plain = _CONTROL_CHARACTER.sub("", _ESCAPE_SEQUENCE.sub("", text))
+    encoded = plain.encode("utf-8", "replace")
+    if len(encoded) <= limit:
+        return encoded.decode("utf-8")
+    return encoded[len(encoded) - limit :].decode("utf-8", "ignore")
+
+
+def without_details(entry: RevisionEntry) -> RevisionEntry:
+    """``entry`` with what only explains it dropped (hook logs, the message); its revision,
+    template, commit, cause, images and outcome stay, so history and rollback still work."""
+    hooks = tuple(dataclasses.replace(h, log="") for h in entry.hooks)
+    return dataclasses.replace(entry, hooks=hooks, message="")
+
+
+def fit_revisions(revisions: tuple[RevisionEntry, ...], budget: int) -> tuple[RevisionEntry, ...]:
+    """The revision log in at most ``budget`` bytes of JSON: first the oldest revisions' details
+    go (:func:`without_details`), oldest first; if that is not enough, the oldest revisions
+    themselves (revision numbers only move forward: the newest one always stays).
+
+    >>> old = RevisionEntry(1, "a", "web-a", CommitRef("1" * 40), message="m" * 500)
+    >>> new = RevisionEntry(2, "b", "web-b", CommitRef("2" * 40), message="n" * 500)
+    >>> [len(e.message) for e in fit_revisions((old, new), _revisions_size((old, new)) - 1)]
+    [0, 500]
+    >>> [e.revision for e in fit_revisions((old, new), _revisions_size((without_details(new),)))]
+    [2]
+    """
+    entries = sorted(revisions, key=lambda e: e.revision)
+    size = _revisions_size(tuple(entries))
+    for index, entry in enumerate(entries):
+        if size <= budget:
+            break
+        lean = without_details(entry)
+        size -= _entry_size(entry) - _entry_size(lean)
+        entries[index] = lean
+    while size > budget and len(entries) > 1:
+        size -= _entry_size(entries.pop(0)) + 1  # and its comma
+    return tuple(entries)
+
+
+def _entry_size(entry: RevisionEntry) -> int:
+    return len(json.dumps(_entry_to_json(entry), sort_keys=True, separators=(",", ":")))
+
+
+def _revisions_size(revisions: tuple[RevisionEntry, ...]) -> int:
+    """Bytes the revisions take in the record's JSON: the list, its commas and brackets."""
+    return sum(_entry_size(e) for e in revisions) + max(len(revisions) - 1, 0) + 2
+
+
 def _entry_to_json(e: RevisionEntry) -> dict[str, Any]:
     out: dict[str, Any] = {
         "revision": e.revision,
@@ -317,7 +394,7 @@ def _entry_to_json(e: RevisionEntry) -> dict[str, Any]:
                 "outcome": h.outcome,
                 "attempts": h.attempts,
                 "exitCode": h.exit_code,
-                "log": h.log[-MAX_LOG_CHARS:],
+                "log": bound_log(h.log),
             }
             for h in e.hooks
         ],

@@ -49,6 +49,7 @@ from gitdeploy.core.observed import (
     SUBJECT_ANNOTATION,
     ObservedPod,
     ObservedReplicaSet,
+    PodCensus,
     PodSpec,
     ReplicaSetSpec,
     record_name,
@@ -139,6 +140,17 @@ class Snapshot:
     record: AppRecord = dataclasses.field(default_factory=AppRecord)
     record_uid: str = ""
     record_emptied: bool = False
+    pod_census: PodCensus | None = None
+    """The app's pods per ReplicaSet, terminating ones included; None when they were not
+    listed (only strategies for which :func:`wants_pod_census` is true need them)."""
+
+
+def wants_pod_census(app: App) -> bool:
+    """Whether a pass over ``app`` needs its pods counted (:class:`PodCensus`): Recreate awaits
+    the removal of every old pod, not only what ReplicaSet status reports, before the mid hook
+    and before any new pod (seed 000: "Successful removal is awaited before any Pod of the new
+    revision is created")."""
+    return app.strategy.type is StrategyType.RECREATE
 
 
 # -- outputs ---------------------------------------------------------------------------------------
@@ -838,7 +850,7 @@ class _Pass:
         if active_old:
             self.scale([ScaleAction(rs.name, rs.replicas, 0) for rs in active_old])
             return self.step(AppPhase.PROGRESSING, "scaling down the old revision", waiting, self.status())
-        if any(rs.current > 0 for rs in self.old):
+        if self.old_pods_exist():
             if self.timed_out(status):
                 return self.fail("ProgressDeadlineExceeded", "the old pods did not stop in time", status)
             return self.step(AppPhase.PROGRESSING, "waiting for old pods to stop", waiting, status)
@@ -859,6 +871,12 @@ class _Pass:
             self.scale([ScaleAction(self.new.name, self.new.replicas, self.replicas)])
             return self.step(AppPhase.PROGRESSING, self.progress_message(), waiting, self.status())
         return self.after_scaling(params.post if params else None, status, waiting)
+
+    def old_pods_exist(self) -> bool:
+        """A pod of an old ReplicaSet still exists: counted by its status, or, terminating ones
+        included, in the pod census (which a ReplicaSet's status leaves out)."""
+        census = self.snap.pod_census
+        return any(rs.current > 0 or (census is not None and census.of(rs.name) > 0) for rs in self.old)
 
     def custom(self) -> Step:
         assert self.new is not None and self.app.strategy.custom is not None
@@ -1166,4 +1184,5 @@ __all__ = [
     "plan_pass",
     "revision_entry_of",
     "starts_rollout",
+    "wants_pod_census",
 ]

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from gitdeploy.clock import Clock
-from gitdeploy.localcluster import simulation
+from gitdeploy.localcluster import podsecurity, simulation
 from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.patch import PatchError, apply_patch
 from gitdeploy.localcluster.resources import (
+    CONFIGMAPS,
     CORE_EVENTS,
     NAMESPACES,
     PODS,
@@ -44,6 +45,10 @@ _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _PROPAGATION = ("Orphan", "Background", "Foreground")
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+"""The API server's limit on the total size of an object's annotations (keys and values)."""
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+"""The API server's limit on a ConfigMap's ``data`` and ``binaryData`` (keys and values)."""
 
 
 def _validate_labels(labels: Any, causes: list[tuple[str, str]]) -> None:
@@ -71,6 +76,30 @@ def _validate_containers(containers: Any, field: str, causes: list[tuple[str, st
             causes.append((f"{field}[{index}].image", "Required value"))
 
 
+def _byte_size(entries: Any, *, binary: bool = False) -> int:
+    """Bytes of a map of strings as the API server counts them: each key plus each value
+    (``binaryData`` values are base64 in JSON: their decoded size)."""
+    if not isinstance(entries, dict):
+        return 0
+    total = 0
+    for key, value in entries.items():
+        total += len(str(key).encode("utf-8"))
+        text = str(value)
+        total += len(text) * 3 // 4 - text.count("=") if binary else len(text.encode("utf-8"))
+    return total
+
+
+def _validate_sizes(resource: ResourceType, obj: dict[str, Any], causes: list[tuple[str, str]]) -> None:
+    """The size limits of ``ValidateAnnotationsSize`` and of ConfigMap validation."""
+    annotations = _byte_size((obj.get("metadata") or {}).get("annotations"))
+    if annotations > MAX_ANNOTATIONS_BYTES:
+        causes.append(("metadata.annotations", f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes"))
+    if resource is CONFIGMAPS:
+        data = _byte_size(obj.get("data")) + _byte_size(obj.get("binaryData"), binary=True)
+        if data > MAX_CONFIGMAP_BYTES:
+            causes.append(("", f"Too long: must have at most {MAX_CONFIGMAP_BYTES} bytes"))
+
+
 def validate(resource: ResourceType, obj: dict[str, Any]) -> None:
     """Raise a 422 ``Invalid`` error when ``obj`` breaks the rules the API server enforces for it."""
     meta = obj.get("metadata") or {}
@@ -86,6 +115,7 @@ def validate(resource: ResourceType, obj: dict[str, Any]) -> None:
         not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values())
     ):
         causes.append(("metadata.annotations", "must be a map of strings"))
+    _validate_sizes(resource, obj, causes)
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     if resource is PODS:
@@ -176,10 +206,21 @@ class Registry:
         pod = txn.get(timer.resource, timer.namespace, timer.name)
         if pod is None or pod["metadata"]["uid"] != timer.uid:
             return []
+        if timer.action == simulation.GONE:
+            txn.delete(PODS.key, pod)
+            self._collect_dependents(txn, pod["metadata"]["uid"], "Background", now)
+            return self._controllers_of(pod)
+        if simulation.is_terminating(pod):
+            return []  # its containers are being stopped: no start, no completion
         pod["status"] = simulation.pod_transition(pod, timer.action, timer.due, self.config)
         txn.put(PODS.key, pod, "MODIFIED", owners_changed=False)
         if timer.action == simulation.STOP and pod["status"].get("phase") == "Succeeded":
             self._act_as_custom_deployer(txn, pod, now)
+        return self._controllers_of(pod)
+
+    @staticmethod
+    def _controllers_of(pod: dict[str, Any]) -> list[str]:
+        """The uids of the ReplicaSets that control ``pod`` (one at most)."""
         return [
             str(ref.get("uid"))
             for ref in pod["metadata"].get("ownerReferences") or []
@@ -265,6 +306,8 @@ class Registry:
             meta["name"] = f"{meta['generateName']}{simulation.random_suffix()}"
         now = self.clock.now()
         with self.store.write() as txn:
+            if resource is PODS:
+                podsecurity.admit_pod(txn.get(NAMESPACES.key, "", namespace), obj)
             return self._insert(txn, resource, obj, now)
 
     def replace(
@@ -326,6 +369,9 @@ class Registry:
             wanted_rv = preconditions.get("resourceVersion")
             if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
                 raise ApiError.conflict(resource.qualified, name)
+            grace = simulation.grace_period_seconds(current, options) if resource is PODS else 0
+            if grace:
+                return self._terminate(txn, current, grace, now, reconcile=True)
             return self._remove(txn, resource, current, policy, now, reconcile=True)
 
     def delete_collection(
@@ -339,7 +385,12 @@ class Registry:
                 obj = json.loads(body)
                 if selected(obj):
                     current = txn.get(resource.key, _ns, _name)
-                    if current is not None:
+                    if current is None:
+                        continue
+                    grace = simulation.grace_period_seconds(current, {}) if resource is PODS else 0
+                    if grace:
+                        deleted.append(self._terminate(txn, current, grace, now, reconcile=True))
+                    else:
                         deleted.append(
                             self._remove(txn, resource, current, "Background", now, reconcile=True)
                         )
@@ -532,6 +583,26 @@ class Registry:
             self._after_write(txn, resource, obj, now)
         return removed
 
+    def _terminate(
+        self, txn: Txn, pod: dict[str, Any], grace: int, now: float, *, reconcile: bool
+    ) -> dict[str, Any]:
+        """Graceful deletion: the pod gets its ``deletionTimestamp`` and is removed ``grace``
+        seconds later (a second delete of a terminating pod changes nothing)."""
+        meta = pod["metadata"]
+        if simulation.is_terminating(pod):
+            return pod
+        meta["deletionTimestamp"] = simulation.format_time(now + grace)
+        meta["deletionGracePeriodSeconds"] = grace
+        txn.put(PODS.key, pod, "MODIFIED", owners_changed=False)
+        txn.add_timer(
+            Timer(
+                now + grace, PODS.key, meta.get("namespace", ""), meta["name"], meta["uid"], simulation.GONE
+            )
+        )
+        if reconcile:
+            self._after_write(txn, PODS, pod, now)
+        return pod
+
     def _collect_dependents(self, txn: Txn, owner_uid: str, policy: str, now: float) -> None:
         """Garbage collection: dependents whose last owner is gone are deleted (or orphaned)."""
         for key, dependent in txn.dependents(owner_uid):
@@ -586,7 +657,11 @@ class Registry:
                 txn, replicaset, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", now
             )
         for pod in plan.delete:
-            self._remove(txn, PODS, pod, "Background", now, reconcile=False)
+            grace = simulation.grace_period_seconds(pod, {})
+            if grace:
+                self._terminate(txn, pod, grace, now, reconcile=False)
+            else:
+                self._remove(txn, PODS, pod, "Background", now, reconcile=False)
             self._record_event(
                 txn, replicaset, "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}", now
             )

@@ -66,6 +66,24 @@ class Route:
         return f"{self.resource.plural}/{self.subresource}" if self.subresource else self.resource.plural
 
 
+ROLE_SUBJECT = "system:serviceaccount:gitdeploy:gitdeploy"
+
+
+def _authorise(role_namespaces: frozenset[str] | None, verb: str, route: Route) -> None:
+    """403 Forbidden, in the API server's words, for a request outside the namespaces a Role binds."""
+    if role_namespaces is None or (route.resource.namespaced and route.namespace in role_namespaces):
+        return
+    scope = "at the cluster scope" if route.namespace is None else f'in the namespace "{route.namespace}"'
+    plural = route.resource_label
+    raise ApiError(
+        403,
+        "Forbidden",
+        f'{plural} is forbidden: User "{ROLE_SUBJECT}" cannot {verb} resource "{plural}" '
+        f'in API group "{route.resource.group}" {scope}',
+        details={"kind": route.resource.plural},
+    )
+
+
 def parse_route(path: str) -> Route | None:
     """Parse ``/api/v1/...`` or ``/apis/<group>/<version>/...`` into a :class:`Route`; None if not one."""
     parts = [part for part in path.split("/") if part]
@@ -113,6 +131,8 @@ class _Handler(BaseHTTPRequestHandler):
     raw_requestline: bytes
     fields: dict[str, str]
     """The request's headers by lower-case name (``headers`` is not set for most requests)."""
+    _body_read: bool = False
+    """The body of the request being answered has been read (each request's is read once)."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the daemon's log is for problems, not for every request."""
@@ -194,7 +214,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> Any:
         length = int(self.fields.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self.rfile.read(length) if length and not self._body_read else b""
+        self._body_read = True
         if not raw:
             return None
         try:
@@ -206,11 +227,14 @@ class _Handler(BaseHTTPRequestHandler):
         cluster = self.server.cluster
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query, keep_blank_values=True).items()}
+        self._body_read = False
         try:
             if not cluster._authorised(self.fields.get("authorization", "")):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             self._route(cluster, method, url.path, query)
         except ApiError as problem:
+            with contextlib.suppress(ApiError):
+                self._read_body()  # a refused request's body must not be read as the next request
             self._send_json(problem.code, problem.to_status())
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -232,6 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = self._verb(method, route, query)
         cluster.stats.record(verb, route.resource_label)
+        _authorise(cluster.role_namespaces, verb, route)
         cluster.registry.materialise()
         registry = cluster.registry
         namespace = route.namespace or ""
@@ -277,11 +302,14 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif verb == "delete":
             options = self._read_body()
+            options = dict(options) if isinstance(options, dict) else {}
+            if str(query.get("gracePeriodSeconds", "")).isdigit():
+                options["gracePeriodSeconds"] = int(str(query["gracePeriodSeconds"]))
             deleted = registry.delete(
                 route.resource,
                 namespace,
                 str(route.name),
-                options if isinstance(options, dict) else None,
+                options,
                 query.get("propagationPolicy"),
             )
             self._send_json(200, deleted)
@@ -414,6 +442,10 @@ class LocalCluster:
         self.clock: Clock = clock or SystemClock()
         self.config = config or SimulationConfig()
         self.stats = RequestStats()
+        self.role_namespaces: frozenset[str] | None = None
+        """When set, requests are authorised as gitdeploy's ServiceAccount with the Role of
+        ``deploy/rbac.yaml`` bound in these namespaces only: anything at the cluster scope or in
+        another namespace is 403 Forbidden, as a real API server answers it."""
         self.store = Store(self.state_dir / "cluster.db", watch_history=watch_history)
         self.registry = Registry(self.store, self.clock, self.config)
         self.token = load_or_create_token(self.state_dir)

@@ -8,7 +8,10 @@ The registry calls these inside its transactions:
 * :func:`pod_transition` when such a timer is due, giving the pod's next status;
 * :func:`plan_replicaset` whenever a ReplicaSet or one of its pods changes: how many pods to
   create, which to delete, the new status, and when availability (``minReadySeconds``) must be
-  looked at again.
+  looked at again;
+* :func:`grace_period_seconds` when a running pod is deleted: it gets a ``deletionTimestamp`` and
+  stays, Terminating, that long (``pod-gone``), as on a real node. Terminating pods are not
+  counted in ``status.replicas`` but in ``status.terminatingReplicas``.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ __all__ = [
     "NODE_NAME",
     "ReplicaSetPlan",
     "custom_deployment_target",
+    "grace_period_seconds",
     "initial_pod_status",
     "is_job",
     "is_pod_ready",
+    "is_terminating",
     "new_pod_for",
     "plan_replicaset",
     "pod_log",
@@ -48,6 +53,9 @@ NODE_NAME = "gitdeploy-local"
 START = "pod-start"
 STOP = "pod-stop"
 DEADLINE = "pod-deadline"
+GONE = "pod-gone"
+"""A terminating pod's grace period is over: it is removed."""
+DEFAULT_GRACE_SECONDS = 30
 RS_SYNC = "rs-sync"
 APP_LABEL = "gitdeploy.io/app"
 DESIRED_REPLICAS_ANNOTATION = "gitdeploy.io/desired-replicas"
@@ -64,6 +72,27 @@ def random_suffix(length: int = 5) -> str:
 def is_job(pod: dict[str, Any]) -> bool:
     """Run-to-completion pods (hooks, deployers) have ``restartPolicy`` Never or OnFailure."""
     return (pod.get("spec") or {}).get("restartPolicy", "Always") in ("Never", "OnFailure")
+
+
+def is_terminating(pod: dict[str, Any]) -> bool:
+    """The pod was deleted and stays, Terminating, until its grace period is over."""
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def grace_period_seconds(pod: dict[str, Any], options: dict[str, Any]) -> int:
+    """How long a deleted pod stays Terminating, as the API server decides it: 0 for a pod that
+    has ended (or was never scheduled), else the delete's ``gracePeriodSeconds``, else the pod's
+    ``terminationGracePeriodSeconds``, else 30."""
+    phase = (pod.get("status") or {}).get("phase")
+    if phase in _TERMINAL or not (pod.get("spec") or {}).get("nodeName"):
+        return 0
+    for value in (
+        options.get("gracePeriodSeconds"),
+        (pod.get("spec") or {}).get("terminationGracePeriodSeconds"),
+    ):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return max(value, 0)
+    return DEFAULT_GRACE_SECONDS
 
 
 def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -376,12 +405,17 @@ def plan_replicaset(replicaset: dict[str, Any], pods: list[dict[str, Any]], now:
     spec = replicaset.get("spec") or {}
     desired = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
     min_ready = float(spec.get("minReadySeconds") or 0)
-    active = [p for p in pods if (p.get("status") or {}).get("phase") not in _TERMINAL]
+    running = [p for p in pods if (p.get("status") or {}).get("phase") not in _TERMINAL]
+    # As upstream's FilterActivePods: a terminating pod is neither counted nor replaced-against;
+    # it is reported in status.terminatingReplicas until it is gone.
+    active = [p for p in running if not is_terminating(p)]
+    terminating = len(running) - len(active)
     create = max(0, desired - len(active))
     delete: list[dict[str, Any]] = []
     if len(active) > desired:
         delete = sorted(active, key=_deletion_rank)[: len(active) - desired]
     deleted = {id(p) for p in delete}
+    terminating += sum(1 for p in delete if grace_period_seconds(p, {}))
     remaining = [p for p in active if id(p) not in deleted]
     template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
     template_requirements = label_selector_from_object({"matchLabels": template_labels})
@@ -407,6 +441,7 @@ def plan_replicaset(replicaset: dict[str, Any], pods: list[dict[str, Any]], now:
         ("readyReplicas", ready),
         ("availableReplicas", available),
         ("observedGeneration", int(replicaset["metadata"].get("generation") or 0)),
+        ("terminatingReplicas", terminating),
     ):
         if value:
             status[field] = value

@@ -192,3 +192,29 @@ def test_any_change_inside_the_template_changes_the_hash(image: str) -> None:
     changed = {**NGINX, "spec": {"containers": [{"name": "nginx", "image": "nginx:1.14.2" + image}]}}
     base = {**NGINX, "spec": {"containers": [{"name": "nginx", "image": "nginx:1.14.2"}]}}
     assert template_hash(canonical_template(changed)) != template_hash(canonical_template(base))
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"spec": {"volumes": [{"name": "tmp", "emptyDir": {}}]}},
+        {
+            "spec": {
+                "containers": [
+                    {"name": "web", "image": "w", "args": [], "env": [{"name": "E", "value": None}]}
+                ]
+            }
+        },
+        {"metadata": {"labels": {"app": "web", "gitdeploy.io/template-hash": "bcdfghjklm"}}, "spec": {}},
+    ],
+    ids=["empty-dir", "empty-list-and-null", "hash-label"],
+)
+def test_hashing_normalises_but_the_written_template_is_the_one_given(given: dict[str, Any]) -> None:
+    template = canonical_template(given)
+    normalised = canonical_template(json.loads(template.canonical_json))
+
+    assert template == normalised and template_hash(template) == template_hash(normalised)
+    written = template.to_written_dict()
+    expected = json.loads(json.dumps(given))
+    expected.get("metadata", {}).get("labels", {}).pop("gitdeploy.io/template-hash", None)
+    assert written == expected

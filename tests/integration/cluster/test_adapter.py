@@ -12,7 +12,8 @@ from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.connection import connect
 from gitdeploy.core.hashing import canonical_template, template_hash
-from gitdeploy.core.observed import MANAGED_BY_LABEL, ReplicaSetSpec
+from gitdeploy.core.observed import MANAGED_BY_LABEL, PodSpec, ReplicaSetSpec
+from gitdeploy.core.records import MAX_REVISIONS, AppRecord, CommitRef, HookResult, RevisionEntry
 from gitdeploy.errors import AlreadyExistsError, ConflictError, PermanentError, TransientError
 from gitdeploy.localcluster import LocalCluster
 from tests.fixtures.cluster import POD_START_SECONDS
@@ -52,6 +53,66 @@ def test_record_is_created_read_and_protected_by_resource_version(cluster: Clust
     with pytest.raises(AlreadyExistsError):
         cluster.write_app_record("shop", "web", "{}", None)
     assert [r.app for r in cluster.list_app_records("shop")] == ["web"]
+
+
+def test_a_record_of_a_hundred_revisions_with_long_coloured_non_ascii_hook_logs_is_accepted(
+    cluster: Cluster,
+) -> None:
+    log = "".join(f"\x1b[33m{n} ⚠ ログ出力 — journal ünïcödé 🚀\x1b[0m\n" for n in range(3000))
+    revisions = tuple(
+        RevisionEntry(
+            revision=n,
+            template_hash=f"h{n}",
+            replica_set=f"web-h{n}",
+            commit=CommitRef(f"{n:040d}", "Zoë", "変更 " * 20),
+            hooks=tuple(
+                HookResult(phase, f"web-h{n}-{phase}", "Failed", log=log) for phase in ("pre", "mid", "post")
+            ),
+            message="説明 " * 300,
+        )
+        for n in range(1, MAX_REVISIONS + 1)
+    )
+    cluster.ensure_namespace("shop")
+    unbounded = '{"log": "%s"}' % ("x" * (1024 * 1024))
+    with pytest.raises(PermanentError):
+        cluster.write_app_record("shop", "web", unbounded, None)
+
+    written = cluster.write_app_record("shop", "web", AppRecord(revisions=revisions).to_json(), None)
+
+    stored = AppRecord.from_json(written.payload)
+    assert [e.revision for e in stored.revisions] == list(range(1, MAX_REVISIONS + 1))
+    assert stored.revisions[-1].hooks[-1].log.endswith("🚀\n")
+    assert cluster.write_app_record("shop", "web", written.payload, written.resource_version)
+
+
+def test_a_pod_security_refusal_says_what_to_change_and_is_no_rbac_problem(
+    cluster: Cluster, kube_client: client.ApiClient
+) -> None:
+    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
+    client.CoreV1Api(kube_client).create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name="locked", labels=labels))
+    )
+    spec = PodSpec(
+        namespace="locked",
+        name="web-abc-hook-pre",
+        app="web",
+        role="hook-pre",
+        revision=1,
+        attempt=1,
+        first_attempt_at=0.0,
+        owner_name="web-abc",
+        owner_uid="",
+        spec_json='{"containers":[{"image":"migrate:1","name":"lifecycle"}],"restartPolicy":"Never"}',
+    )
+
+    with pytest.raises(PermanentError) as refused:
+        cluster.create_pod(spec)
+
+    text = str(refused.value) + " " + (refused.value.hint or "")
+    assert "refused by Pod Security admission" in text
+    assert "allowPrivilegeEscalation" in text and "runAsNonRoot" in text
+    assert "not an RBAC problem" in text
+    assert "credentials and RBAC" not in text
 
 
 def test_replica_set_lifecycle_as_the_planner_sees_it(

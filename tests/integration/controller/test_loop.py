@@ -18,7 +18,7 @@ from gitdeploy.core.records import AppRecord, Outcome
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
-from tests.fixtures.loop import controller_for, settle
+from tests.fixtures.loop import SETTINGS, controller_for, settle
 from tests.fixtures.manifests import deployment as shared_deployment
 
 
@@ -265,3 +265,57 @@ def test_replica_sets_an_earlier_gitdeploy_let_the_record_own_are_released(
     client.CoreV1Api(kube_client).delete_namespaced_config_map("gitdeploy.web", "shop")
     assert [rs.name for rs in adapter.list_replica_sets("shop", "web")] == [made.name]
     assert len(client.CoreV1Api(kube_client).list_namespaced_pod("shop", label_selector="app=web").items) == 3
+
+
+@pytest.mark.parametrize(
+    "configured", [frozenset(), frozenset({"shop"})], ids=["namespaces-of-git", "--namespace"]
+)
+def test_under_the_namespaced_role_a_restarted_gitdeploy_prunes_an_app_removed_while_it_was_down(
+    git_remote: GitRemote,
+    controller: Controller,
+    adapter: Cluster,
+    fake_clock: FakeClock,
+    tmp_path: Path,
+    embedded_cluster: LocalCluster,
+    caplog: pytest.LogCaptureFixture,
+    configured: frozenset[str],
+) -> None:
+    git_remote.commit_and_push(
+        "two apps", {"apps/web.yaml": deployment("web"), "apps/api.yaml": deployment("api", "api:1")}
+    )
+    settle(controller, fake_clock)
+    # Given gitdeploy runs as the ServiceAccount of deploy/, its Role bound in namespace shop only
+    embedded_cluster.role_namespaces = frozenset({"shop"})
+    # And api was removed from git while gitdeploy was down
+    git_remote.commit_and_push_changes("remove api", {"apps/api.yaml": None})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "restarted") as repo:
+        restarted = Controller(repo, adapter, fake_clock, workers=2, prune=True, namespaces=configured)
+        reports = settle(restarted, fake_clock)
+    # Then its resync listed shop's records (no cluster-wide list), found api and pruned it
+    assert AppKey("shop", "api") not in restarted.orphans
+    assert adapter.list_replica_sets("shop", "api") == [] and adapter.read_app_record("shop", "api") is None
+    assert reports[AppKey("shop", "web")].sync == "Synced"
+    assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")]
+
+
+def test_a_namespace_without_the_role_is_an_error_that_names_the_permission_and_the_role(
+    git_remote: GitRemote,
+    adapter: Cluster,
+    fake_clock: FakeClock,
+    tmp_path: Path,
+    embedded_cluster: LocalCluster,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given gitdeploy is told to manage shop and billing, but the Role is bound in shop only
+    git_remote.commit_and_push("web", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web")})
+    adapter.ensure_namespace("shop")  # the administrator made it (gitdeploy's Role cannot)
+    embedded_cluster.role_namespaces = frozenset({"shop"})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        managed = frozenset({"shop", "billing"})
+        reports = settle(Controller(repo, adapter, fake_clock, workers=2, namespaces=managed), fake_clock)
+    # Then shop's app deploys, and the resync says loudly what billing lacks and how to grant it
+    assert reports[AppKey("shop", "web")].sync == "Synced"
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1, errors
+    assert 'cannot list resource "configmaps"' in errors[0] and 'in the namespace "billing"' in errors[0]
+    assert "deploy/rbac.yaml" in errors[0] and "kubectl apply" in errors[0]

@@ -6,6 +6,7 @@ import json
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -89,15 +90,64 @@ def test_scale_down_deletes_unready_pods_first(core: Any, apps: Any, fake_clock:
     scale = apps.patch_namespaced_replica_set_scale("web", NS, {"spec": {"replicas": 2}})
 
     assert scale.spec.replicas == 2
-    assert {p.metadata.name for p in pods_of(core)} == ready
+    assert {p.metadata.name for p in live_pods_of(core)} == ready
     apps.patch_namespaced_replica_set_scale("web", NS, {"spec": {"replicas": 1}})
-    assert len(pods_of(core)) == 1
+    assert len(live_pods_of(core)) == 1
     replica_set = apps.read_namespaced_replica_set("web", NS)
     assert (replica_set.metadata.generation, replica_set.status.observed_generation) == (4, 4)
     assert replica_set.status.replicas == 1
     reasons = [e.reason for e in core.list_namespaced_event(NS).items]
     assert reasons.count("SuccessfulCreate") == 4
     assert reasons.count("SuccessfulDelete") == 3
+
+
+def live_pods_of(core: Any, app: str = "web") -> list[Any]:
+    """The pods that are not Terminating."""
+    return [p for p in pods_of(core, app) if p.metadata.deletion_timestamp is None]
+
+
+def test_deleted_pods_terminate_for_their_grace_period(core: Any, apps: Any, fake_clock: FakeClock) -> None:
+    # Given a ReplicaSet of 3 ready pods, one of which asks for a 10 s grace period
+    apps.create_namespaced_replica_set(NS, replicaset(replicas=3))
+    fake_clock.advance(POD_START_SECONDS)
+    short, *others = sorted(p.metadata.name for p in pods_of(core))
+    core.delete_namespaced_pod(short, NS, body={"gracePeriodSeconds": 10})
+    # When it is scaled to 0
+    apps.patch_namespaced_replica_set_scale("web", NS, {"spec": {"replicas": 0}})
+    # Then every pod is Terminating, none is counted, and the terminating ones are reported
+    pods = pods_of(core)
+    assert len(pods) == 4  # the pod deleted by hand, its replacement and the two others
+    assert all(p.metadata.deletion_timestamp is not None for p in pods)
+    assert {p.metadata.deletion_grace_period_seconds for p in pods if p.metadata.name != short} == {30}
+    status = apps.read_namespaced_replica_set("web", NS).status
+    assert status.replicas == 0
+    assert (
+        json.loads(apps.read_namespaced_replica_set("web", NS, _preload_content=False).data)["status"][
+            "terminatingReplicas"
+        ]
+        == 4
+    )
+    # and each goes when its grace period is over, not before
+    fake_clock.advance(10)
+    assert short not in {p.metadata.name for p in pods_of(core)}
+    fake_clock.advance(19)
+    assert set(others) <= {p.metadata.name for p in pods_of(core)}
+    fake_clock.advance(1)
+    assert pods_of(core) == []
+    assert (
+        "terminatingReplicas"
+        not in json.loads(apps.read_namespaced_replica_set("web", NS, _preload_content=False).data)["status"]
+    )
+
+
+def test_pods_that_ended_are_deleted_at_once(core: Any, fake_clock: FakeClock) -> None:
+    spec = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "hook:1"}]}
+    core.create_namespaced_pod(NS, {"metadata": {"name": "done"}, "spec": spec})
+    fake_clock.advance(JOB_SECONDS)
+
+    core.delete_namespaced_pod("done", NS)
+
+    assert core.list_namespaced_pod(NS).items == []
 
 
 def test_stale_resource_version_conflicts(apps: Any) -> None:
@@ -317,6 +367,58 @@ def test_errors_are_kubernetes_statuses(core: Any, apps: Any) -> None:
     with pytest.raises(client.ApiException) as no_namespace:
         core.create_namespaced_config_map("absent", {"metadata": {"name": "x"}})
     assert no_namespace.value.status == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"data": {"record": "é" * (512 * 1024 + 1)}}, ""),  # 1 MiB + 2 bytes of UTF-8
+        ({"data": {"a": "x" * (600 * 1024), "b": "y" * (500 * 1024)}}, ""),
+        ({"binaryData": {"blob": "QUJD" * (350 * 1024)}}, ""),  # 1.05 MiB decoded
+        ({"metadata": {"annotations": {"big": "z" * (256 * 1024)}}}, "metadata.annotations"),
+    ],
+    ids=["utf8-data", "two-keys", "binary-data", "annotations"],
+)
+def test_objects_over_the_api_size_limits_are_invalid(core: Any, body: dict[str, Any], field: str) -> None:
+    config_map = {**body, "metadata": {"name": "big", **body.get("metadata", {})}}
+
+    with pytest.raises(client.ApiException) as refused:
+        core.create_namespaced_config_map(NS, config_map)
+
+    status = json.loads(refused.value.body)
+    assert (refused.value.status, status["reason"]) == (422, "Invalid")
+    assert status["details"]["causes"][0]["field"] == field
+    assert "Too long" in status["details"]["causes"][0]["message"]
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "small"}, "data": {"k": "v" * 1000}})
+    with pytest.raises(client.ApiException) as grown:
+        core.patch_namespaced_config_map(
+            "small", NS, {k: v for k, v in body.items() if k != "metadata"} or {"metadata": body["metadata"]}
+        )
+    assert grown.value.status == 422
+
+
+def test_a_namespaced_role_refuses_the_cluster_scope_and_other_namespaces(
+    core: Any, embedded_cluster: LocalCluster
+) -> None:
+    # Given the API authorises as gitdeploy's ServiceAccount, its Role bound in NS only
+    embedded_cluster.role_namespaces = frozenset({NS})
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "allowed"}, "data": {"k": "v"}})
+    # Then lists at the cluster scope and anything in another namespace are 403 Forbidden
+    attempts: list[Callable[[], Any]] = [
+        lambda: core.list_config_map_for_all_namespaces(),
+        lambda: core.create_namespaced_config_map("default", {"metadata": {"name": "x"}}),
+        lambda: core.read_namespace(NS),
+    ]
+    for refused in attempts:
+        with pytest.raises(client.ApiException) as caught:
+            refused()
+        status = json.loads(caught.value.body)
+        assert (caught.value.status, status["reason"]) == (403, "Forbidden")
+        assert (
+            "cannot" in status["message"] and "system:serviceaccount:gitdeploy:gitdeploy" in status["message"]
+        )
+    # And the connection still answers the next request (a refused body is not read as one)
+    assert [c.metadata.name for c in core.list_namespaced_config_map(NS).items] == ["allowed"]
 
 
 def test_kubelet_simulation(core: Any, fake_clock: FakeClock) -> None:

@@ -13,6 +13,7 @@ def worker(
     mid_policy: str = "Retry",
     pre_policy: str = "Abort",
     auto_rollback: bool = False,
+    grace_seconds: int = 30,
 ) -> str:
     return f"""\
 apiVersion: apps.openshift.io/v1
@@ -27,6 +28,7 @@ spec:
   template:
     metadata: {{labels: {{app: worker}}}}
     spec:
+      terminationGracePeriodSeconds: {grace_seconds}
       containers:
       - name: worker
         image: {image}
@@ -72,7 +74,7 @@ def test_recreate_runs_pre_then_old_down_then_mid_then_first_replica_then_all_th
     v2 = load_app(worker("example/worker:2.0"))
     new = f"worker-{v2.template_hash}"
     before = len(timeline(world))
-    world.roll(v2, commit("v2", 2), between_passes=watch)
+    world.roll(v2, commit("v2", 2), between_passes=watch, check=world.recreate_invariant(v2))
 
     assert timeline(world)[before:] == [
         "pre-hook",
@@ -84,6 +86,7 @@ def test_recreate_runs_pre_then_old_down_then_mid_then_first_replica_then_all_th
         "RolloutComplete",
     ]
     assert old_pods_when_mid_started == [0]
+    assert world.violations == []
     entry = world.record(v2).entry(2)
     assert entry is not None and entry.outcome is Outcome.COMPLETE
     assert sorted((h.phase, h.outcome, h.attempts) for h in entry.hooks) == [
@@ -92,6 +95,75 @@ def test_recreate_runs_pre_then_old_down_then_mid_then_first_replica_then_all_th
         ("pre", "Succeeded", 1),
     ]
     assert all("completed successfully" in h.log for h in entry.hooks)
+
+
+def test_old_pods_in_their_grace_period_hold_back_the_mid_hook_and_the_new_pods(world: World) -> None:
+    # Given revision 1 whose pods take 45 s to stop once they are deleted
+    v1 = load_app(worker(grace_seconds=45))
+    world.roll(v1, commit("v1", 1))
+    # When revision 2 rolls out
+    v2 = load_app(worker("example/worker:2.0", grace_seconds=45))
+    mid_started: list[tuple[float, int]] = []
+    scaled_down: list[float] = []
+
+    def note(w: World) -> None:
+        if not scaled_down and w.replica_sets(v2).get(f"worker-{v1.template_hash}") == 0:
+            scaled_down.append(w.clock.now())
+        pods = w.adapter.list_app_pods("jobs", "worker")
+        mid = any(p.role == "hook-mid" and p.revision == 2 for p in pods)
+        if mid and not mid_started:
+            mid_started.append((w.clock.now(), w.pods(v1).by_hash.get(v1.template_hash, 0)))
+
+    steps = world.roll(v2, commit("v2", 2), check=world.recreate_invariant(v2), between_passes=note)
+    # Then the rollout waited for the terminating pods: the mid hook started after the last one
+    # was gone, 45 s after the scale-down, and no new pod ever ran beside an old one
+    assert world.violations == []
+    assert any(s.message == "waiting for old pods to stop" for s in steps)
+    [(mid_at, old_pods_then)] = mid_started
+    assert old_pods_then == 0
+    assert mid_at - scaled_down[0] >= 45
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.outcome is Outcome.COMPLETE
+
+
+RESTRICTED_WORKER = """\
+apiVersion: apps.openshift.io/v1
+kind: DeploymentConfig
+metadata: {name: worker, namespace: jobs}
+spec:
+  replicas: 2
+  selector: {app: worker}
+  template:
+    metadata: {labels: {app: worker}}
+    spec:
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: worker
+        image: example/worker:IMAGE
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+  strategy:
+    type: Recreate
+    recreateParams:
+      pre: {failurePolicy: Abort, execNewPod: {containerName: worker, command: [/bin/drain]}}
+      mid: {failurePolicy: Abort, execNewPod: {containerName: worker, command: [/bin/migrate]}}
+  triggers: [{type: ConfigChange}]
+"""
+
+
+def test_hooks_run_in_a_namespace_that_enforces_pod_security_restricted(world: World) -> None:
+    # Given a namespace that enforces Pod Security "restricted" and an app whose template complies
+    world.core.create_namespace(
+        {"metadata": {"name": "jobs", "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+    )
+    v1 = load_app(RESTRICTED_WORKER.replace("IMAGE", "1.0"))
+    world.roll(v1, commit("v1", 1))
+    # When a new revision rolls out with pre and mid hooks
+    v2 = load_app(RESTRICTED_WORKER.replace("IMAGE", "2.0"))
+    world.roll(v2, commit("v2", 2))
+    # Then its hook pods were admitted and the rollout completed
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.outcome is Outcome.COMPLETE, entry
+    assert sorted((h.phase, h.outcome) for h in entry.hooks) == [("mid", "Succeeded"), ("pre", "Succeeded")]
 
 
 def failed(step: Step) -> bool:

@@ -21,6 +21,7 @@ from gitdeploy.core.hooks import (
 )
 from gitdeploy.core.models import CustomParams, EnvVar, FailurePolicy, Hook, PodTemplate
 from gitdeploy.core.observed import ObservedPod, PodSpec
+from gitdeploy.localcluster.podsecurity import restricted_violations
 
 POD_LEVEL = {
     "serviceAccountName": "migrator",
@@ -29,6 +30,11 @@ POD_LEVEL = {
     "nodeSelector": {"pool": "batch"},
     "tolerations": [{"key": "batch", "operator": "Exists", "effect": "NoSchedule"}],
 }
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+"""What a hook or deployer container gets when its template container sets no securityContext."""
+RUNTIME_DEFAULT = {"seccompProfile": {"type": "RuntimeDefault"}}
+POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 1000, **RUNTIME_DEFAULT}
+"""The pod securityContext a hook or deployer pod of a template with POD_LEVEL gets."""
 NOT_COPIED = {
     "affinity": {"nodeAffinity": {}},
     "hostNetwork": True,
@@ -174,7 +180,7 @@ def test_without_a_hook_command_the_containers_own_command_and_args_run() -> Non
 def test_without_any_command_none_is_set() -> None:
     tmpl = PodTemplate('{"spec":{"containers":[{"image":"w:1","name":"w"}]}}')
     container = container_of(hook_pod(Hook(FailurePolicy.ABORT, "w"), tmpl=tmpl))
-    assert container == {"image": "w:1", "name": "lifecycle"}
+    assert container == {"image": "w:1", "name": "lifecycle", "securityContext": RESTRICTED_CONTAINER}
 
 
 @pytest.mark.parametrize(
@@ -275,7 +281,7 @@ def test_strategy_resources_apply_to_the_hook_container(resources_json: str, exp
 
 def test_pod_level_fields_are_copied_and_nothing_else() -> None:
     spec = hook_pod(MIGRATE).spec()
-    assert {k: spec[k] for k in POD_LEVEL} == POD_LEVEL
+    assert {k: spec[k] for k in POD_LEVEL} == {**POD_LEVEL, "securityContext": POD_SECURITY}
     assert sorted(spec) == sorted([*POD_LEVEL, "containers", "restartPolicy", "activeDeadlineSeconds"])
     # the template's own restart policy does not leak in
     assert spec["restartPolicy"] == "Never"
@@ -283,8 +289,9 @@ def test_pod_level_fields_are_copied_and_nothing_else() -> None:
 
 def test_without_pod_level_fields_only_the_essentials_remain() -> None:
     spec = hook_pod(MIGRATE, tmpl=template(pod_level=False)).spec()
-    assert sorted(spec) == ["activeDeadlineSeconds", "containers", "restartPolicy"]
+    assert sorted(spec) == ["activeDeadlineSeconds", "containers", "restartPolicy", "securityContext"]
     assert spec["activeDeadlineSeconds"] == 600  # the kubelet stops a hung hook at its deadline
+    assert spec["securityContext"] == RUNTIME_DEFAULT
 
 
 @pytest.mark.parametrize("name", ["worker", "API", ""])
@@ -340,7 +347,12 @@ def test_deployer_pod_identity() -> None:
     [
         (
             CustomParams("org/deployer:1"),
-            {"name": "deployer", "image": "org/deployer:1", "env": BASE_ENV},
+            {
+                "name": "deployer",
+                "image": "org/deployer:1",
+                "env": BASE_ENV,
+                "securityContext": RESTRICTED_CONTAINER,
+            },
         ),
         (
             CustomParams("org/deployer:2", ("/deploy", "--canary"), (EnvVar("STEP", "10"),)),
@@ -349,6 +361,7 @@ def test_deployer_pod_identity() -> None:
                 "image": "org/deployer:2",
                 "command": ["/deploy", "--canary"],
                 "env": [*BASE_ENV, {"name": "STEP", "value": "10"}],
+                "securityContext": RESTRICTED_CONTAINER,
             },
         ),
     ],
@@ -364,8 +377,79 @@ def test_deployer_gets_strategy_resources_and_pod_level_fields() -> None:
     pod = deployer(CustomParams("d:1"), resources_json='{"limits":{"cpu":"1"}}')
     assert container_of(pod)["resources"] == {"limits": {"cpu": "1"}}
     spec = pod.spec()
-    assert {k: spec[k] for k in POD_LEVEL} == POD_LEVEL
+    assert {k: spec[k] for k in POD_LEVEL} == {**POD_LEVEL, "securityContext": POD_SECURITY}
     assert "volumes" not in spec and "affinity" not in spec
+
+
+RESTRICTED_APP = {
+    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+    "containers": [
+        {"name": "api", "image": "api:2", "securityContext": RESTRICTED_CONTAINER},
+    ],
+}
+CONTAINER_LEVEL_APP = {
+    "containers": [
+        {
+            "name": "api",
+            "image": "api:2",
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": 1001,
+                "readOnlyRootFilesystem": True,
+                "seccompProfile": {"type": "Localhost", "localhostProfile": "api.json"},
+                **RESTRICTED_CONTAINER,
+            },
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("spec", [RESTRICTED_APP, CONTAINER_LEVEL_APP], ids=["pod-level", "container-level"])
+def test_hook_and_deployer_pods_of_a_restricted_app_pass_pod_security_restricted(
+    spec: dict[str, Any],
+) -> None:
+    tmpl = PodTemplate(json.dumps({"metadata": {"labels": {"app": "api"}}, "spec": spec}, sort_keys=True))
+    assert restricted_violations(spec) == []  # the app's own pods pass
+
+    for pod in (
+        hook_pod(Hook(FailurePolicy.ABORT, "api", ("/bin/migrate",)), tmpl=tmpl),
+        deployer(CustomParams("d:1"), tmpl=tmpl),
+    ):
+        assert restricted_violations(pod.spec()) == [], pod.name
+
+
+@pytest.mark.parametrize(
+    ("container_context", "expected"),
+    [
+        (None, RESTRICTED_CONTAINER),
+        ({"runAsUser": 0}, {"runAsUser": 0, **RESTRICTED_CONTAINER}),  # the template said so: kept
+        (
+            {"allowPrivilegeEscalation": True},
+            {"allowPrivilegeEscalation": True, "capabilities": {"drop": ["ALL"]}},
+        ),
+        (
+            {"capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}},
+            {
+                "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]},
+                "allowPrivilegeEscalation": False,
+            },
+        ),
+        ({"privileged": True}, {"privileged": True, "capabilities": {"drop": ["ALL"]}}),
+        ({"capabilities": {"add": ["SYS_ADMIN"]}}, {"capabilities": {"add": ["SYS_ADMIN"]}}),
+    ],
+    ids=["nothing", "root-kept", "escalation-kept", "net-bind", "privileged", "sys-admin"],
+)
+def test_the_hook_container_derives_its_security_context_from_the_template_container(
+    container_context: dict[str, Any] | None, expected: dict[str, Any]
+) -> None:
+    container: dict[str, Any] = {"name": "api", "image": "api:2"}
+    if container_context is not None:
+        container["securityContext"] = container_context
+    tmpl = PodTemplate(json.dumps({"spec": {"containers": [container]}}, sort_keys=True))
+
+    hook = container_of(hook_pod(Hook(FailurePolicy.ABORT, "api", ("/bin/migrate",)), tmpl=tmpl))
+
+    assert hook["securityContext"] == expected
 
 
 # -- evaluate_hook -----------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from gitdeploy.core.records import (
-    MAX_LOG_CHARS,
+    MAX_LOG_BYTES,
     MAX_REVISIONS,
+    RECORD_BUDGET_BYTES,
     RECORD_VERSION,
     AppRecord,
     Cause,
@@ -19,6 +20,8 @@ from gitdeploy.core.records import (
     Pin,
     RevisionEntry,
     SyncStatus,
+    bound_log,
+    fit_revisions,
     load_record,
 )
 from gitdeploy.errors import DamagedRecordError
@@ -198,11 +201,93 @@ def test_json_is_canonical() -> None:
 
 
 def test_a_hook_log_is_trimmed_to_its_tail_when_written() -> None:
-    log = "x" * 10 + "y" * MAX_LOG_CHARS
+    log = "x" * 10 + "y" * MAX_LOG_BYTES
     record = AppRecord(revisions=(entry(1, hooks=(HookResult("pre", "p", "Failed", log=log),)),))
     stored = AppRecord.from_json(record.to_json())
-    assert stored.revisions[0].hooks[0].log == "y" * MAX_LOG_CHARS
-    assert MAX_LOG_CHARS == 2000
+    assert stored.revisions[0].hooks[0].log == "y" * MAX_LOG_BYTES
+    assert MAX_LOG_BYTES == 4096
+
+
+@pytest.mark.parametrize(
+    ("log", "limit", "kept"),
+    [
+        ("plain\n", 4096, "plain\n"),
+        ("\x1b[1;31mred\x1b[0m and \x1b[38;5;82mgreen\x1b[m\n", 4096, "red and green\n"),
+        ("\x1b]0;title\x07after", 4096, "after"),
+        ("10%\r50%\r100%\n", 4096, "10%50%100%\n"),
+        ("tab\tstays\x00\x7f", 4096, "tab\tstays"),
+        ("0123456789", 4, "6789"),
+        ("日本語のログ", 6, "ログ"),  # 3 bytes a character: a whole number of them
+        ("日本語のログ", 7, "ログ"),  # a cut inside a character drops the partial one
+        ("\U0001f680\U0001f680", 5, "\U0001f680"),
+        ("\x1b[31m" + "é" * 10, 5, "éé"),  # colour codes go before the tail is measured
+        ("lone \ud800 surrogate", 4096, "lone ? surrogate"),
+    ],
+    ids=[
+        "plain",
+        "colours",
+        "title",
+        "carriage-returns",
+        "controls",
+        "ascii-tail",
+        "cjk-exact",
+        "cjk-cut",
+        "astral",
+        "colour-then-tail",
+        "surrogate",
+    ],
+)
+def test_bound_log_keeps_a_clean_utf8_tail(log: str, limit: int, kept: str) -> None:
+    bounded = bound_log(log, limit)
+    assert bounded == kept
+    assert len(bounded.encode("utf-8")) <= limit
+
+
+def hooked(revision: int, log: str) -> RevisionEntry:
+    hooks = tuple(
+        HookResult(phase, f"web-{revision}-{phase}", "Succeeded", log=log) for phase in ("pre", "mid", "post")
+    )
+    return entry(revision, hooks=hooks, message=f"revision {revision} " + "説明" * 100)
+
+
+LONG_COLOURED_LOG = "".join(f"\x1b[32m{n:05d} ✓ デプロイ中 — état prêt 🚀\x1b[0m\n" for n in range(2000))
+
+
+@pytest.mark.parametrize(
+    ("revisions", "budget", "lean", "kept"),
+    [
+        (3, 10**9, [], [1, 2, 3]),  # fits: nothing changes
+        (3, -1, [3], [3]),  # nothing fits: the newest revision stays, lean
+        (100, RECORD_BUDGET_BYTES, "oldest", "all"),
+    ],
+    ids=["fits", "never-fits", "hundred-long-logs"],
+)
+def test_fit_revisions_drops_details_then_revisions_oldest_first(
+    revisions: int, budget: int, lean: list[int] | str, kept: list[int] | str
+) -> None:
+    entries = tuple(hooked(n, LONG_COLOURED_LOG) for n in range(1, revisions + 1))
+    fitted = fit_revisions(entries, budget)
+    numbers = [e.revision for e in fitted]
+    stripped = [e.revision for e in fitted if e.message == "" and all(h.log == "" for h in e.hooks)]
+    assert numbers == (list(range(1, revisions + 1)) if kept == "all" else kept)
+    if lean == "oldest":  # a prefix of the log lost its details, the rest kept them
+        assert stripped == list(range(1, len(stripped) + 1)) and 0 < len(stripped) < revisions
+    else:
+        assert stripped == lean
+    assert all(e.commit == entries[e.revision - 1].commit for e in fitted)
+
+
+def test_a_hundred_revisions_with_long_non_ascii_hook_logs_fit_the_configmap_limit() -> None:
+    record = AppRecord(revisions=tuple(hooked(n, LONG_COLOURED_LOG) for n in range(1, MAX_REVISIONS + 1)))
+
+    text = record.to_json()
+
+    assert len(text.encode("utf-8")) <= RECORD_BUDGET_BYTES < 1024 * 1024
+    stored = AppRecord.from_json(text)
+    assert [e.revision for e in stored.revisions] == list(range(1, MAX_REVISIONS + 1))
+    newest = stored.revisions[-1].hooks[0].log
+    assert newest and "\x1b" not in newest and len(newest.encode("utf-8")) <= MAX_LOG_BYTES
+    assert newest.endswith("🚀\n")
 
 
 # -- tolerance ---------------------------------------------------------------------------------------
