@@ -284,6 +284,7 @@ def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
         finished_at=max(finished) if finished else None,
         exit_code=exit_code,
         reason=reason,
+        deleting=meta.get("deletionTimestamp") is not None,
     )
 
 
@@ -741,7 +742,10 @@ class Cluster:
             pass
 
     def read_pod_log(self, namespace: str, name: str, tail_lines: int = 40) -> str:
-        """The last ``tail_lines`` lines of a pod's log ('' when the pod or its log is gone)."""
+        """The last ``tail_lines`` lines of a pod's log ('' when the pod or its log is gone).
+
+        A log is best effort and never holds a rollout up: when the API server cannot get it from
+        the node (the kubelet unreachable, a 5xx, a timeout), the text says why instead."""
         try:
             with _translated(f"read the log of pod {namespace}/{name}"):
                 response = self.core.read_namespaced_pod_log(
@@ -754,6 +758,8 @@ class Cluster:
                 text = bytes(response.data).decode("utf-8", "replace")
         except (NotFoundError, PermanentError):
             return ""
+        except GitdeployError as unavailable:
+            return f"(the log could not be read: {unavailable.message})\n"
         lines = text.splitlines()
         return "".join(line + "\n" for line in lines[-tail_lines:])
 

@@ -33,7 +33,7 @@ import random
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -788,13 +788,15 @@ class Controller:
 
     # -- orphans -------------------------------------------------------------------------------------
 
-    def _resync_namespaces(self) -> list[str]:
+    def _resync_namespaces(self) -> Sequence[str | None]:
         """Where the resync looks for app records: the namespaces gitdeploy was given, else those
-        git names (and those of known orphans). Never the whole cluster: the Role that
-        ``deploy/`` ships is per namespace and refuses a cluster-wide list."""
+        git names (and those of known apps). Not the whole cluster, which the Role that ``deploy/``
+        ships refuses, unless nothing names a namespace yet (the first commit read was refused):
+        then every namespace, if gitdeploy may list them (``None``)."""
         if self.namespaces:
             return sorted(self.namespaces)
-        return sorted({key.namespace for key in [*self.apps, *self.orphans]})
+        known = {key.namespace for key in [*self.apps, *self.problems, *self.orphans]}
+        return sorted(known) if known else [None]
 
     def _resync_if_time(self, now: float) -> None:
         """Periodically look at every app again, and find records of apps that are not in git."""
@@ -808,7 +810,7 @@ class Controller:
             except GitdeployError as problem:  # loud: orphans there go unnoticed until it is fixed
                 log.error(
                     "[resync] cannot list the app records in %s, orphans there are not found: %s",
-                    namespace,
+                    namespace or "all namespaces (pass --namespace to name them)",
                     problem,
                 )
         with self._lock:

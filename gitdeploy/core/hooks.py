@@ -364,14 +364,16 @@ def lingering_pods(pods: Sequence[ObservedPod], replica_set: str | None, revisio
 
     ``replica_set`` at ``revision`` is the rollout in progress (None when none is: it completed or
     failed); a running pod of any other ReplicaSet or revision belongs to a rollout that ended or
-    was cancelled (superseded). Finished pods stay: they hold the outcome and the log.
+    was cancelled (superseded). Finished pods stay: they hold the outcome and the log. Pods already
+    deleted (Terminating for their grace period) are going: they are not deleted again.
 
     >>> pre = ObservedPod("ns", "web-b-hook-pre", "hook-pre", "Running", revision=3)
     >>> old = ObservedPod("ns", "web-a-hook-pre", "hook-pre", "Running", revision=2)
     >>> done = ObservedPod("ns", "web-a-hook-mid", "hook-mid", "Failed", revision=2)
-    >>> lingering_pods([pre, old, done], "web-b", 3)
+    >>> going = ObservedPod("ns", "web-a-hook-post", "hook-post", "Running", revision=2, deleting=True)
+    >>> lingering_pods([pre, old, done, going], "web-b", 3)
     ('web-a-hook-pre',)
-    >>> lingering_pods([pre, old, done], None, 3)
+    >>> lingering_pods([pre, old, done, going], None, 3)
     ('web-b-hook-pre', 'web-a-hook-pre')
     """
     current = f"{replica_set}-" if replica_set is not None else None
@@ -379,5 +381,6 @@ def lingering_pods(pods: Sequence[ObservedPod], replica_set: str | None, revisio
         pod.name
         for pod in pods
         if not pod.terminal
+        and not pod.deleting
         and not (current is not None and pod.name.startswith(current) and pod.revision == revision)
     )

@@ -165,6 +165,8 @@ class ObservedPod:
     finished_at: float | None = None
     exit_code: int | None = None
     reason: str = ""
+    deleting: bool = False
+    """Deleted, running out its grace period (``metadata.deletionTimestamp`` set): it is going."""
 
     @property
     def terminal(self) -> bool:

@@ -25,11 +25,12 @@ def failed(step: Step) -> bool:
 
 
 def running_pods(world: World, app: App, role_prefix: str) -> list[str]:
-    """Hook or deployer pods of ``app`` not yet ended."""
+    """Hook or deployer pods of ``app`` not yet ended nor deleted (a deleted pod is Terminating:
+    stopping for its grace period)."""
     return [
         p.name
         for p in world.adapter.list_app_pods(app.namespace, app.name)
-        if p.role.startswith(role_prefix) and not p.terminal
+        if p.role.startswith(role_prefix) and not p.terminal and not p.deleting
     ]
 
 

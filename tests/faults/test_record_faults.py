@@ -74,9 +74,9 @@ def _two_revisions_of_web(run_cli: RunCli, git_remote: GitRemote) -> list[str]:
 
 
 def _pods(core: Any) -> set[tuple[str, str]]:
-    """(name, uid) of every pod of web."""
+    """(name, uid) of every pod of web that runs (not Terminating: old pods stop for a grace period)."""
     listed = core.list_namespaced_pod("shop", label_selector="app=web")
-    return {(p.metadata.name, p.metadata.uid) for p in listed.items}
+    return {(p.metadata.name, p.metadata.uid) for p in listed.items if p.metadata.deletion_timestamp is None}
 
 
 def _history(run_cli: RunCli, app: str = "shop/web") -> list[dict[str, Any]]:

@@ -41,10 +41,7 @@ class PodWatch:
         configuration = client.Configuration()
         config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
         self._api = client.CoreV1Api(client.ApiClient(configuration))
-        listed: Any = self._api.list_namespaced_pod(self.namespace)
-        for pod in listed.items:
-            self.pods[pod.metadata.name] = _state(pod)
-        self._version = listed.metadata.resource_version
+        self._relist()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         return self
@@ -72,7 +69,17 @@ class PodWatch:
                 self.failures.append(f"pod watch failed: {bad}")
                 return
 
+    def _relist(self) -> None:
+        """After a 410 Gone: the current pods, and a watch from the list's resourceVersion."""
+        listed: Any = self._api.list_namespaced_pod(self.namespace)
+        with self._lock:
+            self.pods = {pod.metadata.name: _state(pod) for pod in listed.items}
+        self._version = listed.metadata.resource_version
+
     def _apply(self, event: dict[str, Any]) -> None:
+        if event["type"] == "ERROR":  # 410 Gone: the object is a Status, not a pod
+            self._relist()
+            return
         pod = event["object"]
         self._version = pod.metadata.resource_version
         if event["type"] == "BOOKMARK":
