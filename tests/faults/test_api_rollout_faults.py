@@ -3,8 +3,9 @@
 Three apps run 4 replicas each; two of them roll out a new image while the API server, reached
 through a :class:`~tests.fixtures.faultproxy.FaultProxy`, is slow (a second per request), answers
 409 Conflict to every write, cuts its answers mid-response, or has every connection (the watches
-of ``gitdeploy run`` included) cut every three passes (three fake seconds). The controller is driven as ``run`` drives it:
-poll, pass over what is due, with the record and ReplicaSet watches running on their threads.
+of ``gitdeploy run`` included) cut every three passes (three fake seconds). The controller is
+driven as ``run`` drives it: poll, pass over what is due, the record and ReplicaSet watches on
+their threads.
 
 After every pass, read straight from the cluster (not through the proxy): no app runs more
 ReplicaSet replicas than its rollout allows (4 + maxSurge 1) nor fewer available pods than it

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from typing import Any
 
 from kubernetes import client
 
@@ -35,13 +36,15 @@ def web(image: str) -> str:
 
 def versions(embedded: Embedded) -> dict[str, str]:
     """The resourceVersion of every ReplicaSet and ConfigMap (the app record) in shop."""
-    sets = client.AppsV1Api(embedded.api).list_namespaced_replica_set("shop").items
-    maps = client.CoreV1Api(embedded.api).list_namespaced_config_map("shop").items
-    return {f"{o.kind or type(o).__name__}/{o.metadata.name}": o.metadata.resource_version for o in sets + maps}
+    sets: list[Any] = client.AppsV1Api(embedded.api).list_namespaced_replica_set("shop").items
+    maps: list[Any] = client.CoreV1Api(embedded.api).list_namespaced_config_map("shop").items
+    return {f"{type(o).__name__}/{o.metadata.name}": str(o.metadata.resource_version) for o in sets + maps}
 
 
 def test_a_leader_resumed_after_its_lease_expired_writes_nothing(
-    git_remote: GitRemote, cluster: Embedded, runs: Callable[..., Run]  # noqa: F811
+    git_remote: GitRemote,
+    cluster: Embedded,  # noqa: F811
+    runs: Callable[..., Run],  # noqa: F811
 ) -> None:
     # Given a leader in the middle of rolling out revision 2, and a standby
     git_remote.commit_and_push("v1", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1")})
