@@ -281,15 +281,28 @@ def _subcommand_of(args: Sequence[str]) -> str:
     return args[i] if i < len(args) else ""
 
 
+_LOCAL_DISK_MARKERS = ("no space left on device", "read-only file system", "disk quota exceeded")
+"""What git says when it cannot write locally: the fault is the state dir's disk, not the remote."""
+
+
 def translate_remote_failure(
-    failure: GitFailure, *, action: str, display_url: str, failures: int
+    failure: GitFailure, *, action: str, display_url: str, failures: int, local_dir: str = ""
 ) -> GitdeployError:
     """Turn a failed ls-remote/fetch/push into a permanent or transient error with a clear message.
 
-    ``failures`` counts consecutive failures including this one, for the backoff.
+    ``failures`` counts consecutive failures including this one, for the backoff. ``local_dir`` is
+    where git writes (the mirror): a full or read-only disk there is named, with what to do.
     """
     detail = _summarise_stderr(failure.stderr)
     lowered = failure.stderr.lower()
+    if local_dir and any(marker in lowered for marker in _LOCAL_DISK_MARKERS):
+        retry_after = compute_backoff(failures)
+        return TransientError(
+            f"cannot {action} {display_url} into {local_dir}: {detail}; free space on that disk or make "
+            "it writable (--state-dir or GITDEPLOY_STATE_DIR choose another directory)",
+            hint=f"keeping the last synced commit and retrying in {retry_after:g} s",
+            retry_after=retry_after,
+        )
     for marker, hint in _PERMANENT_MARKERS:
         if marker in lowered:
             return PermanentError(f"cannot {action} {display_url}: {detail}", hint=hint)

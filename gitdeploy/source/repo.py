@@ -429,7 +429,11 @@ class ConfigRepo:
             if missing:
                 raise self._ref_missing(self.ref or "HEAD", "it disappeared while fetching") from None
             raise translate_remote_failure(
-                failure, action="fetch", display_url=self.url.display, failures=self._failures + 1
+                failure,
+                action="fetch",
+                display_url=self.url.display,
+                failures=self._failures + 1,
+                local_dir=str(self.mirror_path),
             ) from None
 
     def _check_head_signature(self, sha: str) -> None:

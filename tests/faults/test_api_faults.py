@@ -20,8 +20,6 @@ from gitdeploy.controller.loop import Controller
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import AppRecord, Outcome
 from gitdeploy.errors import TransientError
-from gitdeploy.localcluster import LocalCluster
-from tests.fixtures.cluster import api_client_for
 from tests.fixtures.faultproxy import Fault, FaultProxy
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import controller_for, settle
@@ -31,8 +29,6 @@ pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 T = TypeVar("T")
 WEB = AppKey("shop", "web")
-TIMEOUT = (2.0, 3.0)
-"""(connect, read): short, so that a stalled call gives up within seconds."""
 HANG_GUARD_SECONDS = 120.0
 """Far beyond any timeout of TIMEOUT (with urllib3's retries): reaching it means a call hangs."""
 
@@ -55,15 +51,6 @@ def returns(call: Callable[[], T]) -> T:
     if problem:
         raise problem[0]
     return outcome[0]
-
-
-@pytest.fixture
-def proxied(api_fault_proxy: FaultProxy, embedded_cluster: LocalCluster) -> Iterator[Cluster]:
-    api = api_client_for(embedded_cluster, url=api_fault_proxy.url)
-    try:
-        yield Cluster(api, "embedded, through a fault proxy", request_timeout=TIMEOUT)
-    finally:
-        api.close()
 
 
 @pytest.fixture

@@ -119,6 +119,5 @@ def test_a_hung_custom_deployer_is_stopped_when_the_rollout_fails_and_not_starte
 
 
 NO_AUTO_ROLLBACK = (
-    "metadata: {name: reports, namespace: batch, "
-    'annotations: {"gitdeploy.io/auto-rollback": "false"}}'
+    'metadata: {name: reports, namespace: batch, annotations: {"gitdeploy.io/auto-rollback": "false"}}'
 )

@@ -1,0 +1,83 @@
+"""Two controllers at once: a leader paused past its Lease (SIGSTOP) must not write once resumed.
+
+Two real ``gitdeploy run`` processes share one embedded cluster and one git repo (the fixtures of
+tests/e2e/test_leader_election.py). The leader is frozen in the middle of a rollout, a new commit
+is pushed, the standby takes over and rolls that commit out; then the old leader is resumed
+(SIGCONT) with its stale view in memory: the commit it was rolling out, a Lease it thinks it holds.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from tests.e2e.test_leader_election import (  # noqa: F401 (cluster and runs are fixtures)
+    FAST_LEASE,
+    SETTINGS,
+    Embedded,
+    Run,
+    cluster,
+    eventually,
+    runs,
+)
+from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.manifests import deployment
+
+REPLICAS = 8
+WRITES = ("create", "update", "patch", "delete")
+
+
+def web(image: str) -> str:
+    return deployment("web", "shop", image, replicas=REPLICAS)
+
+
+def versions(embedded: Embedded) -> dict[str, str]:
+    """The resourceVersion of every ReplicaSet and ConfigMap (the app record) in shop."""
+    sets: list[Any] = client.AppsV1Api(embedded.api).list_namespaced_replica_set("shop").items
+    maps: list[Any] = client.CoreV1Api(embedded.api).list_namespaced_config_map("shop").items
+    return {f"{type(o).__name__}/{o.metadata.name}": str(o.metadata.resource_version) for o in sets + maps}
+
+
+def test_a_leader_resumed_after_its_lease_expired_writes_nothing(
+    git_remote: GitRemote,
+    cluster: Embedded,  # noqa: F811
+    runs: Callable[..., Run],  # noqa: F811
+) -> None:
+    # Given a leader in the middle of rolling out revision 2, and a standby
+    git_remote.commit_and_push("v1", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1")})
+    repo = ["--repo", git_remote.url, "--interval", "0.5s", *FAST_LEASE]
+    first = runs("first", *repo)
+    leader = first.identity()
+    eventually(lambda: (view := cluster.web()) and view["health"] == "Healthy", "revision 1 deployed")
+    second = runs("second", *repo)
+    eventually(lambda: f"standby: leader is {leader}" in second.log, "the standby line")
+    git_remote.commit_and_push("v2", {"apps/web.yaml": web("nginx:2")})
+    eventually(lambda: (view := cluster.web()) and view["revision"] == 2, "revision 2 under way")
+    # When the leader is frozen past its Lease, and a v3 is pushed meanwhile
+    first.process.send_signal(signal.SIGSTOP)
+    git_remote.commit_and_push("v3", {"apps/web.yaml": web("nginx:3")})
+    # Then the standby takes over and rolls v3 out
+    taken = eventually(lambda: cluster.lease_taken_from(leader), "takeover")
+    assert taken.holder == second.identity()
+    eventually(
+        lambda: (view := cluster.web()) and view["revision"] == 3 and view["health"] == "Healthy", "rev 3"
+    )
+    before = versions(cluster)
+    cluster.stats("DELETE")
+    # When the old leader resumes, with v2 and the Lease still in its memory
+    first.process.send_signal(signal.SIGCONT)
+    eventually(lambda: f"standby: leader is {taken.holder}" in first.log, "the old leader stands by")
+    eventually(lambda: cluster.stats().get(("update", "leases"), 0) >= 15, "15 renewals by the new leader")
+    # Then it wrote nothing but its try at the Lease: no ReplicaSet, record, pod or event
+    writes = {k: n for k, n in cluster.stats().items() if k[0] in WRITES and k[1] != "leases"}
+    assert writes == {}, writes
+    assert versions(cluster) == before
+    view = cluster.web()
+    assert view is not None and (view["revision"], view["health"]) == (3, "Healthy")
+    # and it lives on as a standby (no crash, no exit), while the new leader keeps the Lease
+    assert first.process.poll() is None
+    lease = cluster.lease()
+    assert lease is not None and lease.holder == taken.holder
