@@ -117,3 +117,15 @@ def test_a_stalled_watch_ends_with_a_transient_error(api_fault_proxy: FaultProxy
     # and once the API answers, the same watch works
     api_fault_proxy.set(Fault.PASS)
     assert returns(lambda: list(proxied.watch_app_records("shop", timeout_seconds=1))) == []
+
+
+@pytest.mark.parametrize("fault", [Fault.ANSWER, Fault.STALL, Fault.CLOSE])
+def test_a_hook_log_the_api_cannot_fetch_is_a_note_never_an_error(
+    api_fault_proxy: FaultProxy, proxied: Cluster, fault: Fault
+) -> None:
+    # Given a node whose logs the API server cannot reach (a real one answers 500: the kubelet is
+    # unreachable), When gitdeploy reads a failed hook's log, Then it gets a note saying why, so the
+    # hook's failure is still decided and recorded
+    api_fault_proxy.set(fault)
+    log = returns(lambda: proxied.read_pod_log("shop", "web-abc-hook-pre"))
+    assert log.startswith("(the log could not be read: ") and log.endswith(")\n"), log
