@@ -266,7 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
                 code, answer = self._write(cluster, verb, route, query)
             self._send_json(code, answer)
 
-    def _write(self, cluster: LocalCluster, verb: str, route: Route, query: dict[str, str]) -> tuple[int, Any]:
+    def _write(
+        self, cluster: LocalCluster, verb: str, route: Route, query: dict[str, str]
+    ) -> tuple[int, Any]:
         """Apply a create, update, patch, delete or deletecollection: the status code and body."""
         registry, namespace = cluster.registry, route.namespace or ""
         if verb == "create":

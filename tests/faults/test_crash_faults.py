@@ -255,7 +255,12 @@ def settled(bench: Bench, namespace: str, commits: list[str]) -> Outcome | None:
     if sum(serving.values()) != sum(rs.spec.replicas for rs in replica_sets):
         return None
     sets = sorted(
-        (rs.metadata.name, rs.spec.replicas, rs.metadata.annotations.get(REVISION, ""), rs.metadata.annotations.get(PHASE, ""))
+        (
+            rs.metadata.name,
+            rs.spec.replicas,
+            rs.metadata.annotations.get(REVISION, ""),
+            rs.metadata.annotations.get(PHASE, ""),
+        )
         for rs in replica_sets
     )
     return Outcome(sets, dict(serving), history(bench, namespace, commits))
@@ -271,7 +276,7 @@ def history(bench: Bench, namespace: str, commits: list[str]) -> list[dict[str, 
 
 def normalised(value: Any, commits: list[str]) -> Any:
     if isinstance(value, dict):
-        return {k: normalised(v, commits) for k, v in value.items() if k not in ("start", "end", "started", "ended")}
+        return {k: normalised(v, commits) for k, v in value.items() if k not in ("started_at", "finished_at")}
     if isinstance(value, list):
         return [normalised(v, commits) for v in value]
     if isinstance(value, str) and value in commits:
@@ -330,18 +335,19 @@ class Pool:
             run = bench.start_run(self.repo, namespace, log)
             try:
                 gate = eventually(
-                    lambda: (gate := bench.gate("GET"))["tripped"] and gate or self.settled(namespace) and gate,
-                    f"{case}: the write or the end of the rollout",
+                    lambda: self.tripped_or_settled(namespace), f"{case}: the write or the end of the rollout"
                 )
                 if gate["tripped"]:
                     run.send_signal(signal.SIGKILL)
                     run.wait(timeout=30)
                     case.killed_at = gate["write"]
+                    case.writes = bench.gate("GET")["writes"]
                     bench.gate("DELETE")
                     run = bench.start_run(self.repo, namespace, log)
                 outcome = eventually(lambda: self.settled(namespace), f"{case}: settled after the restart")
+                case.writes = case.writes or bench.gate("GET")["writes"]
             finally:
-                case.writes = bench.gate("DELETE").get("writes", case.writes) or gate["writes"]
+                bench.gate("DELETE")
                 run.terminate()
                 run.wait(timeout=30)
         case.violations = watched.failures
@@ -350,6 +356,11 @@ class Pool:
 
     def settled(self, namespace: str) -> Outcome | None:
         return settled(self.bench, namespace, self.commits)
+
+    def tripped_or_settled(self, namespace: str) -> dict[str, Any] | None:
+        """The write gate's state once it tripped, or the rollout ended without tripping it."""
+        gate = self.bench.gate("GET")
+        return gate if gate["tripped"] or self.settled(namespace) else None
 
 
 @pytest.fixture(scope="module")
@@ -362,6 +373,76 @@ def references(bench: Bench) -> dict[str, tuple[Case, Outcome]]:
     return found
 
 
-def test_reference(references: dict[str, tuple[Case, Outcome]]) -> None:
-    for name, (case, outcome) in references.items():
-        print(name, len(case.writes), case.writes, outcome.replica_sets, outcome.pods, case.violations)
+def check(case: Case, outcome: Outcome, reference: Outcome) -> list[str]:
+    """What went wrong in ``case`` (nothing: an empty list)."""
+    problems = [f"{case}: bounds broken: {v}" for v in case.violations[:3]]
+    if case.killed_at is None:
+        problems.append(f"{case}: the run never reached the write (the reference made more)")
+    if outcome.replica_sets != reference.replica_sets or outcome.pods != reference.pods:
+        problems.append(
+            f"{case}: end state {outcome.replica_sets} {outcome.pods}, "
+            f"not {reference.replica_sets} {reference.pods}"
+        )
+    if outcome.history != reference.history:
+        differ = [
+            (n, e)
+            for n, e in enumerate(outcome.history)
+            if n >= len(reference.history) or e != reference.history[n]
+        ]
+        problems.append(f"{case}: history differs from the reference at {differ[:1]}")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_killed_at_every_write_the_rollout_ends_as_if_never_killed(
+    kind: str, bench: Bench, references: dict[str, tuple[Case, Outcome]]
+) -> None:
+    reference_case, reference = references[kind]
+    assert not reference_case.violations, reference_case.violations
+    total = len(reference_case.writes)
+    assert total > 0
+    pool = Pool(bench, KINDS[kind], total)
+    problems: list[str] = []
+    for at in range(1, total + 1):
+        case = Case(KINDS[kind], at, "before")
+        problems += check(case, pool.play(case), reference)
+    print(f"{kind}: killed at each of {total} writes; {total - len(problems)} ended as the reference")
+    assert not problems, "\n".join(problems)
+
+
+def _random_cases() -> list[tuple[str, float, str]]:
+    """(kind, where in the rollout as a share of its writes, phase), from ``SEED``."""
+    chooser = random.Random(SEED)
+    return [
+        (chooser.choice(list(KINDS)), chooser.random(), chooser.choice(["before", "after"]))
+        for _ in range(RANDOM_CASES)
+    ]
+
+
+RANDOM = _random_cases()
+
+
+@pytest.fixture(scope="module")
+def random_pools(bench: Bench) -> dict[str, Pool]:
+    sizes = Counter(kind for kind, _, _ in RANDOM)
+    return {kind: Pool(bench, KINDS[kind], size) for kind, size in sizes.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kind", "share", "phase"), RANDOM, ids=[f"seed{SEED}-{i}-{k}-{p}" for i, (k, _, p) in enumerate(RANDOM)]
+)
+def test_killed_at_a_random_write_the_rollout_ends_as_if_never_killed(
+    kind: str,
+    share: float,
+    phase: str,
+    bench: Bench,
+    references: dict[str, tuple[Case, Outcome]],
+    random_pools: dict[str, Pool],
+) -> None:
+    reference_case, reference = references[kind]
+    case = Case(KINDS[kind], 1 + int(share * len(reference_case.writes)), phase)
+    outcome = random_pools[kind].play(case)
+    problems = check(case, outcome, reference)
+    assert not problems, f"seed {SEED}: " + "\n".join(problems)
