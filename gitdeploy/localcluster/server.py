@@ -262,28 +262,27 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, obj)
         else:
             label = f"{verb} {route.resource_label} {namespace}/{route.name or ''}"
+            body = self._read_body()  # before the gate: a dropped write leaves no bytes unread
             with cluster.write_gate.passage(label, route.namespace):
-                code, answer = self._write(cluster, verb, route, query)
+                code, answer = self._write(cluster, verb, route, query, body)
             self._send_json(code, answer)
 
     def _write(
-        self, cluster: LocalCluster, verb: str, route: Route, query: dict[str, str]
+        self, cluster: LocalCluster, verb: str, route: Route, query: dict[str, str], body: Any
     ) -> tuple[int, Any]:
         """Apply a create, update, patch, delete or deletecollection: the status code and body."""
         registry, namespace = cluster.registry, route.namespace or ""
         if verb == "create":
-            return 201, registry.create(route.resource, namespace, self._read_body())
+            return 201, registry.create(route.resource, namespace, body)
         if verb == "update":
-            body = self._read_body()
             return 200, registry.replace(route.resource, namespace, str(route.name), body, route.subresource)
         if verb == "patch":
             content_type = self.fields.get("content-type", "")
-            body = self._read_body()
             return 200, registry.patch(
                 route.resource, namespace, str(route.name), content_type, body, route.subresource
             )
         if verb == "delete":
-            options = self._read_body()
+            options = body
             deleted = registry.delete(
                 route.resource,
                 namespace,
