@@ -33,6 +33,8 @@ class PodWatch:
     pods: dict[str, PodState] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     events: int = 0
+    watch_seconds: int = 5
+    """How long one watch request lasts; leaving the ``with`` block waits for the current one to end."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -62,7 +64,7 @@ class PodWatch:
                     self._api.list_namespaced_pod,
                     self.namespace,
                     resource_version=self._version,
-                    timeout_seconds=5,
+                    timeout_seconds=self.watch_seconds,
                     allow_watch_bookmarks=True,
                 ):
                     self._apply(event)
