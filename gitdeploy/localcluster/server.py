@@ -3,7 +3,7 @@
 :class:`LocalCluster` is the object to use in process::
 
     cluster = LocalCluster(state_dir, clock=FakeClock()).start()
-    ...  # cluster.url, cluster.token, cluster.kubeconfig_path, cluster.stats
+    ...  # cluster.url, cluster.token, cluster.kubeconfig_path, cluster.stats, cluster.write_gate
     cluster.stop()
 
 It binds to 127.0.0.1 only, and every request must carry ``Authorization: Bearer <token>``.
@@ -41,6 +41,7 @@ from gitdeploy.localcluster.store import Store, dumps
 from gitdeploy.localcluster.tables import to_table, wants_table
 from gitdeploy.localcluster.tlscert import ensure_certificate
 from gitdeploy.localcluster.watch import ListResult, Query, list_objects, watch_events
+from gitdeploy.localcluster.writegate import GatePhase, WriteGate
 
 __all__ = ["LocalCluster", "Route", "parse_route"]
 
@@ -284,25 +285,29 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, to_table(route.resource, [obj], cluster.clock.now(), {}))
             else:
                 self._send_json(200, obj)
-        elif verb == "create":
-            self._send_json(201, registry.create(route.resource, namespace, self._read_body()))
-        elif verb == "update":
-            body = self._read_body()
-            self._send_json(
-                200, registry.replace(route.resource, namespace, str(route.name), body, route.subresource)
-            )
-        elif verb == "patch":
+        else:
+            label = f"{verb} {route.resource_label} {namespace}/{route.name or ''}"
+            body = self._read_body()  # before the gate: a dropped write leaves no bytes unread
+            with cluster.write_gate.passage(label, route.namespace):
+                code, answer = self._write(cluster, verb, route, query, body)
+            self._send_json(code, answer)
+
+    def _write(
+        self, cluster: LocalCluster, verb: str, route: Route, query: dict[str, str], body: Any
+    ) -> tuple[int, Any]:
+        """Apply a create, update, patch, delete or deletecollection: the status code and body."""
+        registry, namespace = cluster.registry, route.namespace or ""
+        if verb == "create":
+            return 201, registry.create(route.resource, namespace, body)
+        if verb == "update":
+            return 200, registry.replace(route.resource, namespace, str(route.name), body, route.subresource)
+        if verb == "patch":
             content_type = self.fields.get("content-type", "")
-            body = self._read_body()
-            self._send_json(
-                200,
-                registry.patch(
-                    route.resource, namespace, str(route.name), content_type, body, route.subresource
-                ),
+            return 200, registry.patch(
+                route.resource, namespace, str(route.name), content_type, body, route.subresource
             )
-        elif verb == "delete":
-            options = self._read_body()
-            options = dict(options) if isinstance(options, dict) else {}
+        if verb == "delete":
+            options = dict(body) if isinstance(body, dict) else {}
             if str(query.get("gracePeriodSeconds", "")).isdigit():
                 options["gracePeriodSeconds"] = int(str(query["gracePeriodSeconds"]))
             deleted = registry.delete(
@@ -312,23 +317,15 @@ class _Handler(BaseHTTPRequestHandler):
                 options,
                 query.get("propagationPolicy"),
             )
-            self._send_json(200, deleted)
-        elif verb == "deletecollection":
-            selection = Query.parse(query.get("labelSelector"), query.get("fieldSelector"))
-            removed = registry.delete_collection(
-                route.resource,
-                route.namespace,
-                lambda obj: selection.matches_row(dumps(obj["metadata"].get("labels") or {}), dumps(obj)),
-            )
-            self._send_json(
-                200,
-                {
-                    "kind": f"{route.resource.kind}List",
-                    "apiVersion": route.resource.api_version,
-                    "metadata": {},
-                    "items": removed,
-                },
-            )
+            return 200, deleted
+        selection = Query.parse(query.get("labelSelector"), query.get("fieldSelector"))
+        removed = registry.delete_collection(
+            route.resource,
+            route.namespace,
+            lambda obj: selection.matches_row(dumps(obj["metadata"].get("labels") or {}), dumps(obj)),
+        )
+        items = {"kind": f"{route.resource.kind}List", "apiVersion": route.resource.api_version}
+        return 200, {**items, "metadata": {}, "items": removed}
 
     @staticmethod
     def _verb(method: str, route: Route, query: dict[str, str]) -> str:
@@ -410,10 +407,31 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             cluster.stats.reset()
             self._send_json(200, cluster.stats.to_json())
+        elif clean == "/gitdeploy/v1/writegate":
+            self._write_gate(cluster, method)
         elif clean == "/gitdeploy/v1/info" and method == "GET":
             self._send_json(200, cluster.info())
         else:
             raise ApiError(404, "NotFound", f"no such gitdeploy endpoint: {method} {path}")
+
+    def _write_gate(self, cluster: LocalCluster, method: str) -> None:
+        """Test support (see :mod:`gitdeploy.localcluster.writegate`): PUT arms, GET tells, DELETE disarms."""
+        gate = cluster.write_gate
+        if method == "PUT":
+            body = self._read_body()
+            if not isinstance(body, dict):
+                raise ApiError.bad_request('expected {"at": N, "phase": "before"|"after", "namespace": NS}')
+            try:
+                at, phase = int(body.get("at", 0)), GatePhase(str(body.get("phase", "before")))
+            except ValueError as problem:
+                raise ApiError.bad_request(f"bad write gate: {problem}") from problem
+            namespace = body.get("namespace")
+            gate.arm(at, phase, str(namespace) if namespace is not None else None)
+        elif method == "DELETE":
+            gate.disarm()
+        elif method != "GET":
+            raise ApiError(405, "MethodNotAllowed", f"{method} /gitdeploy/v1/writegate")
+        self._send_json(200, gate.to_json())
 
 
 class LocalCluster:
@@ -446,6 +464,7 @@ class LocalCluster:
         """When set, requests are authorised as gitdeploy's ServiceAccount with the Role of
         ``deploy/rbac.yaml`` bound in these namespaces only: anything at the cluster scope or in
         another namespace is 403 Forbidden, as a real API server answers it."""
+        self.write_gate = WriteGate()
         self.store = Store(self.state_dir / "cluster.db", watch_history=watch_history)
         self.registry = Registry(self.store, self.clock, self.config)
         self.token = load_or_create_token(self.state_dir)

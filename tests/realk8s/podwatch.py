@@ -33,6 +33,8 @@ class PodWatch:
     pods: dict[str, PodState] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     events: int = 0
+    watch_seconds: int = 5
+    """How long one watch request lasts; leaving the ``with`` block waits for the current one to end."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -59,7 +61,7 @@ class PodWatch:
                     self._api.list_namespaced_pod,
                     self.namespace,
                     resource_version=self._version,
-                    timeout_seconds=5,
+                    timeout_seconds=self.watch_seconds,
                     allow_watch_bookmarks=True,
                 ):
                     self._apply(event)
@@ -81,6 +83,9 @@ class PodWatch:
             self._relist()
             return
         pod = event["object"]
+        if isinstance(pod, dict):  # a BOOKMARK: only its resourceVersion is set
+            self._version = pod.get("metadata", {}).get("resourceVersion", self._version)
+            return
         self._version = pod.metadata.resource_version
         if event["type"] == "BOOKMARK":
             return
