@@ -69,22 +69,22 @@ def test_recreate_never_overlaps_pods_and_the_mid_hook_runs_when_old_pods_are_go
     )
     synced(gitdeploy, git_remote)
 
-    app_pods_when_mid_started: list[int] = []
+    app_pods_when_mid_started: list[list[PodState]] = []
+    hooks_of_revision_1: Any = control_plane.get_json("pods", "-n", namespace, "-l", POD_ROLE_LABEL)
+    earlier = {p["metadata"]["name"] for p in hooks_of_revision_1["items"]}  # finished pods stay
 
     def no_overlap(pods: dict[str, PodState]) -> None:
         hashes = {p.labels.get(TEMPLATE_HASH_LABEL) for p in app_pods(pods)}
         assert len(hashes) <= 1, f"pods of two templates exist at once: {sorted(map(str, hashes))}"
-        if (
-            any(p.labels.get(POD_ROLE_LABEL) == "hook-mid" for p in pods.values())
-            and not app_pods_when_mid_started
-        ):
-            app_pods_when_mid_started.append(len(app_pods(pods)))
+        mid = [n for n, p in pods.items() if p.labels.get(POD_ROLE_LABEL) == "hook-mid" and n not in earlier]
+        if mid and not app_pods_when_mid_started:
+            app_pods_when_mid_started.append(app_pods(pods))
 
     with PodWatch(namespace, control_plane.admin_kubeconfig, check=no_overlap) as watched:
         git_remote.commit_and_push("worker 2", worker(2, 3, strategy, GRACE))
         synced(gitdeploy, git_remote)
     assert not watched.failures, watched.failures
-    assert app_pods_when_mid_started == [0], (
+    assert app_pods_when_mid_started == [[]], (
         "the mid hook started while app pods (old, or Terminating) existed"
     )
     assert [r["outcome"] for r in history(gitdeploy, f"{namespace}/worker")] == ["Complete", "Complete"]
