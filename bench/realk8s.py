@@ -127,12 +127,17 @@ def measured(plane: ControlPlane, controller: str, rollouts: int, out: list[Figu
     )
 
 
+POLL_SECONDS = 0.5
+"""How often the Deployments' status is read (a kubectl process each time): often enough for
+makespans of tens of seconds, rarely enough not to load the machine the controllers share."""
+
+
 def wait(what: str, done: Callable[[], bool], timeout: float = 900) -> None:
     deadline = time.monotonic() + timeout
     while not done():
         if time.monotonic() > deadline:
             raise SystemExit(f"bench: timed out waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(POLL_SECONDS)
 
 
 def deployments_done(plane: ControlPlane, namespace: str, image: str) -> bool:
