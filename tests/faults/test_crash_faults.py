@@ -405,7 +405,6 @@ def check(case: Case, outcome: Outcome, reference: Outcome) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.crash_every_write
 @pytest.mark.parametrize("phase", ["before", "after"])
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_killed_at_every_write_the_rollout_ends_as_if_never_killed(
