@@ -10,10 +10,9 @@ import signal
 import socket
 import ssl
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -24,26 +23,15 @@ from gitdeploy.core.lease import LeaseSpec
 from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.manifests import deployment
+from tests.fixtures.waiting import eventually
 
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
 LEASE_NAMESPACE, LEASE_NAME = "gitdeploy-system", "gitdeploy"
 FAST_LEASE = ["--lease-duration", "2s", "--renew-deadline", "1.5s", "--retry-period", "0.2s"]
-T = TypeVar("T")
 
 
 def web(image: str) -> str:
     return deployment("web", "shop", image, replicas=2)
-
-
-def eventually(probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
-    """Poll ``probe`` until it returns something truthy (a timeout fails the test; nothing is timed)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"gave up waiting: {what}")
 
 
 def free_port() -> int:

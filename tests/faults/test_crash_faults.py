@@ -26,12 +26,11 @@ import random
 import signal
 import ssl
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -42,9 +41,9 @@ from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.observed import POD_ROLE_LABEL
 from tests.fixtures.cli import gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote, build_isolated_git_env
+from tests.fixtures.waiting import eventually
 from tests.realk8s.podwatch import PodState, PodWatch
 
-T = TypeVar("T")
 SEED = int(os.environ.get("CRASH_SEED", "19"))
 RANDOM_CASES = int(os.environ.get("CRASH_RANDOM_CASES", "10"))
 """The issue asks for 50; 10 by default keep the test command within its time (set 50 for all)."""
@@ -150,17 +149,6 @@ KINDS = {
 
 
 # -- the cluster, its write gate, and one case -------------------------------------------------------
-
-
-def eventually(probe: Callable[[], T | None], what: str, timeout: float = SETTLE_SECONDS) -> T:
-    """Poll ``probe`` until it returns something truthy (a timeout fails; nothing is timed)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"gave up waiting: {what}")
 
 
 @dataclass
@@ -343,6 +331,7 @@ class Pool:
                     eventually(
                         lambda: self.tripped_or_settled(namespace),
                         f"{case}: the write or the end of the rollout",
+                        SETTLE_SECONDS,
                     ),
                 )
                 case.writes = bench.gate("GET")["writes"]
@@ -355,7 +344,7 @@ class Pool:
                     bench.gate("DELETE")
                     run = bench.start_run(self.repo, namespace, log)
                     outcome = eventually(
-                        lambda: self.settled(namespace), f"{case}: settled after the restart"
+                        lambda: self.settled(namespace), f"{case}: settled after the restart", SETTLE_SECONDS
                     )
             finally:
                 bench.gate("DELETE")

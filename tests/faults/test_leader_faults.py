@@ -20,11 +20,11 @@ from tests.e2e.test_leader_election import (  # noqa: F401 (cluster and runs are
     Embedded,
     Run,
     cluster,
-    eventually,
     runs,
 )
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.manifests import deployment
+from tests.fixtures.waiting import eventually
 
 REPLICAS = 8
 WRITES = ("create", "update", "patch", "delete")
