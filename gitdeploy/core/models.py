@@ -41,6 +41,17 @@ class StrategyType(StrEnum):
         return self in (StrategyType.ROLLING_UPDATE, StrategyType.ROLLING)
 
 
+class PodReplacementPolicy(StrEnum):
+    """When a rolling update may create a pod in place of one that is going (a Deployment's
+    ``spec.podReplacementPolicy``, Kubernetes KEP-5882): ``TerminationStarted`` (the Deployment
+    controller's behaviour) as soon as the old pod is deleted, so for its grace period more pods
+    than ``replicas + maxSurge`` exist; ``TerminationComplete`` only once it is gone, so that
+    terminating pods count against ``maxSurge``."""
+
+    TERMINATION_STARTED = "TerminationStarted"
+    TERMINATION_COMPLETE = "TerminationComplete"
+
+
 class FailurePolicy(StrEnum):
     ABORT = "Abort"
     RETRY = "Retry"
@@ -273,6 +284,7 @@ class App:
     min_ready_seconds: int = 0
     progress_deadline_seconds: int = 600
     auto_rollback: bool = False
+    pod_replacement_policy: PodReplacementPolicy = PodReplacementPolicy.TERMINATION_STARTED
     change_cause: str = ""
     labels: tuple[tuple[str, str], ...] = ()
     annotations: tuple[tuple[str, str], ...] = ()

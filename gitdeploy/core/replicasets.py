@@ -48,6 +48,8 @@ class ReplicaSetState:
       ``gitdeploy.io/desired-replicas`` and ``gitdeploy.io/max-replicas`` values, ``None`` when the
       annotation is missing or not an integer.
     * ``failure``: the ReplicaSet's ``ReplicaFailure`` condition, if it has one.
+    * ``pods``: its pods that exist, *Terminating* ones included, when they were counted (a
+      rolling update with ``podReplacementPolicy: TerminationComplete``), else ``None``.
     """
 
     name: str
@@ -61,6 +63,19 @@ class ReplicaSetState:
     desired_replicas_annotation: int | None = None
     max_replicas_annotation: int | None = None
     failure: ReplicaSetFailure | None = None
+    pods: int | None = None
+
+    @property
+    def occupied(self) -> int:
+        """The pods it takes up against ``replicas + maxSurge``: ``spec.replicas``, or, when its
+        pods were counted, as many as still exist if that is more (pods being deleted).
+
+        >>> ReplicaSetState("web-old", "o", 1, 1.0, replicas=2).occupied
+        2
+        >>> ReplicaSetState("web-old", "o", 1, 1.0, replicas=2, pods=3).occupied
+        3
+        """
+        return self.replicas if self.pods is None else max(self.replicas, self.pods)
 
     def __post_init__(self) -> None:
         for field in ("revision", "replicas", "current", "ready", "available"):

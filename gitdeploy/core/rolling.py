@@ -318,8 +318,16 @@ def plan_new_replica_set_scale(
     >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=3, available=3)
     >>> plan_new_replica_set_scale("RollingUpdate", 3, None, None, new, [old])
     ScaleAction(name='web-new', from_replicas=0, to_replicas=1)
+
+    Counted pods that are still terminating take up room (``podReplacementPolicy:
+    TerminationComplete``): the old ReplicaSet went to 2 but its third pod is not gone yet.
+
+    >>> new = ReplicaSetState("web-new", "n", 2, 2.0, replicas=1, pods=1)
+    >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=2, available=2, pods=3)
+    >>> plan_new_replica_set_scale("RollingUpdate", 3, None, None, new, [old]) is None
+    True
     """
-    all_replicas = sum_replicas(old_replica_sets) + new_rs.replicas
+    all_replicas = sum(rs.occupied for rs in (new_rs, *old_replica_sets))
     target = new_replica_set_replicas(
         strategy, replicas, max_surge, max_unavailable, new_rs.replicas, all_replicas
     )

@@ -35,7 +35,15 @@ from gitdeploy.core.hooks import (
     hook_role,
     lingering_pods,
 )
-from gitdeploy.core.models import App, AppKind, FailurePolicy, Hook, PodTemplate, StrategyType
+from gitdeploy.core.models import (
+    App,
+    AppKind,
+    FailurePolicy,
+    Hook,
+    PodReplacementPolicy,
+    PodTemplate,
+    StrategyType,
+)
 from gitdeploy.core.observed import (
     AUTHOR_ANNOTATION,
     CAUSE_ANNOTATION,
@@ -150,7 +158,16 @@ def wants_pod_census(app: App) -> bool:
     the removal of every old pod, not only what ReplicaSet status reports, before the mid hook
     and before any new pod (seed 000: "Successful removal is awaited before any Pod of the new
     revision is created")."""
-    return app.strategy.type is StrategyType.RECREATE
+    return app.strategy.type is StrategyType.RECREATE or counts_terminating_pods(app)
+
+
+def counts_terminating_pods(app: App) -> bool:
+    """Whether terminating pods count against a rolling update's ``maxSurge``
+    (``podReplacementPolicy: TerminationComplete``)."""
+    return (
+        app.strategy.type.is_rolling
+        and app.pod_replacement_policy is PodReplacementPolicy.TERMINATION_COMPLETE
+    )
 
 
 # -- outputs ---------------------------------------------------------------------------------------
@@ -306,6 +323,9 @@ class _Pass:
         self.app = self.target.app
         self.by_name = {rs.name: rs for rs in self.snap.replica_sets}
         states = [rs.state for rs in self.snap.replica_sets]
+        census = self.snap.pod_census
+        if census is not None and counts_terminating_pods(self.app):
+            states = [dataclasses.replace(rs, pods=census.of(rs.name)) for rs in states]
         self.new, self.old = split_replica_sets(states, self.target.template_hash)
         self.states = states
         self.replicas = effective_replicas(self.app.replicas, self.new, self.old)

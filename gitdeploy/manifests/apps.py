@@ -15,6 +15,7 @@ revisionHistoryLimit       10                          10
 progressDeadlineSeconds    600                         (timeoutSeconds of the strategy)
 minReadySeconds            0                           0
 auto-rollback on failure   off                         on
+podReplacementPolicy       TerminationStarted          (not a DeploymentConfig field)
 =========================  ==========================  ===============================
 """
 
@@ -38,6 +39,7 @@ from gitdeploy.core.models import (
     ImageStreamTag,
     LabelSelectorRequirement,
     Location,
+    PodReplacementPolicy,
     RecreateParams,
     RollingParams,
     Selector,
@@ -392,6 +394,9 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
         min_ready_seconds=min_ready,
         progress_deadline_seconds=deadline,
         auto_rollback=kind is AppKind.DEPLOYMENT_CONFIG,
+        pod_replacement_policy=PodReplacementPolicy(
+            spec.get("podReplacementPolicy", PodReplacementPolicy.TERMINATION_STARTED)
+        ),
         change_cause=annotations.get(CHANGE_CAUSE_ANNOTATION, ""),
         labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
         annotations=tuple(sorted(annotations.items())),

@@ -1,8 +1,8 @@
 """Watch a namespace's pods on the real cluster and keep the figures the rollout bounds are about.
 
 A pod counts from the moment it exists until it is gone: a Terminating pod still runs its
-containers for its grace period, so it counts against maxSurge (as the Deployment controller counts
-it) and, in Recreate, as an old pod still running.
+containers for its grace period, so it counts against maxSurge when the app's
+``podReplacementPolicy`` is ``TerminationComplete`` and, in Recreate, as an old pod still running.
 """
 
 from __future__ import annotations

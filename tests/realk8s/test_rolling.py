@@ -1,13 +1,14 @@
 """Seed 002's rolling update on the real control plane, with the bounds checked from a pod watch.
 
 Given an app of 4 replicas at maxSurge 25% / maxUnavailable 25% running on kube-apiserver,
-kube-controller-manager's ReplicaSet controller and kwok,
+kube-controller-manager's ReplicaSet controller and kwok, whose pods take 2 s to stop,
 When a commit changes its image and gitdeploy (as deploy/'s ServiceAccount) syncs,
-Then at no moment do more than 5 pods run that are not Terminating (maxSurge counts what the
-Deployment controller counts: ReplicaSet pods not being deleted) nor fewer than 3 ready,
-non-terminating pods serve; the rollout ends with 4 new ready pods and no old one, and ``status``
-and ``history`` say so. (Terminating pods are not counted against maxSurge, as with the Deployment
-controller's default ``podReplacementPolicy``; Recreate, in test_recreate_hooks.py, waits for them.)
+Then at no moment do more than 5 pods exist nor fewer than 3 ready, non-terminating pods serve; the
+rollout ends with 4 new ready pods and no old one, and ``status`` and ``history`` say so.
+
+Which pods count against maxSurge is the app's ``podReplacementPolicy`` (Kubernetes KEP-5882): by
+default (``TerminationStarted``, the Deployment controller's behaviour) the pods not being deleted;
+with ``TerminationComplete`` every pod until it is gone, Terminating ones included.
 """
 
 from __future__ import annotations
@@ -28,26 +29,29 @@ pytestmark = pytest.mark.usefixtures("isolated_git_config")
 ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
 
 
-def web(image: str) -> str:
-    return deployment("web", image, 4, ROLLING, grace=2)
-
-
+@pytest.mark.parametrize("policy", ["TerminationStarted", "TerminationComplete"])
 def test_rolling_update_keeps_surge_and_availability_on_a_real_cluster(
     control_plane: ControlPlane,
     managed_namespace: ManagedNamespace,
     git_remote: GitRemote,
     gitdeploy: RunCli,
+    policy: str,
 ) -> None:
+    def web(image: str) -> str:
+        return deployment("web", image, 4, ROLLING, grace=2, podReplacementPolicy=policy)
+
     namespace = managed_namespace("rolling")
     git_remote.commit_and_push(
         "web 1.0", {"gitdeploy.yaml": settings(namespace), "apps/web.yaml": web("registry.test/web:1.0")}
     )
     synced(gitdeploy, git_remote)
+    counts_terminating = policy == "TerminationComplete"
 
     def bounds(pods: dict[str, PodState]) -> None:
-        app = [p for p in pods.values() if p.labels.get("app") == "web" and not p.terminating]
-        assert len(app) <= 5, f"{len(app)} pods run, maxSurge allows 5"
-        serving = [p for p in app if p.ready]
+        app = [p for p in pods.values() if p.labels.get("app") == "web"]
+        counted = [p for p in app if counts_terminating or not p.terminating]
+        assert len(counted) <= 5, f"{len(counted)} pods count against maxSurge ({policy}), which allows 5"
+        serving = [p for p in app if p.ready and not p.terminating]
         assert len(serving) >= 3, f"only {len(serving)} ready pods, maxUnavailable allows 3"
 
     with PodWatch(namespace, control_plane.admin_kubeconfig, check=bounds) as pods:

@@ -268,3 +268,42 @@ def test_omitted_replicas_keep_the_live_count(world: World) -> None:
     v2 = load_app(manifest.replace("1.14.2", "1.16.1"))
     world.roll(v2, commit("v2", 2))
     assert world.replica_sets(v2)[f"nginx-deployment-{v2.template_hash}"] == 4
+
+
+def slow_to_stop(image: str, policy: str = "") -> str:
+    """nginx whose pods take 20 s to stop once deleted, with ``podReplacementPolicy`` if given."""
+    extra = f"  podReplacementPolicy: {policy}\n" if policy else ""
+    grace = "    spec:\n      terminationGracePeriodSeconds: 20\n      containers:"
+    return nginx(image, extra=extra).replace("    spec:\n      containers:", grace)
+
+
+def test_termination_complete_counts_terminating_pods_against_max_surge(world: World) -> None:
+    # Given 3 pods that take 20 s to stop, and podReplacementPolicy: TerminationComplete
+    v1 = load_app(slow_to_stop("nginx:1.14.2", "TerminationComplete"))
+    world.roll(v1, commit("Deploy nginx", 1))
+    # When the image changes (25%/25%: at most 4 pods)
+    v2 = load_app(slow_to_stop("nginx:1.16.1", "TerminationComplete"))
+    world.roll(v2, commit("Bump nginx", 2), check=world.invariants(v2))
+    # Then at no instant did more than 4 pods exist, terminating ones included
+    assert world.violations == []
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.outcome is Outcome.COMPLETE
+    assert world.pods(v2).by_hash[v2.template_hash] == world.pods(v2).total == 3
+
+
+def test_by_default_a_pod_is_replaced_as_soon_as_its_termination_starts(world: World) -> None:
+    # Given the same app without the field (the Deployment controller's TerminationStarted)
+    v1 = load_app(slow_to_stop("nginx:1.14.2"))
+    world.roll(v1, commit("Deploy nginx", 1))
+    most: list[int] = []
+
+    def count(w: World) -> None:
+        most.append(sum(w.pods(v1).by_hash.values()))
+
+    # When the image changes
+    v2 = load_app(slow_to_stop("nginx:1.16.1"))
+    world.roll(v2, commit("Bump nginx", 2), check=count)
+    # Then terminating pods overlapped their replacements (more than replicas + maxSurge existed),
+    # and the rollout finished as soon as the new pods were available
+    assert max(most) > 4
+    assert world.record(v2).entry(2) is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitdeploy.core.models import AppKey, AppKind, FailurePolicy, StrategyType
+from gitdeploy.core.models import AppKey, AppKind, FailurePolicy, PodReplacementPolicy, StrategyType
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import LoadResult, load_files
 
@@ -349,6 +349,14 @@ CASES: list[tuple[str, dict[str, str], str | None, str, int, str]] = [
         "expected Abort or Retry or Ignore",
     ),
     (
+        "unknown-pod-replacement-policy",
+        {"web.yaml": DEPLOYMENT + "  podReplacementPolicy: WhenGone\n"},
+        None,
+        "web.yaml",
+        18,
+        "expected TerminationStarted or TerminationComplete",
+    ),
+    (
         "deployment-wrong-api-version",
         {"web.yaml": DEPLOYMENT.replace("apiVersion: apps/v1", "apiVersion: extensions/v1beta1")},
         None,
@@ -470,6 +478,9 @@ def test_deployment_defaults() -> None:
     assert app.triggers.config_change and app.triggers.image_change == ()
     assert (app.revision_history_limit, app.progress_deadline_seconds, app.min_ready_seconds) == (10, 600, 0)
     assert app.auto_rollback is False
+    assert app.pod_replacement_policy is PodReplacementPolicy.TERMINATION_STARTED
+    (app,) = load({"web.yaml": DEPLOYMENT + "  podReplacementPolicy: TerminationComplete\n"}).apps
+    assert app.pod_replacement_policy is PodReplacementPolicy.TERMINATION_COMPLETE
 
 
 def test_deployment_config_defaults_and_triggers() -> None:
