@@ -527,14 +527,19 @@ def sync(
         deadline = time.monotonic() + timeout
         reports = {r.key: r for r in controller.reconcile_due(only=keys)}
         followed: set[AppKey] = set()  # the apps whose rollout --wait waits for
+        stop, wake = threading.Event(), threading.Event()
+        if wait and not all(r.settled for r in reports.values()):
+            watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once, as `run`
         with RolloutProgress(err=True, name_apps=True) as progress:
             while wait and time.monotonic() < deadline and not all(r.settled for r in reports.values()):
                 pending = [k for k, r in reports.items() if not r.settled]
                 followed.update(pending)
                 _show_progress(progress, controller, {k: reports[k] for k in followed})
-                time.sleep(min(max(controller.next_due_in() or 0.2, 0.05), 1.0))
+                wake.wait(min(max(controller.next_due_in() or 0.2, 0.05), 1.0))
+                wake.clear()
                 for report in controller.reconcile_due(only=pending):
                     reports[report.key] = report
+            stop.set()
             if followed:
                 _show_progress(progress, controller, {k: reports[k] for k in followed})
         rows = [reports[k] for k in sorted(reports)]
