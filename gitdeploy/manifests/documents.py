@@ -241,7 +241,8 @@ class _Builder:
             return text.lower() == "true"
         if kind == "int":
             return self.build_int(node, text)
-        number = float(text.replace("_", "")) if not text.lower().lstrip("+-").startswith(".") else None
+        special = text.lower().lstrip("+-") in (".inf", ".nan")
+        number = None if special else float(text.replace("_", ""))
         if number is None or number != number or number in (float("inf"), float("-inf")):
             raise _Invalid(node, f"'{text}' is not a finite number", "use a finite number or quote it")
         return number
@@ -256,6 +257,14 @@ class _Builder:
             value = int(digits[2:], 16)
         elif digits.startswith(("0o", "0O")):
             value = int(digits[2:], 8)
+        elif len(digits) > 1 and digits.startswith("0"):  # octal, as Kubernetes reads YAML (1.1)
+            if not set(digits) <= set("01234567"):
+                raise _Invalid(
+                    node,
+                    f"'{text}' has a leading 0, which makes it octal for Kubernetes, but is not octal",
+                    f"write it without the leading 0 ({int(digits, 10)}) or quote it",
+                )
+            value = int(digits, 8)
         else:
             value = int(digits, 10)
         value *= sign

@@ -42,6 +42,7 @@ HOSTILE = [
     ("huge-int-json", "a.json", b'{"replicas":\n 1' + b"0" * 30 + b"}", 2, "number too large"),
     ("nan", "a.yaml", b"a: .nan\n", 1, "not a finite number"),
     ("inf", "a.yaml", b"a: -.inf\n", 1, "not a finite number"),
+    ("leading-zero-not-octal", "a.yaml", b"a: 1\nmode: 0789\n", 2, "leading 0"),
     ("non-utf8", "a.yaml", b"a: 1\nb: caf\xe9\n", 2, "not valid UTF-8"),
     ("too-deep", "a.yaml", b"a: " + b"[" * 200 + b"]" * 200 + b"\n", 0, "nested"),
     ("too-deep-json", "a.json", b"[" * 100000 + b"]" * 100000, 1, "nested too deeply"),
@@ -70,6 +71,9 @@ def test_hostile_input_is_a_diagnostic(name: str, content: bytes, line: int, fra
 WELL_FORMED = [
     ("yaml-1.2-booleans", b"a: yes\nb: true\nc: off\n", {"a": "yes", "b": True, "c": "off"}),
     ("numbers", b"a: 0x1f\nb: 0o17\nc: 1.5\nd: -3\n", {"a": 31, "b": 15, "c": 1.5, "d": -3}),
+    # As kubectl reads them (Kubernetes decodes YAML 1.1 numbers): 0644 is octal, a file mode
+    ("leading-zero-octal", b"a: 0644\nb: 0400\nc: 0\nd: -010\n", {"a": 420, "b": 256, "c": 0, "d": -8}),
+    ("leading-dot-float", b"a: .5\nb: -.25\nc: 1e3\n", {"a": 0.5, "b": -0.25, "c": 1000.0}),
     ("null-forms", b"a: ~\nb:\nc: null\n", {"a": None, "b": None, "c": None}),
     ("timestamp-stays-text", b"a: 2001-12-14\n", {"a": "2001-12-14"}),
     (
