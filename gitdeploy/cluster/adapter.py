@@ -32,6 +32,7 @@ from urllib3.exceptions import (
     ReadTimeoutError,
 )
 
+from gitdeploy.cluster.quantities import quantities_as_text
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.lease import LeaseSpec, ObservedLease, format_micro_time
 from gitdeploy.core.observed import (
@@ -600,6 +601,7 @@ class Cluster:
         template = spec.template.to_written_dict()  # as in git: only gitdeploy's labels are added
         template.setdefault("metadata", {}).setdefault("labels", {})[TEMPLATE_HASH_LABEL] = spec.template_hash
         template["metadata"]["labels"][APP_LABEL] = spec.app
+        template["spec"] = quantities_as_text(template.get("spec") or {})
         body = {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
@@ -721,7 +723,7 @@ class Cluster:
                     }
                 ],
             },
-            "spec": spec.spec(),
+            "spec": quantities_as_text(spec.spec()),
         }
         with _translated(f"create pod {spec.namespace}/{spec.name}"):
             response = self.core.create_namespaced_pod(

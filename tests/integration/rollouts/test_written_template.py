@@ -54,3 +54,43 @@ def test_the_replica_set_template_is_gits_plus_gitdeploys_labels(world: World) -
     assert template["metadata"]["labels"] == {**in_git["metadata"]["labels"], **added}
     template["metadata"]["labels"] = in_git["metadata"]["labels"]
     assert template == in_git
+
+
+NUMBERS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: numbers, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: numbers}}
+  template:
+    metadata: {labels: {app: numbers}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+        resources: {requests: {cpu: .25, memory: 67108864}, limits: {cpu: 0.5}}
+        volumeMounts: [{name: config, mountPath: /etc/web}]
+      volumes:
+      - name: config
+        configMap: {name: web, defaultMode: 0644, items: [{key: a, path: a, mode: 0400}]}
+"""
+
+
+def test_numbers_are_written_as_kubectl_reads_them(world: World) -> None:
+    # Given modes written in octal with a leading 0 and CPU as plain numbers, as kubectl accepts them
+    app = load_app(NUMBERS)
+    # When it rolls out
+    world.roll(app, commit("numbers", 1))
+    # Then the ReplicaSet holds what kubectl would have sent (YAML 1.1 numbers: 0644 is 420;
+    # a quantity written as a number is the same quantity as text)
+    name = f"numbers-{app.template_hash}"
+    written = json.loads(world.apps.read_namespaced_replica_set(name, "shop", _preload_content=False).data)
+    spec = written["spec"]["template"]["spec"]
+    assert spec["volumes"][0]["configMap"]["defaultMode"] == 0o644 == 420
+    assert spec["volumes"][0]["configMap"]["items"][0]["mode"] == 0o400
+    resources = spec["containers"][0].pop("resources")
+    assert resources == {"requests": {"cpu": "0.25", "memory": "67108864"}, "limits": {"cpu": "0.5"}}
+    in_git = yaml.safe_load(NUMBERS)["spec"]["template"]["spec"]
+    del in_git["containers"][0]["resources"]
+    assert spec == in_git

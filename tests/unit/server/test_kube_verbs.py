@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import doctest
+from types import ModuleType
 
 import pytest
 
-from gitdeploy.cluster import apirequests
+from gitdeploy.cluster import apirequests, quantities
 from gitdeploy.cluster.apirequests import kube_verb
 
 HOST = "https://127.0.0.1:6443"
@@ -38,6 +39,7 @@ def test_kube_verb(method: str, path: str, verb: str) -> None:
     assert kube_verb(method, HOST + path) == verb
 
 
-def test_docstring_examples() -> None:
-    result = doctest.testmod(apirequests)
+@pytest.mark.parametrize("module", [apirequests, quantities], ids=lambda m: m.__name__)
+def test_docstring_examples(module: ModuleType) -> None:
+    result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
