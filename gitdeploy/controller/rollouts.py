@@ -17,7 +17,7 @@ from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.restore import restore_settings
 from gitdeploy.core.models import App, AppKey, PodTemplate
-from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord, record_name
 from gitdeploy.core.progress import DeploymentStatus
 from gitdeploy.core.records import AppRecord, CommitRef, is_emptied, load_record
 from gitdeploy.core.rollout import (
@@ -219,7 +219,7 @@ class RolloutRunner:
             try:
                 self.cluster.record_event(
                     ns,
-                    (app.kind.value, app.name, record_uid),
+                    ("ConfigMap", record_name(app.name), record_uid),  # an object that exists
                     event.reason,
                     event.message,
                     warning=event.warning,

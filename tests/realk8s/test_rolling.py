@@ -65,6 +65,10 @@ def test_rolling_update_keeps_surge_and_availability_on_a_real_cluster(
     assert by_image["registry.test/web:1.1"]["status"].get("readyReplicas") == 4
     assert by_image["registry.test/web:1.0"]["spec"]["replicas"] == 0
 
+    # the rollout's story is on an object that exists: kubectl describe of the app record tells it
+    described = control_plane.kubectl("describe", "configmap", "gitdeploy.web", "-n", namespace).stdout
+    assert "ScalingReplicaSet" in described and "RolloutComplete" in described, described
+
     status = gitdeploy("status", "-n", namespace, "-o", "json")
     assert status.returncode == 0, status.stderr
     [view] = json.loads(status.stdout)

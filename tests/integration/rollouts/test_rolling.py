@@ -54,6 +54,13 @@ def test_seed_002_walkthrough_scales_one_pod_at_a_time(world: World) -> None:
         (2, Outcome.COMPLETE, "Bump nginx to 1.16.1"),
     ]
     assert record.revisions[1].images == (("nginx", "nginx:1.16.1"),)
+    # and the events are about an object that exists: the app record
+    stored = world.adapter.read_app_record("demo", "nginx-deployment")
+    assert stored is not None
+    events = world.adapter.list_events("demo")
+    ours = [e["involvedObject"] for e in events if e["source"]["component"] == "gitdeploy"]
+    about = {(o["kind"], o["name"], o["uid"]) for o in ours}
+    assert about == {("ConfigMap", "gitdeploy.nginx-deployment", stored.uid)}
     assert world.replica_sets(v2) == {
         f"nginx-deployment-{v1.template_hash}": 0,
         f"nginx-deployment-{v2.template_hash}": 3,
