@@ -5,9 +5,9 @@ container of the pod template: its image, its environment merged with the hook's
 volumes the hook lists (with the container's mounts of them), the hook's command, and the strategy
 ``resources``; it runs as the app's pods do (the template's ``serviceAccountName``). The Custom
 strategy's deployer pod ``<replicaset>-deploy`` runs ``customParams`` with the name and namespace of
-the new ReplicaSet in its environment, as the ServiceAccount ``deployer`` of the app's namespace. Both never restart
-(``restartPolicy: Never``), are owned by the new ReplicaSet (deleted with it) and are labelled
-``gitdeploy.io/pod-role``.
+the new ReplicaSet in its environment, as the ServiceAccount ``deployer`` of the app's namespace.
+Both never restart (``restartPolicy: Never``), are owned by the new ReplicaSet (deleted with it) and
+are labelled ``gitdeploy.io/pod-role``.
 
 Neither may hang forever or outlive its rollout. Each gets ``activeDeadlineSeconds``, so the
 kubelet stops it even while gitdeploy is down: a hook pod its deadline (the app's progress

@@ -72,8 +72,12 @@ def test_deploy_holds_the_expected_kinds() -> None:
     kinds = sorted(doc["kind"] for _, doc in load_all())
 
     assert kinds == sorted(
-        ["Namespace", "ServiceAccount", "Role", "RoleBinding", "Role", "RoleBinding", "Deployment", "Service"]
-        + ["ServiceAccount", "Role", "RoleBinding"]  # deployer.yaml
+        [
+            *["Namespace", "ServiceAccount", "Deployment", "Service"],
+            *["Role", "RoleBinding"],  # rbac.yaml
+            *["Role", "RoleBinding"],  # leader-election.yaml
+            *["ServiceAccount", "Role", "RoleBinding"],  # deployer.yaml
+        ]
     )
 
 
