@@ -34,6 +34,7 @@ from urllib3.exceptions import (
 
 from gitdeploy.cluster.quantities import quantities_as_text
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
+from gitdeploy.core.hooks import DEPLOYER_ROLE
 from gitdeploy.core.lease import LeaseSpec, ObservedLease, format_micro_time
 from gitdeploy.core.observed import (
     APP_LABEL,
@@ -87,7 +88,29 @@ def stream_state_name(stream: str) -> str:
     return f"gitdeploy-imagestream-{stream}"
 
 
-def _api_error(bad: ApiException, what: str) -> GitdeployError:
+def _missing_account(what: str, pod: PodSpec, detail: str) -> PermanentError:
+    """A pod refused by ServiceAccount admission: the account it runs as is not in its namespace."""
+    account = str(pod.spec().get("serviceAccountName") or "default")
+    ns = pod.namespace
+    if pod.role == DEPLOYER_ROLE:
+        fix = (
+            f"the Custom strategy's deployer pod runs as the ServiceAccount {account!r} of the app's "
+            "namespace: create it and its Role with "
+            f"`sed 's/namespace: apps$/namespace: {ns}/' deploy/deployer.yaml | kubectl apply -f -`"
+        )
+    else:
+        fix = (
+            f"the pod template's serviceAccountName names it: create it "
+            f"(`kubectl -n {ns} create serviceaccount {account}`) or change the template and commit it"
+        )
+    return PermanentError(
+        f"{what}: the ServiceAccount {ns}/{account} it runs as does not exist "
+        f"(refused by ServiceAccount admission); {fix}",
+        hint=f"gitdeploy creates the pod again once the account exists ({detail})",
+    )
+
+
+def _api_error(bad: ApiException, what: str, pod: PodSpec | None = None) -> GitdeployError:
     reason = ""
     try:
         body = json.loads(bad.body or "{}")
@@ -108,6 +131,8 @@ def _api_error(bad: ApiException, what: str) -> GitdeployError:
             hint="it changed while gitdeploy wrote it; run the command again (the loop retries by itself)",
             retry_after=0.5,
         )
+    if status == 403 and pod is not None and "error looking up service account" in detail:
+        return _missing_account(what, pod, detail)
     if status == 403 and "violates PodSecurity" in detail:
         return PermanentError(
             f"{what}: refused by Pod Security admission: {detail}",
@@ -164,11 +189,12 @@ def _network_error(bad: Exception, what: str) -> TransientError:
 
 
 @contextmanager
-def _translated(what: str) -> Iterator[None]:
+def _translated(what: str, pod: PodSpec | None = None) -> Iterator[None]:
+    """API and network errors of the block as ours; ``pod``: the pod the block creates."""
     try:
         yield
     except ApiException as bad:
-        raise _api_error(bad, what) from bad
+        raise _api_error(bad, what, pod) from bad
     except (HTTPError, OSError, json.JSONDecodeError) as bad:
         raise _network_error(bad, what) from bad
 
@@ -725,7 +751,7 @@ class Cluster:
             },
             "spec": quantities_as_text(spec.spec()),
         }
-        with _translated(f"create pod {spec.namespace}/{spec.name}"):
+        with _translated(f"create pod {spec.namespace}/{spec.name} (app {spec.app})", spec):
             response = self.core.create_namespaced_pod(
                 spec.namespace, body, _preload_content=False, _request_timeout=self.timeout
             )

@@ -3,10 +3,11 @@
 A hook (``execNewPod``) runs in a pod named ``<replicaset>-hook-<pre|mid|post>`` built from the named
 container of the pod template: its image, its environment merged with the hook's (the hook wins), the
 volumes the hook lists (with the container's mounts of them), the hook's command, and the strategy
-``resources``. The Custom strategy's deployer pod ``<replicaset>-deploy`` runs ``customParams`` with
-the name and namespace of the new ReplicaSet in its environment. Both never restart
-(``restartPolicy: Never``), are owned by the new ReplicaSet (deleted with it) and are labelled
-``gitdeploy.io/pod-role``.
+``resources``; it runs as the app's pods do (the template's ``serviceAccountName``). The Custom
+strategy's deployer pod ``<replicaset>-deploy`` runs ``customParams`` with the name and namespace of
+the new ReplicaSet in its environment, as the ServiceAccount ``deployer`` of the app's namespace.
+Both never restart (``restartPolicy: Never``), are owned by the new ReplicaSet (deleted with it) and
+are labelled ``gitdeploy.io/pod-role``.
 
 Neither may hang forever or outlive its rollout. Each gets ``activeDeadlineSeconds``, so the
 kubelet stops it even while gitdeploy is down: a hook pod its deadline (the app's progress
@@ -41,6 +42,10 @@ from gitdeploy.core.models import CustomParams, FailurePolicy, Hook, PodTemplate
 from gitdeploy.core.observed import ObservedPod, PodSpec
 
 DEPLOYER_ROLE = "deployer"
+DEPLOYER_SERVICE_ACCOUNT = "deployer"
+"""The ServiceAccount of the app's namespace that the Custom strategy's deployer pod runs as (as on
+OpenShift): deploy/deployer.yaml creates it with the Role a deployer needs (scale the app's
+ReplicaSets, read pods). Hook pods run as the app's pods do (the template's ``serviceAccountName``)."""
 DEPLOYER_ACTIVE_DEADLINE_SECONDS = 21600
 """OpenShift's default ``strategy.activeDeadlineSeconds``: how long a deployer pod may run."""
 RETRY_BASE_SECONDS = 5.0
@@ -225,15 +230,15 @@ def build_deployer_pod(
     resources_json: str,
     active_deadline_seconds: int = DEPLOYER_ACTIVE_DEADLINE_SECONDS,
 ) -> PodSpec:
-    """The Custom strategy's deployer pod: it must scale ``replica_set`` up itself; the kubelet
-    stops it after ``active_deadline_seconds``.
+    """The Custom strategy's deployer pod: it must scale ``replica_set`` up itself, as the
+    ServiceAccount ``deployer`` of ``namespace``; the kubelet stops it after ``active_deadline_seconds``.
 
     >>> t = PodTemplate('{"spec":{"containers":[{"name":"r","image":"r:1"}]}}')
     >>> p = build_deployer_pod(namespace="ns", app="r", replica_set="r-abc", owner_uid="u",
     ...                        revision=2, params=CustomParams("org/deployer:1", ("deploy",)),
     ...                        template=t, resources_json="{}")
-    >>> p.spec()["activeDeadlineSeconds"]
-    21600
+    >>> p.spec()["activeDeadlineSeconds"], p.spec()["serviceAccountName"]
+    (21600, 'deployer')
     >>> env = p.spec()["containers"][0]["env"]
     >>> [e["name"] + "=" + e["value"] for e in env]  # doctest: +NORMALIZE_WHITESPACE
     ['GITDEPLOY_DEPLOYMENT_NAME=r-abc', 'GITDEPLOY_DEPLOYMENT_NAMESPACE=ns',
@@ -260,6 +265,10 @@ def build_deployer_pod(
         container["resources"] = resources
     pod_spec = {
         **_pod_level(template.to_dict()),
+        # The deployer scales ReplicaSets through the API: its own account, and its token mounted
+        # whatever the template or the account say about automounting.
+        "serviceAccountName": DEPLOYER_SERVICE_ACCOUNT,
+        "automountServiceAccountToken": True,
         "restartPolicy": "Never",
         "activeDeadlineSeconds": active_deadline_seconds,
         "containers": [container],

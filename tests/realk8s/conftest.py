@@ -73,11 +73,14 @@ ManagedNamespace = Callable[..., str]
 @pytest.fixture
 def managed_namespace(control_plane: ControlPlane) -> Iterator[ManagedNamespace]:
     """``managed_namespace()``: a new namespace enforcing Pod Security "restricted", with
-    deploy/rbac.yaml's Role and RoleBinding in it (the only rights gitdeploy has there)."""
+    deploy/rbac.yaml's Role and RoleBinding in it (the only rights gitdeploy has there), and
+    deploy/deployer.yaml's unless ``deployer=False``."""
     made: list[str] = []
 
-    def make(prefix: str = "t") -> str:
-        name = managed_namespace_for_gitdeploy(control_plane, f"{prefix}-{uuid.uuid4().hex[:6]}")
+    def make(prefix: str = "t", deployer: bool = True) -> str:
+        name = managed_namespace_for_gitdeploy(
+            control_plane, f"{prefix}-{uuid.uuid4().hex[:6]}", deployer=deployer
+        )
         made.append(name)
         return name
 

@@ -480,11 +480,12 @@ def install_gitdeploy_identity(plane: ControlPlane) -> None:
         plane.kubectl("apply", "-f", str(DEPLOY / name))
 
 
-def service_account_kubeconfig(plane: ControlPlane, path: Path) -> Path:
-    """A kubeconfig with a token of deploy/'s ServiceAccount (a TokenRequest, as a pod gets one)."""
-    token = plane.kubectl(
-        "create", "token", "gitdeploy", "-n", GITDEPLOY_NAMESPACE, "--duration", "6h"
-    ).stdout
+def service_account_kubeconfig(
+    plane: ControlPlane, path: Path, account: str = "gitdeploy", namespace: str = GITDEPLOY_NAMESPACE
+) -> Path:
+    """A kubeconfig with a token of ServiceAccount ``namespace/account`` (a TokenRequest, as a pod
+    gets one); by default deploy/'s, gitdeploy's own."""
+    token = plane.kubectl("create", "token", account, "-n", namespace, "--duration", "6h").stdout
     admin = json.loads(plane.admin_kubeconfig.read_text())
     path.write_text(
         json.dumps(
@@ -492,27 +493,33 @@ def service_account_kubeconfig(plane: ControlPlane, path: Path) -> Path:
                 "apiVersion": "v1",
                 "kind": "Config",
                 "clusters": [{"name": "realk8s", "cluster": admin["clusters"][0]["cluster"]}],
-                "users": [{"name": "gitdeploy", "user": {"token": token.strip()}}],
+                "users": [{"name": account, "user": {"token": token.strip()}}],
                 "contexts": [
                     {
-                        "name": "gitdeploy",
-                        "context": {
-                            "cluster": "realk8s",
-                            "user": "gitdeploy",
-                            "namespace": GITDEPLOY_NAMESPACE,
-                        },
+                        "name": account,
+                        "context": {"cluster": "realk8s", "user": account, "namespace": namespace},
                     }
                 ],
-                "current-context": "gitdeploy",
+                "current-context": account,
             }
         )
     )
     return path
 
 
-def managed_namespace_for_gitdeploy(plane: ControlPlane, name: str, restricted: bool = True) -> str:
+def apply_to_namespace(plane: ControlPlane, manifest: str, name: str) -> None:
+    """``sed 's/namespace: apps$/namespace: NAME/' deploy/MANIFEST | kubectl apply -f -``, as the
+    README tells users to apply the per-namespace manifests of deploy/."""
+    text = re.sub(r"(?m)^(\s*)namespace: apps$", rf"\1namespace: {name}", (DEPLOY / manifest).read_text())
+    plane.kubectl("apply", "-f", "-", stdin=text)
+
+
+def managed_namespace_for_gitdeploy(
+    plane: ControlPlane, name: str, restricted: bool = True, deployer: bool = True
+) -> str:
     """Namespace ``name``, enforcing Pod Security "restricted", with deploy/rbac.yaml's Role and
-    RoleBinding in it (the only rights gitdeploy has there), as the README tells users to apply it."""
+    RoleBinding in it (the only rights gitdeploy has there), as the README tells users to apply it;
+    with ``deployer``, deploy/deployer.yaml too (the account Custom deployer pods run as)."""
     plane.kubectl("create", "namespace", name)
     if restricted:
         plane.kubectl(
@@ -522,8 +529,9 @@ def managed_namespace_for_gitdeploy(plane: ControlPlane, name: str, restricted: 
             "pod-security.kubernetes.io/enforce=restricted",
             "pod-security.kubernetes.io/enforce-version=latest",
         )
-    rbac = re.sub(r"(?m)^(\s*)namespace: apps$", rf"\1namespace: {name}", (DEPLOY / "rbac.yaml").read_text())
-    plane.kubectl("apply", "-f", "-", stdin=rbac)
+    apply_to_namespace(plane, "rbac.yaml", name)
+    if deployer:
+        apply_to_namespace(plane, "deployer.yaml", name)
     return name
 
 

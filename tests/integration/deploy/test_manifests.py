@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from gitdeploy.cli.main import cli
+from gitdeploy.core.hooks import DEPLOYER_SERVICE_ACCOUNT
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"
@@ -29,6 +30,12 @@ EXPECTED_RULES: dict[tuple[str, str], set[str]] = {
     ("", "pods/log"): {"get"},
     ("", "events"): {"create", "patch", "list"},
     ("", "configmaps"): {"get", "list", "watch", "create", "update", "patch", "delete"},
+}
+DEPLOYER_RULES: dict[tuple[str, str], set[str]] = {
+    ("apps", "replicasets"): {"get", "list", "watch", "patch", "update"},
+    ("apps", "replicasets/scale"): {"get", "patch", "update"},
+    ("", "pods"): {"get", "list", "watch"},
+    ("", "events"): {"create", "patch"},
 }
 LEADER_RULES = [
     {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
@@ -65,7 +72,12 @@ def test_deploy_holds_the_expected_kinds() -> None:
     kinds = sorted(doc["kind"] for _, doc in load_all())
 
     assert kinds == sorted(
-        ["Namespace", "ServiceAccount", "Role", "RoleBinding", "Role", "RoleBinding", "Deployment", "Service"]
+        [
+            *["Namespace", "ServiceAccount", "Deployment", "Service"],
+            *["Role", "RoleBinding"],  # rbac.yaml
+            *["Role", "RoleBinding"],  # leader-election.yaml
+            *["ServiceAccount", "Role", "RoleBinding"],  # deployer.yaml
+        ]
     )
 
 
@@ -121,7 +133,11 @@ def test_no_cluster_wide_rights_and_no_wildcards() -> None:
     kinds = {doc["kind"] for _, doc in load_all()}
     assert not kinds & {"ClusterRole", "ClusterRoleBinding"}
 
-    for rule in [*only("Role", "gitdeploy")["rules"], *LEADER_RULES]:
+    for rule in [
+        *only("Role", "gitdeploy")["rules"],
+        *only("Role", "gitdeploy-deployer")["rules"],
+        *LEADER_RULES,
+    ]:
         for key in ("apiGroups", "resources", "verbs"):
             assert "*" not in rule[key], rule
         assert "escalate" not in rule["verbs"] and "bind" not in rule["verbs"]
@@ -129,7 +145,7 @@ def test_no_cluster_wide_rights_and_no_wildcards() -> None:
 
 def test_role_binding_gives_the_role_to_gitdeploys_service_account() -> None:
     role, binding = only("Role", "gitdeploy"), only("RoleBinding", "gitdeploy")
-    account = only("ServiceAccount")
+    account = only("ServiceAccount", "gitdeploy")
 
     assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
     assert binding["roleRef"] == {
@@ -143,6 +159,28 @@ def test_role_binding_gives_the_role_to_gitdeploys_service_account() -> None:
             "name": account["metadata"]["name"],
             "namespace": account["metadata"]["namespace"],
         }
+    ]
+
+
+def test_the_deployer_role_only_scales_replica_sets_and_reads_pods() -> None:
+    # deploy/deployer.yaml: what the Custom strategy's deployer pod may do in a managed namespace
+    assert rules_of(only("Role", "gitdeploy-deployer")) == DEPLOYER_RULES
+
+
+def test_deployer_yaml_binds_its_role_to_the_deployer_account_of_the_managed_namespace() -> None:
+    account, role = only("ServiceAccount", DEPLOYER_SERVICE_ACCOUNT), only("Role", "gitdeploy-deployer")
+    binding = only("RoleBinding", "gitdeploy-deployer")
+    managed = only("Role", "gitdeploy")["metadata"]["namespace"]  # rbac.yaml's, replaced the same way
+
+    assert account["metadata"]["namespace"] == role["metadata"]["namespace"] == managed
+    assert binding["metadata"]["namespace"] == managed
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "gitdeploy-deployer",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": DEPLOYER_SERVICE_ACCOUNT, "namespace": managed}
     ]
 
 
@@ -175,11 +213,12 @@ def flags() -> dict[str, str]:
 def test_gitdeploy_objects_live_in_its_namespace() -> None:
     namespace = only("Namespace")["metadata"]["name"]
 
-    for kind in ("ServiceAccount", "Deployment", "Service"):
+    for kind in ("Deployment", "Service"):
         assert only(kind)["metadata"]["namespace"] == namespace, kind
+    assert only("ServiceAccount", "gitdeploy")["metadata"]["namespace"] == namespace
     assert (
         only("Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
-        == (only("ServiceAccount")["metadata"]["name"])
+        == (only("ServiceAccount", "gitdeploy")["metadata"]["name"])
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from gitdeploy.core.hooks import (
     DEPLOYER_ROLE,
+    DEPLOYER_SERVICE_ACCOUNT,
     HookStatus,
     HookVerdict,
     build_deployer_pod,
@@ -377,8 +378,26 @@ def test_deployer_gets_strategy_resources_and_pod_level_fields() -> None:
     pod = deployer(CustomParams("d:1"), resources_json='{"limits":{"cpu":"1"}}')
     assert container_of(pod)["resources"] == {"limits": {"cpu": "1"}}
     spec = pod.spec()
-    assert {k: spec[k] for k in POD_LEVEL} == {**POD_LEVEL, "securityContext": POD_SECURITY}
+    assert {k: spec[k] for k in POD_LEVEL} == {
+        **POD_LEVEL,
+        "securityContext": POD_SECURITY,
+        "serviceAccountName": DEPLOYER_SERVICE_ACCOUNT,
+    }
     assert "volumes" not in spec and "affinity" not in spec
+
+
+@pytest.mark.parametrize("pod_level", [True, False], ids=["template-names-an-account", "template-names-none"])
+def test_the_deployer_runs_as_the_deployer_service_account_with_its_token(pod_level: bool) -> None:
+    # Given a template whose pods run as the app's own account (or as the namespace's default)
+    body = template(pod_level=pod_level).to_dict()
+    body["spec"]["automountServiceAccountToken"] = False
+    tmpl = PodTemplate(json.dumps(body, sort_keys=True))
+    # Then the deployer runs as "deployer" (as on OpenShift), with a token to scale ReplicaSets
+    spec = deployer(CustomParams("d:1"), tmpl=tmpl).spec()
+    assert DEPLOYER_SERVICE_ACCOUNT == "deployer"
+    assert (spec["serviceAccountName"], spec["automountServiceAccountToken"]) == ("deployer", True)
+    # And a hook pod still runs as the app does
+    assert hook_pod(MIGRATE).spec()["serviceAccountName"] == POD_LEVEL["serviceAccountName"]
 
 
 RESTRICTED_APP = {
