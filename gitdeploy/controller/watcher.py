@@ -79,10 +79,21 @@ def _follow(
             on_notice()
 
     version = ""
+
+    def reached(at: str) -> None:  # kept when a watch breaks off: resumed, not listed again
+        nonlocal version
+        version = at
+
     while not stop.is_set():
         try:
             version = follow_records_once(
-                controller.cluster, namespace, version, seen, timeout_seconds=60, deleted=gone
+                controller.cluster,
+                namespace,
+                version,
+                seen,
+                timeout_seconds=60,
+                deleted=gone,
+                reached=reached,
             )
         except GitdeployError as problem:  # the API hiccupped: watch again from where it was
             log.debug("record watch restarts: %s", problem)
@@ -97,10 +108,13 @@ def follow_records_once(
     *,
     timeout_seconds: int,
     deleted: Callable[[StoredRecord], None] | None = None,
+    reached: Callable[[str], None] | None = None,
 ) -> str:
     """One watch of the app records in ``namespace`` from ``version`` until the server ends it,
     ``seen`` told of each record that was added or changed (and ``deleted`` of each one deleted);
-    returns the version to go on from.
+    returns the version to go on from. ``reached`` is told of that version as it moves (after the
+    list, after each change), so that a watch that breaks off (a cut connection, an API server
+    restart) is resumed from where it was: listing again then would be a relist per cut.
 
     Without a ``version`` the records are listed first (each one is ``seen``) and the watch starts
     from the *list's* resourceVersion: an item's may be older than the server keeps, and a watch
@@ -111,9 +125,13 @@ def follow_records_once(
         records, version = cluster.list_app_records_at(namespace)
         for stored in records:
             seen(stored)
+        if reached is not None:
+            reached(version)
     try:
         for kind, stored in cluster.watch_app_records(namespace, version, timeout_seconds=timeout_seconds):
             version = stored.resource_version or version
+            if reached is not None:
+                reached(version)
             if kind != "DELETED":
                 seen(stored)
             elif deleted is not None:

@@ -17,7 +17,8 @@ from the binaries in BIN:
 
 It returns when the API answers ``/readyz``, the nodes are Ready and the ``default`` service
 account exists, with an admin kubeconfig at DIR/kubeconfig. ``down DIR`` stops what ``up DIR``
-started (the process ids are in DIR/pids). Logs are in DIR/logs.
+started (the process ids are in DIR/pids). Logs are in DIR/logs; the API server's audit log of
+the requests of ``deploy/``'s ServiceAccount (``AUDIT_POLICY``) is DIR/logs/audit.log.
 """
 
 from __future__ import annotations
@@ -55,6 +56,14 @@ CONTROLLERS = (
     "serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller"
 )
 READY_TIMEOUT = 120.0
+GITDEPLOY_USER = "system:serviceaccount:gitdeploy:gitdeploy"
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [{"level": "Metadata", "users": [GITDEPLOY_USER]}, {"level": "None"}],
+}
+"""Only gitdeploy's own requests, at the Metadata level (verb, URI, object, code): tests count them."""
 
 
 @dataclass(frozen=True)
@@ -239,6 +248,14 @@ def kubectl(bin_dir: Path, kubeconfig: Path, *args: str, stdin: str | None = Non
     return done.stdout
 
 
+def audit_flags(run_dir: Path) -> list[str]:
+    """kube-apiserver's flags for the audit log of :data:`AUDIT_POLICY` in DIR/logs/audit.log."""
+    policy = run_dir / "audit-policy.json"
+    policy.write_text(json.dumps(AUDIT_POLICY))
+    (run_dir / "logs").mkdir(exist_ok=True)
+    return [f"--audit-policy-file={policy}", f"--audit-log-path={run_dir / 'logs' / 'audit.log'}"]
+
+
 def up(run_dir: Path, bin_dir: Path, pod_ready_seconds: float, pull_failures: list[str]) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     if any(alive(pid) for _, pid in read_pids(run_dir)):
@@ -316,6 +333,7 @@ def up(run_dir: Path, bin_dir: Path, pod_ready_seconds: float, pull_failures: li
             "none",
             "--allow-privileged=false",
             "--profiling=false",
+            *audit_flags(run_dir),
             "--v=1",
         ],
         run_dir,
@@ -472,6 +490,46 @@ class ControlPlane:
 
     def get_json(self, *args: str) -> dict[str, object]:
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)  # type: ignore[no-any-return]
+
+
+def restart_apiserver(plane: ControlPlane) -> None:
+    """Stop kube-apiserver (only it: etcd and the rest go on) and start it again with the same
+    flags, returning when it answers ``/readyz``. Every watch is cut, and the new server's watch
+    cache starts at etcd's revision of that moment: a watch resumed from an older resourceVersion
+    ends in 410 Gone ("too old resource version"), as after an API server upgrade."""
+    pids = read_pids(plane.dir)
+    [pid] = [pid for name, pid in pids if name == "kube-apiserver"]
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").decode().split("\0")
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    (plane.dir / "pids").write_text("".join(f"{name} {p}\n" for name, p in pids if p != pid))
+    start("kube-apiserver", argv, plane.dir)
+    server = json.loads(plane.admin_kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    wait_until(
+        "kube-apiserver /readyz after its restart", lambda: api_ready(server, plane.dir / "pki"), plane.dir
+    )
+
+
+def audit_events(plane: ControlPlane, after: int = 0) -> list[dict[str, object]]:
+    """The audit log's events (of gitdeploy's account, see :data:`AUDIT_POLICY`) written after
+    byte ``after`` of it (:func:`audit_log_size` before a step: the events of that step)."""
+    path = plane.dir / "logs" / "audit.log"
+    if not path.exists():
+        return []
+    with path.open("rb") as log:
+        log.seek(after)
+        lines = log.read().split(b"\n")[:-1]  # the last line may be half-written yet
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def audit_log_size(plane: ControlPlane) -> int:
+    path = plane.dir / "logs" / "audit.log"
+    return path.stat().st_size if path.exists() else 0
 
 
 def install_gitdeploy_identity(plane: ControlPlane) -> None:
