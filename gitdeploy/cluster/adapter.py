@@ -797,7 +797,9 @@ class Cluster:
         what = f"release ReplicaSet {namespace}/{name} from the app record"
         try:
             with _translated(what):
-                response = self.apps.read_namespaced_replica_set(name, namespace, _preload_content=False)
+                response = self.apps.read_namespaced_replica_set(
+                    name, namespace, _preload_content=False, _request_timeout=self.timeout
+                )
             patch = _old_ownership(json.loads(response.data))
             if patch:
                 with _translated(what):
@@ -808,6 +810,7 @@ class Cluster:
                             patch,
                             _preload_content=False,
                             _content_type="application/merge-patch+json",
+                            _request_timeout=self.timeout,
                         )
                     )
         except NotFoundError:
