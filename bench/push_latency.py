@@ -184,10 +184,10 @@ class ReplicaSetWatch:
         self._thread.join(40)
 
 
-def deliver_push(hooks: httpx.Client, base: str, repo: GeneratedRepo, after: str) -> int:
+def deliver_push(hooks: httpx.Client, base: str, repo_url: str, after: str) -> int:
     """POST a signed GitHub push of ``after``. ``hooks`` is made before the clock starts: building an
     httpx client loads a CA bundle (about 17 ms), which is the sender's cost, not gitdeploy's."""
-    payload = {"ref": "refs/heads/main", "after": after, "repository": {"clone_url": repo.url}}
+    payload = {"ref": "refs/heads/main", "after": after, "repository": {"clone_url": repo_url}}
     body = json.dumps(payload).encode()
     headers = {
         "X-GitHub-Event": "push",
@@ -224,7 +224,7 @@ def measure(apps: int, rounds: int, seed: int) -> dict[str, object]:
                     try:
                         polled = _polls(base)
                         started = time.perf_counter()
-                        status = deliver_push(hooks, base, repo, after)
+                        status = deliver_push(hooks, base, repo.url, after)
                         if status != 200 or not watch.seen.wait(30):
                             raise SystemExit(
                                 f"push {after[:7]} of {plan.name}: {status}, no ReplicaSet write"

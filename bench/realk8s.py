@@ -2,14 +2,18 @@
 
 ``python bench/realk8s.py [--scenario NAME ...] [--pod-ready-seconds S] [--dir DIR]`` starts a
 control plane with ``scripts/realk8s up`` (etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, kwok), then runs each scenario twice on it with the same pod delays:
+kube-scheduler, kwok), then runs each scenario three times on it with the same pod delays:
 
 - **deployment**: ``Deployment`` objects applied with kubectl (admin), rolled out by
   kube-controller-manager's Deployment controller: the image changes in one ``kubectl apply``, and
   the rollout is over when every Deployment reports all replicas updated and available, and no old
   replica left;
-- **gitdeploy**: the same apps as manifests in a git repository, one commit changes every image,
-  and ``gitdeploy sync --wait`` (as deploy/'s ServiceAccount) performs the rollout.
+- **gitdeploy sync**: the same apps as manifests in a git repository, one commit changes every
+  image, and ``gitdeploy sync --wait`` (as deploy/'s ServiceAccount) performs the rollout: the
+  makespan includes starting the command and reading the repo;
+- **gitdeploy run**: the same with ``gitdeploy run`` already running, as the Deployment controller
+  is, told of the commit by a signed webhook push; done when the ReplicaSets say so, read as often
+  as the Deployments' status is.
 
 For each it prints makespan (from the change to the end of the last rollout), API writes per
 rollout from kube-apiserver's ``apiserver_request_total`` (ReplicaSet writes, and every write other
@@ -22,6 +26,7 @@ depend on the machine; nothing asserts on them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -38,14 +43,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 if __package__ in (None, ""):  # run as ``python bench/realk8s.py``
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.push_latency import SECRET, deliver_push
 from tests.fixtures.cli import gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import (
     REALK8S,
     ControlPlane,
+    free_port,
     install_gitdeploy_identity,
     managed_namespace_for_gitdeploy,
     read_pids,
@@ -114,7 +123,7 @@ def measured(plane: ControlPlane, controller: str, rollouts: int, out: list[Figu
     yield
     makespan = time.monotonic() - started
     after = scrape_writes(plane)
-    gitdeploy_cpu = children_cpu() - own if controller == "gitdeploy" else 0.0
+    gitdeploy_cpu = children_cpu() - own if controller == "gitdeploy sync" else 0.0
     out.append(
         Figures(
             controller,
@@ -195,9 +204,58 @@ def run_gitdeploy(
         "apps at 1", {"gitdeploy.yaml": settings(namespace)} | apps(count, replicas, "registry.test/app:1")
     )
     sync()
-    with measured(plane, "gitdeploy", count, out):
+    with measured(plane, "gitdeploy sync", count, out):
         repo.commit_and_push("apps at 2", apps(count, replicas, "registry.test/app:2"))
         sync()
+
+
+def replica_sets_done(plane: ControlPlane, namespace: str, image: str) -> bool:
+    """Every app runs ``image`` on all its replicas, and no pod of another image is asked for."""
+    items: Any = plane.get_json("replicasets", "-n", namespace)["items"]
+    new = [rs for rs in items if rs["spec"]["template"]["spec"]["containers"][0]["image"] == image]
+    return bool(new) and all(
+        rs["status"].get("availableReplicas") == rs["spec"]["replicas"] == rs["status"].get("replicas")
+        for rs in new
+    ) and all(rs["spec"]["replicas"] == 0 for rs in items if rs not in new)  # fmt: skip
+
+
+def process_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_resident_gitdeploy(
+    plane: ControlPlane, name: str, count: int, replicas: int, work: Path, out: list[Figures]
+) -> None:
+    """``gitdeploy run`` already running (as the Deployment controller is), told of the commit by
+    a signed webhook push; done when the ReplicaSets say so, read as often as the Deployments'."""
+    namespace = managed_namespace_for_gitdeploy(plane, f"gr-{name.lower()}")
+    kubeconfig = service_account_kubeconfig(plane, work / f"{name}-run.kubeconfig")
+    repo = GitRemote(work / f"repo-run-{name}")
+    repo.commit_and_push(
+        "apps at 1", {"gitdeploy.yaml": settings(namespace)} | apps(count, replicas, "registry.test/app:1")
+    )
+    secret, port = work / f"{name}-secret", free_port()
+    secret.write_bytes(SECRET)
+    env = {**repo.env, "GITDEPLOY_STATE_DIR": str(work / f"state-run-{name}"), "NO_COLOR": "1"}
+    with (work / f"run-{name}.log").open("w") as log:
+        process = subprocess.Popen(
+            [gitdeploy_executable(), "--kubeconfig", str(kubeconfig), "run", "--repo", repo.url,
+             "--interval", "1h", "--no-leader-elect", "--workers", "8", "--listen", f"127.0.0.1:{port}",
+             "--webhook-secret-file", str(secret)], env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            wait("the first rollout", lambda: replica_sets_done(plane, namespace, "registry.test/app:1"))
+            before = process_cpu(process.pid)
+            with httpx.Client() as hooks, measured(plane, "gitdeploy run", count, out):
+                after = repo.commit_and_push("apps at 2", apps(count, replicas, "registry.test/app:2"))
+                if deliver_push(hooks, f"http://127.0.0.1:{port}", repo.url, after) >= 300:
+                    raise SystemExit(f"bench: the webhook refused the push; see {log.name}")
+                wait("the rollout", lambda: replica_sets_done(plane, namespace, "registry.test/app:2"))
+            out[-1] = dataclasses.replace(out[-1], gitdeploy_cpu_s=process_cpu(process.pid) - before)
+        finally:
+            process.terminate()
+            process.wait(30)
 
 
 def print_table(name: str, figures: list[Figures]) -> None:
@@ -210,11 +268,13 @@ def print_table(name: str, figures: list[Figures]) -> None:
         ("kube-controller-manager CPU s", "controller_manager_cpu_s"),
         ("gitdeploy CPU s", "gitdeploy_cpu_s"),
     ]
-    print(f"\n{name}: {'':30} {'Deployment ctrl':>16} {'gitdeploy':>12} {'ratio':>8}")
+    ours = [f.controller for f in figures if f.controller != "deployment"]
+    print(f"\n{name}: {'':30} {'Deployment ctrl':>16}" + "".join(f"{c:>15} {'ratio':>6}" for c in ours))
     for label, key in rows:
-        dc, gd = getattr(by["deployment"], key), getattr(by["gitdeploy"], key)
-        ratio = f"{gd / dc:.2f}" if dc else "-"
-        print(f"  {label:38} {dc:16.2f} {gd:12.2f} {ratio:>8}")
+        dc = getattr(by["deployment"], key)
+        values = [getattr(by[c], key) for c in ours]
+        cells = "".join(f"{v:15.2f} {v / dc if dc else float('nan'):6.2f}" for v in values)
+        print(f"  {label:38} {dc:16.2f}{cells}")
 
 
 def main() -> None:
@@ -238,6 +298,7 @@ def main() -> None:
             figures: list[Figures] = []
             run_deployment_controller(plane, name, count, replicas, figures)
             run_gitdeploy(plane, name, count, replicas, work, figures)
+            run_resident_gitdeploy(plane, name, count, replicas, work, figures)
             print_table(name, figures)
     finally:
         subprocess.run([str(REALK8S), "down", str(plane_dir)], check=False)
