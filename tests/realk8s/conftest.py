@@ -1,11 +1,11 @@
 """The real control plane for tests/realk8s: one per test session, shared by the tier's tests.
 
 ``scripts/realk8s up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
-(see controlplane.py); kwok serves :func:`kwok_logs.chatty_log` as the log of every container named
-``chatty``, through kube-apiserver and the nodes' kubelet endpoint. A build failure or a component
-that does not come up fails the tests with the reason, never skips them. gitdeploy talks to it as
-the ServiceAccount of ``deploy/`` with that account's token, never as admin, in namespaces that
-enforce Pod Security "restricted" and carry ``deploy/rbac.yaml``'s Role.
+(see controlplane.py); kwok serves :func:`kwok_logs.chatty_log` as the log of every hook pod (its
+container ``lifecycle``), through kube-apiserver and the nodes' kubelet endpoint. A build failure
+or a component that does not come up fails the tests with the reason, never skips them. gitdeploy
+talks to it as the ServiceAccount of ``deploy/`` with that account's token, never as admin, in
+namespaces that enforce Pod Security "restricted" and carry ``deploy/rbac.yaml``'s Role.
 
 All tests of the tier share one xdist group, so one worker runs them against one control plane.
 """

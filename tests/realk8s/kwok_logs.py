@@ -63,8 +63,9 @@ def cluster_logs(options: list[str], run_dir: Path) -> dict[str, object]:
     }
 
 
-CHATTY_CONTAINER = "chatty"
-"""Every container of this name logs :func:`chatty_log` on the tier's control plane."""
+CHATTY_CONTAINER = "lifecycle"
+"""Every container of this name logs :func:`chatty_log` on the tier's control plane: it is the
+container of every hook pod gitdeploy starts (OpenShift's name for it)."""
 
 
 def chatty_log(coloured: bool = True) -> str:
