@@ -10,6 +10,7 @@ asks the node's kubelet endpoint, which kwok plays (``--pod-log``, see kwok_logs
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Iterator
@@ -96,19 +97,22 @@ def test_kubectl_logs_reach_kwok_through_the_api_server_as_admin_and_as_gitdeplo
         },
     }
     control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
-    eventually(
-        lambda: control_plane.get_json("pod", "talker", "-n", namespace)["spec"].get("nodeName"),
-        "talker bound",
-    )
+
+    def bound() -> object:
+        spec: Any = control_plane.get_json("pod", "talker", "-n", namespace)["spec"]
+        return spec.get("nodeName")
+
+    eventually(bound, "talker bound to a node")
     last_three = "".join(chatty_log().splitlines(keepends=True)[-3:])  # no carriage return in them
     for kubeconfig in (control_plane.admin_kubeconfig, gitdeploy_kubeconfig):
         tail = control_plane.kubectl(
             "logs", "talker", "-n", namespace, "-c", CHATTY_CONTAINER, "--tail", "3", kubeconfig=kubeconfig
         )
         assert tail.stdout == last_three, kubeconfig
-    whole = admin_core.read_namespaced_pod_log(
+    answer: Any = admin_core.read_namespaced_pod_log(
         "talker", namespace, container=CHATTY_CONTAINER, _preload_content=False
-    ).data
+    )
+    whole = answer.data
     assert whole == chatty_log().encode()  # byte for byte: colours, carriage returns, UTF-8
     quiet = control_plane.kubectl("logs", "talker", "-n", namespace, "-c", "quiet", check=False)
     assert quiet.returncode != 0 and "no logs found" in quiet.stderr, quiet.stderr
@@ -145,8 +149,9 @@ def test_a_hundred_revisions_with_long_coloured_hook_logs_stay_within_the_api_li
     for revision in range(1, REVISIONS + 2):
         if revision > 1:
             commits[revision] = git_remote.commit_and_push(f"chatty {revision}", manifest(revision))
+        done = functools.partial(completed, revision)
         try:
-            eventually(lambda n=revision: completed(n), f"revision {revision} Complete")
+            eventually(done, f"revision {revision} Complete")
         except AssertionError as late:
             raise AssertionError(f"{late}; gitdeploy run's log ends:\n{run.log[-3000:]}") from late
     elapsed = time.monotonic() - began
