@@ -53,6 +53,7 @@ from gitdeploy.core.observed import (
     StoredRecord,
     record_name,
 )
+from gitdeploy.core.records import LOG_WINDOW_BYTES, MAX_LOG_BYTES, log_tail
 from gitdeploy.core.replicasets import (
     DESIRED_REPLICAS_ANNOTATION,
     MAX_REPLICAS_ANNOTATION,
@@ -769,9 +770,13 @@ class Cluster:
         except NotFoundError:
             pass
 
-    def read_pod_log(self, namespace: str, name: str, tail_lines: int = 40) -> str:
-        """The last ``tail_lines`` lines of a pod's log ('' when the pod or its log is gone).
+    def read_pod_log(self, namespace: str, name: str, tail_lines: int = MAX_LOG_BYTES) -> str:
+        """The end of a pod's log: its last ``tail_lines`` lines, of which at most the last
+        :data:`LOG_WINDOW_BYTES` bytes are kept ('' when the pod or its log is gone).
 
+        Every line is at least its newline once colour codes are gone, so the default holds the
+        last :data:`MAX_LOG_BYTES` of text a revision keeps however short the lines are; the log
+        is read as a stream, so a long one never takes more memory than the window.
         A log is best effort and never holds a rollout up: when the API server cannot get it from
         the node (the kubelet unreachable, a 5xx, a timeout), the text says why instead."""
         try:
@@ -783,13 +788,18 @@ class Cluster:
                     _preload_content=False,
                     _request_timeout=self.timeout,
                 )
-                text = bytes(response.data).decode("utf-8", "replace")
+                try:
+                    window = bytearray()
+                    for chunk in response.stream(LOG_WINDOW_BYTES):
+                        window += chunk
+                        del window[: max(len(window) - LOG_WINDOW_BYTES, 0)]
+                finally:
+                    response.release_conn()
         except (NotFoundError, PermanentError):
             return ""
         except GitdeployError as unavailable:
             return f"(the log could not be read: {unavailable.message})\n"
-        lines = text.splitlines()
-        return "".join(line + "\n" for line in lines[-tail_lines:])
+        return log_tail(bytes(window), LOG_WINDOW_BYTES)
 
     def release_replica_set(self, namespace: str, name: str) -> None:
         """Release a ReplicaSet made the old way (see ``ObservedReplicaSet.owned_the_old_way``) in

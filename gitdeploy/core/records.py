@@ -38,12 +38,16 @@ MAX_REVISIONS = 100
 """Revisions kept in the log; the oldest go first (a ConfigMap holds at most 1 MiB)."""
 MAX_LOG_BYTES = 4096
 """Bytes (UTF-8) of a hook pod's log kept on its revision: the tail, without colour codes."""
+LOG_WINDOW_BYTES = 16 * MAX_LOG_BYTES
+"""Bytes of a pod's log read from its end: room for colour codes around the text that is kept."""
 RECORD_BUDGET_BYTES = 900 * 1024
 """The most the stored JSON may take: the API server refuses a ConfigMap whose data passes
 1 MiB (1,048,576 bytes), after which the app could never be written again."""
 
 _ESCAPE_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 """ANSI/VT escape sequences: colours and cursor moves (CSI), window titles (OSC), and the rest."""
+_UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
+"""The bytes that continue a UTF-8 character: a text cut before one starts after it."""
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 """Control characters other than tab and newline (a carriage return redraws a progress bar)."""
 
@@ -330,6 +334,26 @@ def bound_log(text: str, limit: int = MAX_LOG_BYTES) -> str:
     if len(encoded) <= limit:
         return encoded.decode("utf-8")
     return encoded[len(encoded) - limit :].decode("utf-8", "ignore")
+
+
+def log_tail(raw: bytes, window: int = LOG_WINDOW_BYTES) -> str:
+    """The text of the last ``window`` bytes of a log, as read: when the window is full its first
+    line may be cut, so it starts after the first newline (or, in one long line, at a character);
+    the text ends with a newline.
+
+    >>> log_tail(b"one\\ntwo")
+    'one\\ntwo\\n'
+    >>> log_tail(b"\\x1b[31mcut\\nwhole\\n", 14)  # full: the cut line goes, colour code and all
+    'whole\\n'
+    >>> log_tail("€uro".encode()[1:], 5)  # full, one line: the cut character goes
+    'uro\\n'
+    """
+    if len(raw) >= window:
+        newline = raw.find(b"\n")
+        cut_line = 0 <= newline < len(raw) - 1
+        raw = raw[newline + 1 :] if cut_line else raw.lstrip(_UTF8_CONTINUATION)
+    text = raw.decode("utf-8", "replace")
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def without_details(entry: RevisionEntry) -> RevisionEntry:

@@ -1,10 +1,11 @@
 """The real control plane for tests/realk8s: one per test session, shared by the tier's tests.
 
 ``scripts/realk8s up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
-(see controlplane.py); a build failure or a component that does not come up fails the tests with the
-reason, never skips them. gitdeploy talks to it as the ServiceAccount of ``deploy/`` with that
-account's token, never as admin, in namespaces that enforce Pod Security "restricted" and carry
-``deploy/rbac.yaml``'s Role.
+(see controlplane.py); kwok serves :func:`kwok_logs.chatty_log` as the log of every hook pod (its
+container ``lifecycle``), through kube-apiserver and the nodes' kubelet endpoint. A build failure
+or a component that does not come up fails the tests with the reason, never skips them. gitdeploy
+talks to it as the ServiceAccount of ``deploy/`` with that account's token, never as admin, in
+namespaces that enforce Pod Security "restricted" and carry ``deploy/rbac.yaml``'s Role.
 
 All tests of the tier share one xdist group, so one worker runs them against one control plane.
 """
@@ -12,6 +13,8 @@ All tests of the tier share one xdist group, so one worker runs them against one
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import time
 import uuid
@@ -21,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.cli import RunCli
+from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import (
     REALK8S,
@@ -30,6 +33,7 @@ from tests.realk8s.controlplane import (
     managed_namespace_for_gitdeploy,
     service_account_kubeconfig,
 )
+from tests.realk8s.kwok_logs import CHATTY_CONTAINER, chatty_log
 
 POD_READY_SECONDS = 1.0
 PULL_FAILURE_IMAGE = "registry.test/missing:1"
@@ -44,12 +48,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     run_dir = tmp_path_factory.mktemp("realk8s")
+    chatty = tmp_path_factory.mktemp("pod-logs") / f"{CHATTY_CONTAINER}.log"
+    chatty.write_text(chatty_log(), encoding="utf-8")
     built = subprocess.run([str(REALK8S), "build"], capture_output=True, text=True, check=False)
     if built.returncode != 0:
         pytest.fail(f"scripts/realk8s build failed (the real control plane is required):\n{built.stderr}")
     up = subprocess.run(
         [str(REALK8S), "up", str(run_dir), "--pod-ready-seconds", str(POD_READY_SECONDS),
-         "--image-pull-failure", PULL_FAILURE_IMAGE],
+         "--image-pull-failure", PULL_FAILURE_IMAGE, "--pod-log", f"{CHATTY_CONTAINER}={chatty}"],
         capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     if up.returncode != 0:
@@ -119,3 +125,40 @@ def history(gitdeploy: RunCli, app: str) -> list[dict[str, Any]]:
     done = gitdeploy("history", app, "-o", "json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+class Run:
+    """One ``gitdeploy run`` in the background, as the ServiceAccount; its log goes to a file."""
+
+    def __init__(self, kubeconfig: Path, state: Path, log: Path, *args: str) -> None:
+        env = {**os.environ, "GITDEPLOY_STATE_DIR": str(state), "NO_COLOR": "1"}
+        env.pop("KUBECONFIG", None)
+        self.log_path = log
+        with log.open("w") as out:
+            self.process = subprocess.Popen(
+                [gitdeploy_executable(), "--kubeconfig", str(kubeconfig), "run", *args],
+                env=env, stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def leads(self) -> bool:
+        return re.search(r"became leader", self.log) is not None
+
+
+@pytest.fixture
+def runs(tmp_path: Path, gitdeploy_kubeconfig: Path) -> Iterator[Callable[..., Run]]:
+    started: list[Run] = []
+
+    def start(name: str, *args: str) -> Run:
+        run = Run(gitdeploy_kubeconfig, tmp_path / f"state-{name}", tmp_path / f"{name}.log", *args)
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        if run.process.poll() is None:
+            run.process.kill()
+        run.process.wait(timeout=30)
