@@ -456,6 +456,20 @@ class Controller:
                 self._progressed.add(key)
         return True
 
+    def notice_drift(self, kind: str, rs: ObservedReplicaSet) -> bool:
+        """A ReplicaSet of an app in git changed in a way this loop did not make it (``kubectl
+        scale``, a delete: see :meth:`RolloutRunner.changed_by_hand`): pass over the app now, which
+        undoes it (:mod:`gitdeploy.core.drift`). True when the app was marked due."""
+        key = AppKey(rs.namespace, rs.app)
+        if not self.runner.changed_by_hand(kind, rs):
+            return False
+        with self._lock:
+            if key not in self.apps:
+                return False
+            self.due[key] = self.clock.now()
+        log.info("[%s] ReplicaSet %s changed by hand (%s); passing over the app now", key, rs.name, kind)
+        return True
+
     def mark_all_due(self) -> None:
         now = self.clock.now()
         with self._lock:
