@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.commitwait import CommitProgress, commit_progress
 from gitdeploy.core.drift import find_drift
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import (
@@ -160,6 +161,20 @@ def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
                 rs, record.outcome_of(revision, rs.annotation(PHASE_ANNOTATION))
             )
     return [entries[r] for r in sorted(entries)]
+
+
+def progress_at_commit(cluster: Cluster, key: AppKey, sha: str) -> tuple[AppView, CommitProgress]:
+    """How far ``key`` is at commit ``sha`` (:func:`~gitdeploy.core.commitwait.commit_progress`),
+    with its view as ``status`` shows it."""
+    entries = revision_history(cluster, key)
+    stored = cluster.read_app_record(key.namespace, key.name)
+    record = load_record(key.namespace, key.name, stored.payload) if stored is not None else AppRecord()
+    [view] = list_app_views(cluster, key.namespace, key.name) or [_empty_view(key)]
+    return view, commit_progress(sha, entries, record.status, (view.sync, view.health))
+
+
+def _empty_view(key: AppKey) -> AppView:
+    return AppView(key, 0, 0, 0, 0, 0, "", "", "Unknown", "Unknown", "", "")
 
 
 _GITDEPLOY_LABELS = ("labels.gitdeploy.io/", "labels.app.kubernetes.io/managed-by")
