@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.commitwait import CommitProgress, commit_progress
+from gitdeploy.core.drift import find_drift
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import (
     COMMIT_ANNOTATION,
@@ -20,9 +22,9 @@ from gitdeploy.core.observed import (
     newest_replica_set,
     record_name,
 )
-from gitdeploy.core.records import AppRecord, RevisionEntry, load_record
+from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_record
 from gitdeploy.core.recovery import revision_entry_of
-from gitdeploy.core.syncstate import Sync
+from gitdeploy.core.syncstate import Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import DamagedRecordError, NotFoundError
 from gitdeploy.source.gitcmd import GitFailure, GitRunner
@@ -100,7 +102,11 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
         if current is not None:
             desired = current.state.desired_replicas_annotation or current.state.replicas
         sync = status.sync if status is not None else "Unknown"
+        health = status.health if status is not None else "Unknown"
         message = status.message if status is not None else ""
+        ready = sum(rs.state.ready for rs in replica_sets)
+        if current is not None and phase == Outcome.COMPLETE.value:
+            sync, health, message = _live(current, replica_sets, desired, ready, (sync, health, message))
         problem = damaged.get(key)
         if problem is not None:
             sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
@@ -108,19 +114,33 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
             AppView(
                 key=key,
                 replicas=desired,
-                ready=sum(rs.state.ready for rs in replica_sets),
+                ready=ready,
                 up_to_date=current.state.current if current is not None else 0,
                 available=sum(rs.state.available for rs in replica_sets),
                 revision=current.state.revision if current is not None else record.latest_revision,
                 commit=(current.annotation(COMMIT_ANNOTATION) if current is not None else "")[:7],
                 phase=phase,
                 sync=sync,
-                health=status.health if status is not None else "Unknown",
+                health=health,
                 message=message,
                 location=status.location if status is not None else "",
             )
         )
     return views
+
+
+def _live(
+    current: ObservedReplicaSet,
+    replica_sets: list[ObservedReplicaSet],
+    desired: int,
+    ready: int,
+    stored: tuple[str, str, str],
+) -> tuple[str, str, str]:
+    """The stored verdict of an app whose revision is Complete, checked against its ReplicaSets now
+    (:func:`~gitdeploy.core.syncstate.live_verdict`)."""
+    others = [rs.state for rs in replica_sets if rs is not current]
+    drift = find_drift(current.state, others, desired)
+    return live_verdict(*stored, drift=drift, ready=ready, desired=desired)
 
 
 def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
@@ -141,6 +161,20 @@ def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
                 rs, record.outcome_of(revision, rs.annotation(PHASE_ANNOTATION))
             )
     return [entries[r] for r in sorted(entries)]
+
+
+def progress_at_commit(cluster: Cluster, key: AppKey, sha: str) -> tuple[AppView, CommitProgress]:
+    """How far ``key`` is at commit ``sha`` (:func:`~gitdeploy.core.commitwait.commit_progress`),
+    with its view as ``status`` shows it."""
+    entries = revision_history(cluster, key)
+    stored = cluster.read_app_record(key.namespace, key.name)
+    record = load_record(key.namespace, key.name, stored.payload) if stored is not None else AppRecord()
+    [view] = list_app_views(cluster, key.namespace, key.name) or [_empty_view(key)]
+    return view, commit_progress(sha, entries, record.status, (view.sync, view.health))
+
+
+def _empty_view(key: AppKey) -> AppView:
+    return AppView(key, 0, 0, 0, 0, 0, "", "", "Unknown", "Unknown", "", "")
 
 
 _GITDEPLOY_LABELS = ("labels.gitdeploy.io/", "labels.app.kubernetes.io/managed-by")

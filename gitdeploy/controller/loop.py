@@ -429,6 +429,15 @@ class Controller:
             self._commits[app.location.file] = found
         return found
 
+    def _manifest_commit(self, app: App) -> str:
+        """The sha of :meth:`commit_for`, or "" when git cannot say (the verdict is written anyway)."""
+        if self.head is None:
+            return ""
+        try:
+            return self.commit_for(app).sha
+        except GitdeployError:
+            return ""
+
     # -- passes --------------------------------------------------------------------------------------
 
     def notice(self, key: AppKey, resource_version: str) -> bool:
@@ -454,6 +463,20 @@ class Controller:
                 self.due[key] = min(self.due[key], self.clock.now())
             else:
                 self._progressed.add(key)
+        return True
+
+    def notice_drift(self, kind: str, rs: ObservedReplicaSet) -> bool:
+        """A ReplicaSet of an app in git changed in a way this loop did not make it (``kubectl
+        scale``, a delete: see :meth:`RolloutRunner.changed_by_hand`): pass over the app now, which
+        undoes it (:mod:`gitdeploy.core.drift`). True when the app was marked due."""
+        key = AppKey(rs.namespace, rs.app)
+        if not self.runner.changed_by_hand(kind, rs):
+            return False
+        with self._lock:
+            if key not in self.apps:
+                return False
+            self.due[key] = self.clock.now()
+        log.info("[%s] ReplicaSet %s changed by hand (%s); passing over the app now", key, rs.name, kind)
         return True
 
     def mark_all_due(self) -> None:
@@ -670,7 +693,14 @@ class Controller:
             if record.prune_protected != protected:
                 record = dataclasses.replace(record, prune_protected=protected)
             return self._with_status(
-                record, sync, health, message, str(app.location), target.manifest_digest, app.paused
+                record,
+                sync,
+                health,
+                message,
+                str(app.location),
+                target.manifest_digest,
+                app.paused,
+                manifest_commit=lambda: self._manifest_commit(app),
             )
 
         step = self.runner.run_step(
@@ -697,8 +727,11 @@ class Controller:
         location: str,
         digest: str = "",
         paused: bool = False,
+        *,
+        manifest_commit: Callable[[], str] | None = None,
     ) -> AppRecord:
-        """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing)."""
+        """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing).
+        ``manifest_commit`` is asked only then (a git history walk per head, shared by all apps)."""
         current = record.status
         verdict = (sync, health, location, digest, paused)
         if (
@@ -714,7 +747,17 @@ class Controller:
         ):
             return record
         now = self.clock.now()
-        status = SyncStatus(sync, health, message, self.head or "", location, now, digest, paused)
+        status = SyncStatus(
+            sync,
+            health,
+            message,
+            self.head or "",
+            location,
+            now,
+            digest,
+            paused,
+            manifest_commit() if manifest_commit is not None else "",
+        )
         return dataclasses.replace(record, status=status, last_synced_commit=self.head or "")
 
     def _remember(self, report: AppReport, requeue_after: float | None) -> None:

@@ -159,6 +159,10 @@ class SyncStatus:
     """Digest of the app's manifest at ``commit`` (a rollback pin is set against it)."""
     paused: bool = False
     """The manifest says ``paused: true``."""
+    manifest_commit: str = ""
+    """The commit that last changed the app's manifest file at ``commit`` (the head may have moved
+    past it): written with a new ``manifest_digest``, so ``rollout status --commit`` can tell that
+    the loop compared the app against that commit."""
 
 
 @dataclass(frozen=True)
@@ -516,6 +520,7 @@ def _status_to_json(status: SyncStatus) -> dict[str, Any]:
         "updatedAt": status.updated_at,
         "manifestDigest": status.manifest_digest,
         "paused": status.paused,
+        "manifestCommit": status.manifest_commit,
     }
 
 
@@ -529,4 +534,5 @@ def _status_from_json(raw: Mapping[str, Any]) -> SyncStatus:
         updated_at=float(raw.get("updatedAt", 0.0) or 0.0),
         manifest_digest=str(raw.get("manifestDigest", "")),
         paused=bool(raw.get("paused", False)),
+        manifest_commit=str(raw.get("manifestCommit", "")),
     )
