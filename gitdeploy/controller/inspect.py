@@ -22,6 +22,7 @@ from gitdeploy.core.observed import (
 )
 from gitdeploy.core.records import AppRecord, RevisionEntry, load_record
 from gitdeploy.core.recovery import revision_entry_of
+from gitdeploy.core.rollback import suspension_note
 from gitdeploy.core.syncstate import Sync
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import DamagedRecordError, NotFoundError
@@ -44,6 +45,8 @@ class AppView:
     health: str
     message: str
     location: str
+    triggers_suspended: bool = False
+    """A rollback suspended the app's image triggers (the message says how to resume them)."""
 
 
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
@@ -101,6 +104,9 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
             desired = current.state.desired_replicas_annotation or current.state.replicas
         sync = status.sync if status is not None else "Unknown"
         message = status.message if status is not None else ""
+        note = suspension_note(key, record)
+        if note and note not in message:
+            message = f"{message}; {note}" if message else note
         problem = damaged.get(key)
         if problem is not None:
             sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
@@ -118,13 +124,15 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
                 health=status.health if status is not None else "Unknown",
                 message=message,
                 location=status.location if status is not None else "",
+                triggers_suspended=record.triggers_suspended,
             )
         )
     return views
 
 
-def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
-    """The app's revisions, oldest first: the record's log plus a rollout still in flight."""
+def revision_history(cluster: Cluster, key: AppKey) -> tuple[list[RevisionEntry], AppRecord]:
+    """The app's revisions, oldest first: the record's log plus a rollout still in flight; and the
+    record (its control state: pin, suspended triggers)."""
     stored = cluster.read_app_record(key.namespace, key.name)
     record = load_record(key.namespace, key.name, stored.payload) if stored is not None else AppRecord()
     replica_sets = cluster.list_replica_sets(key.namespace, key.name)
@@ -140,7 +148,7 @@ def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
             entries[revision] = revision_entry_of(
                 rs, record.outcome_of(revision, rs.annotation(PHASE_ANNOTATION))
             )
-    return [entries[r] for r in sorted(entries)]
+    return [entries[r] for r in sorted(entries)], record
 
 
 _GITDEPLOY_LABELS = ("labels.gitdeploy.io/", "labels.app.kubernetes.io/managed-by")

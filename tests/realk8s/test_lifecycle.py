@@ -202,11 +202,13 @@ def test_a_rollback_suspends_image_triggers_until_they_are_enabled_again(
         (1, "ConfigChange"), (2, "ImageChange"), (3, "Rollback")
     ], "a moved tag rolled out while the triggers were suspended"  # fmt: skip
     assert running_images(control_plane, namespace, "web") == {f"registry.test/web@{DIGEST_A}"}
-    said = gitdeploy("status", f"{namespace}/web")
-    assert said.returncode == 0, said.stderr
-    assert "suspended" in said.stdout and "--enable-triggers" in said.stdout, said.stdout
+    said = status(gitdeploy, namespace)
+    assert said["sync"] == "Pinned" and said["triggers_suspended"], said
+    assert f"`gitdeploy deploy {namespace}/web --enable-triggers` resumes them" in said["message"], said
     told = gitdeploy("history", f"{namespace}/web")
-    assert "suspended" in told.stdout and "--enable-triggers" in told.stdout, told.stdout
+    assert told.returncode == 0, told.stderr
+    assert "suspended (rollback from revision 2 to 1 by" in told.stdout, told.stdout
+    assert f"`gitdeploy deploy {namespace}/web --enable-triggers` resumes them" in told.stdout, told.stdout
 
     resumed = gitdeploy("deploy", f"{namespace}/web", "--enable-triggers")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

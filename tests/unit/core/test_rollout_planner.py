@@ -1171,7 +1171,6 @@ def test_the_rollback_revision_reuses_the_pinned_replica_set_and_says_why() -> N
     assert done.record.pin == pin
 
 
-
 def test_an_automatic_rollback_after_a_failed_mid_hook_brings_the_old_pods_back_without_hooks() -> None:
     """The mid hook failed with every old pod stopped; running the same hooks for the rollback would
     fail it too and leave the app without pods (OpenShift scales the last good deployment back up)."""
