@@ -23,11 +23,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gitdeploy.core.observed import ATTEMPT_ANNOTATION
+
 NODE_COUNT = 3
 EXIT_CODE_VAR = "EXIT_CODE"
 HANG = "hang"
 SUCCEED_ON_ATTEMPT_VAR = "SUCCEED_ON_ATTEMPT"
-ATTEMPT_ANNOTATION = "gitdeploy.io/attempt"
 
 _NOT_DELETING: dict[str, Any] = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
 _EXIT_CODE = f'.spec.containers.[0].env.[]? | select(.name == "{EXIT_CODE_VAR}") | .value'
