@@ -28,6 +28,7 @@ from gitdeploy.controller.inspect import (
 from gitdeploy.core.commitwait import Reached
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import Outcome, RevisionEntry
+from gitdeploy.core.rollback import suspension_note
 from gitdeploy.errors import NotFoundError
 
 
@@ -179,12 +180,15 @@ def history(
     cli = get_context(ctx)
     cluster = open_cluster(cli)
     key = find_app(cluster, app, namespace)
-    entries = revision_history(cluster, key)
+    entries, record = revision_history(cluster, key)
     if revision is None:
         if output != "text":
             print_data([_entry_json(e) for e in entries], output)
             return
         _print_history(entries)
+        note = suspension_note(key, record)
+        if note:
+            click.echo(f"\n{note[0].upper()}{note[1:]}")
         return
     entry = next((e for e in entries if e.revision == revision), None)
     if entry is None:

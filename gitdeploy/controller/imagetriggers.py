@@ -204,6 +204,7 @@ class ImageTriggers:
             self.images,
             suspended=snapshot.record.triggers_suspended,
             running=newest.template if newest is not None else None,
+            running_hash=newest.state.template_hash if newest is not None else "",
         )
 
     def note(self, app: App, decision: ImageDecision) -> str:

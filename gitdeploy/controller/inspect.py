@@ -24,6 +24,7 @@ from gitdeploy.core.observed import (
 )
 from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_record
 from gitdeploy.core.recovery import revision_entry_of
+from gitdeploy.core.rollback import suspension_note
 from gitdeploy.core.syncstate import Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import DamagedRecordError, NotFoundError
@@ -46,6 +47,8 @@ class AppView:
     health: str
     message: str
     location: str
+    triggers_suspended: bool = False
+    """A rollback suspended the app's image triggers (the message says how to resume them)."""
 
 
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
@@ -107,6 +110,9 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
         ready = sum(rs.state.ready for rs in replica_sets)
         if current is not None and phase == Outcome.COMPLETE.value:
             sync, health, message = _live(current, replica_sets, desired, ready, (sync, health, message))
+        note = suspension_note(key, record)
+        if note and note not in message:
+            message = f"{message}; {note}" if message else note
         problem = damaged.get(key)
         if problem is not None:
             sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
@@ -124,6 +130,7 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
                 health=health,
                 message=message,
                 location=status.location if status is not None else "",
+                triggers_suspended=record.triggers_suspended,
             )
         )
     return views
@@ -143,8 +150,9 @@ def _live(
     return live_verdict(*stored, drift=drift, ready=ready, desired=desired)
 
 
-def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
-    """The app's revisions, oldest first: the record's log plus a rollout still in flight."""
+def revision_history(cluster: Cluster, key: AppKey) -> tuple[list[RevisionEntry], AppRecord]:
+    """The app's revisions, oldest first: the record's log plus a rollout still in flight; and the
+    record (its control state: pin, suspended triggers)."""
     stored = cluster.read_app_record(key.namespace, key.name)
     record = load_record(key.namespace, key.name, stored.payload) if stored is not None else AppRecord()
     replica_sets = cluster.list_replica_sets(key.namespace, key.name)
@@ -160,15 +168,13 @@ def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
             entries[revision] = revision_entry_of(
                 rs, record.outcome_of(revision, rs.annotation(PHASE_ANNOTATION))
             )
-    return [entries[r] for r in sorted(entries)]
+    return [entries[r] for r in sorted(entries)], record
 
 
 def progress_at_commit(cluster: Cluster, key: AppKey, sha: str) -> tuple[AppView, CommitProgress]:
     """How far ``key`` is at commit ``sha`` (:func:`~gitdeploy.core.commitwait.commit_progress`),
     with its view as ``status`` shows it."""
-    entries = revision_history(cluster, key)
-    stored = cluster.read_app_record(key.namespace, key.name)
-    record = load_record(key.namespace, key.name, stored.payload) if stored is not None else AppRecord()
+    entries, record = revision_history(cluster, key)
     [view] = list_app_views(cluster, key.namespace, key.name) or [_empty_view(key)]
     return view, commit_progress(sha, entries, record.status, (view.sync, view.health))
 

@@ -67,9 +67,16 @@ def decide_images(
     *,
     suspended: bool,
     running: PodTemplate | None,
+    running_hash: str,
 ) -> ImageDecision:
     """Apply the module's rules. ``tag_images`` maps ``ns/stream:tag`` to the tag's current image;
-    ``running`` is the newest revision's template (``None`` when the app never ran)."""
+    ``running`` is the newest revision's template (``None`` when the app never ran) and
+    ``running_hash`` its template hash.
+
+    Whether only images changed is decided by the hash, not by comparing templates: a real API
+    server stores a ReplicaSet's template with its defaults filled in (``imagePullPolicy``,
+    ``terminationMessagePath``, ``dnsPolicy``...), so the template that runs never equals git's;
+    git's template with the running images is what gitdeploy wrote, and hashes as the running one."""
     triggers = app.triggers.image_change
     if not triggers:
         return ImageDecision(app)
@@ -93,8 +100,9 @@ def decide_images(
     template = replace_images(app.template, chosen)
     decided = dataclasses.replace(app, template=template, template_hash=template_hash(template))
     cause = Cause.CONFIG_CHANGE.value
-    only_images = running is not None and replace_images(running, chosen) == template
-    if only_images and running is not None and template != comparable(running):
+    as_running = replace_images(app.template, {n: running_images[n] for n in chosen if n in running_images})
+    only_images = running is not None and template_hash(as_running) == running_hash
+    if only_images and decided.template_hash != running_hash:
         cause = Cause.IMAGE_CHANGE.value
     return ImageDecision(decided, cause, tuple(waiting), tuple(followed))
 

@@ -86,8 +86,9 @@ class LiveInputs:
 
 def kept_trigger_images(head: App, running: PodTemplate, *, suspended: bool) -> App:
     """``head`` as the loop deploys it when no stream tag moved: containers an ImageChange trigger
-    names keep the image they run (:func:`gitdeploy.core.imagetriggers.decide_images`)."""
-    return decide_images(head, {}, suspended=suspended, running=running).app
+    names keep the image they run (:func:`gitdeploy.core.imagetriggers.decide_images`; no tag
+    moves, so the cause, and with it the running hash, does not matter)."""
+    return decide_images(head, {}, suspended=suspended, running=running, running_hash="").app
 
 
 def find_drift(app: RunningApp) -> tuple[str, ...]:

@@ -802,8 +802,12 @@ class _Pass:
         )
 
     def hook_gate(self, phase: str, hook: Hook | None, status: DeploymentStatus) -> Step | None:
-        """None when the hook is absent or done; otherwise the Step to return this pass."""
-        if hook is None or self.new is None:
+        """None when the hook is absent or done; otherwise the Step to return this pass.
+
+        An automatic rollback runs no hooks: like OpenShift scaling the last good deployment back up,
+        it restores what ran, and the hooks (the failed revision's strategy) are what just failed; a
+        failed mid hook would otherwise fail the rollback too, with every old pod already stopped."""
+        if hook is None or self.new is None or self.target.cause == Cause.AUTO_ROLLBACK.value:
             return None
         verdict, requeue = self.run_hook(phase, hook, self.target.template)
         if verdict.verdict.done:

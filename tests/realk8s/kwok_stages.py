@@ -11,7 +11,9 @@ stage's delay. These stages give the behaviour the tests rely on:
 - ``pod-exit-*``: a pod that never restarts (hook and deployer pods) ends after ``pod_ready_seconds``
   by the ``EXIT_CODE`` variable of its first container: unset or ``0`` → Succeeded, another number →
   Failed with that exit code, ``hang`` → runs until it is deleted (or its deadline kills it); a
-  ``RUN_FOR`` variable (a Go duration, e.g. ``200ms``) of its first container sets how long it runs;
+  ``RUN_FOR`` variable (a Go duration, e.g. ``200ms``) of its first container sets how long it runs; a
+  ``SUCCEED_ON_ATTEMPT`` variable equal to the pod's ``gitdeploy.io/attempt`` annotation makes that
+  attempt succeed whatever ``EXIT_CODE`` says (a Retry hook that fails, then succeeds);
 - ``pod-delete``: a deleted pod stays Terminating until its ``deletionTimestamp`` (its grace period),
   then goes, as a kubelet removes it once its containers stopped.
 
@@ -23,10 +25,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gitdeploy.core.observed import ATTEMPT_ANNOTATION
+
 NODE_COUNT = 3
 EXIT_CODE_VAR = "EXIT_CODE"
 HANG = "hang"
 RUN_FOR_VAR = "RUN_FOR"
+SUCCEED_ON_ATTEMPT_VAR = "SUCCEED_ON_ATTEMPT"
 
 _NOT_DELETING: dict[str, Any] = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
 _EXIT_CODE = f'.spec.containers.[0].env.[]? | select(.name == "{EXIT_CODE_VAR}") | .value'
@@ -119,6 +124,11 @@ _EXITED = """\
 _CODE = (
     '{{ $code := "0" }}{{ range (index .spec.containers 0).env }}'
     f'{{{{ if eq .name "{EXIT_CODE_VAR}" }}}}{{{{ $code = .value }}}}{{{{ end }}}}{{{{ end }}}}\n'
+    "{{ range (index .spec.containers 0).env }}"
+    f'{{{{ if eq .name "{SUCCEED_ON_ATTEMPT_VAR}" }}}}'
+    f'{{{{ if eq .value (index $.metadata.annotations "{ATTEMPT_ANNOTATION}") }}}}'
+    '{{ $code = "0" }}{{ end }}'
+    "{{ end }}{{ end }}\n"
 )
 
 

@@ -14,6 +14,7 @@ from gitdeploy.core import (
     pruning,
     records,
     recovery,
+    rollback,
     rollout,
     syncstate,
     timestamps,
@@ -22,7 +23,7 @@ from gitdeploy.core import (
 
 @pytest.mark.parametrize(
     "module",
-    [commitwait, drift, hooks, pruning, records, recovery, rollout, syncstate, timestamps],
+    [commitwait, drift, hooks, pruning, records, recovery, rollback, rollout, syncstate, timestamps],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples(module: ModuleType) -> None:
