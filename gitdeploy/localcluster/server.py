@@ -38,7 +38,7 @@ from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
 from gitdeploy.localcluster.stats import RequestStats
 from gitdeploy.localcluster.store import Store, dumps
-from gitdeploy.localcluster.tables import to_table, wants_table
+from gitdeploy.localcluster.tables import TableRequest, table_event, table_request, to_table, without_headers
 from gitdeploy.localcluster.tlscert import ensure_certificate
 from gitdeploy.localcluster.watch import ListResult, Query, list_objects, watch_events
 from gitdeploy.localcluster.writegate import GatePhase, WriteGate
@@ -274,15 +274,17 @@ class _Handler(BaseHTTPRequestHandler):
                 else None,
                 continue_token=query.get("continue") or None,
             )
-            self._send_list(cluster, route.resource, result)
+            self._send_list(cluster, route.resource, result, self._table_request(query))
         elif verb == "get" and route.subresource == "log":
             self._send(200, registry.pod_log(namespace, str(route.name)).encode(), "text/plain")
         elif verb == "get" and route.subresource == "scale":
             self._send_json(200, registry.get_scale(namespace, str(route.name)))
         elif verb == "get":
             obj = registry.get(route.resource, namespace, str(route.name))
-            if wants_table(self.fields.get("accept", "")):
-                self._send_json(200, to_table(route.resource, [obj], cluster.clock.now(), {}))
+            table = self._table_request(query)
+            if table is not None:
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                self._send_json(200, to_table(route.resource, [obj], cluster.clock.now(), meta, table))
             else:
                 self._send_json(200, obj)
         else:
@@ -363,14 +365,20 @@ class _Handler(BaseHTTPRequestHandler):
             return discovery.api_resource_list(f"{parts[1]}/{parts[2]}")
         return None
 
-    def _send_list(self, cluster: LocalCluster, resource: ResourceType, result: ListResult) -> None:
-        if wants_table(self.fields.get("accept", "")):
+    def _table_request(self, query: dict[str, str]) -> TableRequest | None:
+        return table_request(self.fields.get("accept", ""), query.get("includeObject"))
+
+    def _send_list(
+        self, cluster: LocalCluster, resource: ResourceType, result: ListResult, table: TableRequest | None
+    ) -> None:
+        if table is not None:
             items = [json.loads(body) for body in result.bodies]
-            self._send_json(200, to_table(resource, items, cluster.clock.now(), result.list_meta()))
+            self._send_json(200, to_table(resource, items, cluster.clock.now(), result.list_meta(), table))
         else:
             self._send(200, result.to_json(resource).encode())
 
     def _watch(self, cluster: LocalCluster, route: Route, query: dict[str, str]) -> None:
+        table = self._table_request(query)
         timeout = float(query.get("timeoutSeconds") or _DEFAULT_WATCH_SECONDS)
         deadline = threading.Event()
         timer = threading.Timer(timeout, deadline.set)
@@ -391,7 +399,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             pending = [first] if first is not None else []
-            for line in itertools.chain(pending, events):
+            for event in itertools.chain(pending, events):
+                line = event
+                if table is not None:  # a Table per event, as kubectl get -w asks
+                    line = table_event(route.resource, event, cluster.clock.now(), table)
+                    table = without_headers(table)
                 self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")

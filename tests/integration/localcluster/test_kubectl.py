@@ -1,0 +1,223 @@
+"""A real kubectl (the one ``scripts/realk8s`` builds) against the embedded cluster, as a user
+watching a rollout runs it: the server's columns (and ``-o wide``), watches that keep their columns,
+``--sort-by``, ``auth can-i``, ``get all``.
+
+The cluster runs in process on the fake clock, over HTTPS (kubectl sends no token over plain HTTP);
+a missing kubectl fails these tests (``scripts/test`` builds it first), it never skips them.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as kubernetes_client
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.localcluster import LocalCluster, SimulationConfig
+from gitdeploy.localcluster.timefmt import format_time
+from tests.fixtures.cluster import POD_START_SECONDS, api_client_for
+from tests.realk8s.controlplane import REALK8S
+
+client: Any = kubernetes_client
+NS = "default"
+_LINE_TIMEOUT = 60.0  # a guard against a hang, not a measurement
+
+
+def _kubectl_path() -> Path:
+    found = subprocess.run([str(REALK8S), "bin"], capture_output=True, text=True, check=False)
+    path = Path(found.stdout.strip()) / "kubectl"
+    if found.returncode != 0 or not path.is_file():
+        pytest.fail(f"no kubectl at {path}: run scripts/realk8s build (scripts/test does) {found.stderr}")
+    return path
+
+
+@pytest.fixture
+def tls_cluster(
+    tmp_path_factory: pytest.TempPathFactory, fake_clock: FakeClock, simulation_config: SimulationConfig
+) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(
+        tmp_path_factory.mktemp("cluster"), clock=fake_clock, config=simulation_config, tls=True
+    )
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+class Kubectl:
+    """kubectl with the embedded cluster's kubeconfig."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.binary = _kubectl_path()
+        self.env = {
+            **{k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
+            "KUBECONFIG": str(cluster.kubeconfig_path),
+            "HOME": str(cluster.state_dir),  # its own discovery cache
+        }
+
+    def run(self, *args: str, stdin: str | None = None, expect: int = 0) -> str:
+        done = subprocess.run(
+            [str(self.binary), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == expect, f"kubectl {' '.join(args)}: {done.stdout}{done.stderr}"
+        return done.stdout
+
+    def watch(self, *args: str) -> Watching:
+        process = subprocess.Popen(
+            [str(self.binary), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=self.env,
+        )
+        return Watching(process)
+
+
+class Watching:
+    """A running ``kubectl get -w``: its output, line by line."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def next_line(self) -> str:
+        try:
+            return self.lines.get(timeout=_LINE_TIMEOUT)
+        except queue.Empty:
+            pytest.fail("kubectl printed nothing more")
+
+    def until(self, wanted: str) -> list[str]:
+        """Lines up to and including the first with ``wanted`` in it."""
+        seen = [self.next_line()]
+        while wanted not in seen[-1]:
+            seen.append(self.next_line())
+        return seen
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def kubectl(tls_cluster: LocalCluster) -> Kubectl:
+    return Kubectl(tls_cluster)
+
+
+@pytest.fixture
+def api(tls_cluster: LocalCluster) -> Iterator[Any]:
+    api_client = api_client_for(tls_cluster)
+    try:
+        yield api_client
+    finally:
+        api_client.close()
+
+
+def _replica_set(name: str, replicas: int, image: str = "nginx:1") -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "web", "image": image}]},
+            },
+        },
+    }
+
+
+def _cells(line: str) -> list[str]:
+    return line.split()
+
+
+def test_watch_replica_sets_keeps_the_columns(kubectl: Kubectl, api: Any) -> None:
+    apps = client.AppsV1Api(api)
+    apps.create_namespaced_replica_set(NS, _replica_set("web", 2))
+    watching = kubectl.watch("get", "rs", "-n", NS, "-w")
+    try:
+        first = watching.until("web")
+        assert _cells(first[0]) == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+        apps.patch_namespaced_replica_set_scale("web", NS, {"spec": {"replicas": 5}})
+        later = watching.until("web")
+        row = _cells(later[-1])
+        assert row[:2] == ["web", "5"], later  # a row with the columns, not "replicaset.apps/web"
+        assert len(row) == 5, later
+    finally:
+        watching.stop()
+
+
+def test_watch_pods_keeps_the_columns(kubectl: Kubectl, api: Any, fake_clock: FakeClock) -> None:
+    client.AppsV1Api(api).create_namespaced_replica_set(NS, _replica_set("web", 1))
+    watching = kubectl.watch("get", "pods", "-n", NS, "-w")
+    try:
+        first = watching.until("web-")
+        assert _cells(first[0]) == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        assert _cells(first[-1])[1:3] == ["0/1", "ContainerCreating"], first
+        fake_clock.advance(POD_START_SECONDS + 1)
+        later = watching.until("Running")
+        assert _cells(later[-1])[1:4] == ["1/1", "Running", "0"], later
+    finally:
+        watching.stop()
+
+
+def test_wide_columns_of_pods_and_replica_sets(kubectl: Kubectl, api: Any) -> None:
+    client.AppsV1Api(api).create_namespaced_replica_set(NS, _replica_set("web", 1, image="nginx:1.27"))
+    rs_lines = kubectl.run("get", "rs", "-n", NS, "-o", "wide").splitlines()
+    assert _cells(rs_lines[0]) == [
+        "NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"
+    ]  # fmt: skip
+    assert _cells(rs_lines[1])[0] == "web"
+    assert _cells(rs_lines[1])[-3:] == ["web", "nginx:1.27", "app=web"]
+    pod_lines = kubectl.run("get", "pods", "-n", NS, "-o", "wide").splitlines()
+    assert pod_lines[0].split() == [
+        "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES"
+    ]  # fmt: skip
+    assert _cells(pod_lines[1])[0].startswith("web-")
+    assert _cells(pod_lines[1])[-2:] == ["<none>", "<none>"]
+    plain = kubectl.run("get", "rs", "-n", NS).splitlines()
+    assert _cells(plain[0]) == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+
+
+def test_events_sorted_by_last_timestamp(kubectl: Kubectl, api: Any, fake_clock: FakeClock) -> None:
+    core = client.CoreV1Api(api)
+    for name, reason, at in (("late", "Second", 20.0), ("early", "First", 0.0), ("mid", "Middle", 10.0)):
+        stamp = format_time(fake_clock.now() - 100 + at)
+        core.create_namespaced_event(
+            NS,
+            {
+                "metadata": {"name": name},
+                "involvedObject": {"kind": "ReplicaSet", "name": "web", "namespace": NS},
+                "reason": reason,
+                "message": f"the {name} one",
+                "type": "Normal",
+                "firstTimestamp": stamp,
+                "lastTimestamp": stamp,
+            },
+        )
+    lines = kubectl.run("get", "events", "-n", NS, "--sort-by=.lastTimestamp").splitlines()
+    assert _cells(lines[0]) == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert [_cells(line)[2] for line in lines[1:]] == ["First", "Middle", "Second"]
+    assert _cells(lines[1])[3] == "replicaset/web"
+    newest_first = kubectl.run("get", "events", "-n", NS, "--sort-by=.metadata.name").splitlines()
+    assert [_cells(line)[2] for line in newest_first[1:]] == ["First", "Second", "Middle"]
