@@ -31,9 +31,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from gitdeploy.clock import Clock, SystemClock
 from gitdeploy.localcluster import discovery
+from gitdeploy.localcluster.access import ACCESS_REVIEW_PATH, ROLE_SUBJECT, authorise, review_access
 from gitdeploy.localcluster.apierrors import ApiError, status_object
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.kubeconfig import load_or_create_token, write_kubeconfig
+from gitdeploy.localcluster.protowire import PROTOBUF, access_review_from_protobuf
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
 from gitdeploy.localcluster.stats import RequestStats
@@ -43,7 +45,7 @@ from gitdeploy.localcluster.tlscert import ensure_certificate
 from gitdeploy.localcluster.watch import ListResult, Query, list_objects, watch_events
 from gitdeploy.localcluster.writegate import GatePhase, WriteGate
 
-__all__ = ["LocalCluster", "Route", "parse_route"]
+__all__ = ["ROLE_SUBJECT", "LocalCluster", "Route", "parse_route"]
 
 LOOPBACK = "127.0.0.1"
 _DEFAULT_WATCH_SECONDS = 1800
@@ -65,24 +67,6 @@ class Route:
     def resource_label(self) -> str:
         """``replicasets`` or ``replicasets/scale``, as counted in the request stats."""
         return f"{self.resource.plural}/{self.subresource}" if self.subresource else self.resource.plural
-
-
-ROLE_SUBJECT = "system:serviceaccount:gitdeploy:gitdeploy"
-
-
-def _authorise(role_namespaces: frozenset[str] | None, verb: str, route: Route) -> None:
-    """403 Forbidden, in the API server's words, for a request outside the namespaces a Role binds."""
-    if role_namespaces is None or (route.resource.namespaced and route.namespace in role_namespaces):
-        return
-    scope = "at the cluster scope" if route.namespace is None else f'in the namespace "{route.namespace}"'
-    plural = route.resource_label
-    raise ApiError(
-        403,
-        "Forbidden",
-        f'{plural} is forbidden: User "{ROLE_SUBJECT}" cannot {verb} resource "{plural}" '
-        f'in API group "{route.resource.group}" {scope}',
-        details={"kind": route.resource.plural},
-    )
 
 
 def parse_route(path: str) -> Route | None:
@@ -213,10 +197,14 @@ class _Handler(BaseHTTPRequestHandler):
         stored = self.server.cluster.store.encoded(value) if isinstance(value, dict) else None
         self._send(code, (stored or dumps(value)).encode())
 
-    def _read_body(self) -> Any:
+    def _read_raw(self) -> bytes:
         length = int(self.fields.get("content-length") or 0)
         raw = self.rfile.read(length) if length and not self._body_read else b""
         self._body_read = True
+        return raw
+
+    def _read_body(self) -> Any:
+        raw = self._read_raw()
         if not raw:
             return None
         try:
@@ -252,12 +240,25 @@ class _Handler(BaseHTTPRequestHandler):
             cluster.stats.record("get", "discovery")
             self._send_json(200, document)
             return
+        if path.rstrip("/") == ACCESS_REVIEW_PATH and method == "POST":
+            cluster.stats.record("create", "selfsubjectaccessreviews")
+            protobuf = self.fields.get("content-type", "").startswith(PROTOBUF)  # kubectl sends it so
+            review = access_review_from_protobuf(self._read_raw()) if protobuf else self._read_body()
+            self._send_json(201, review_access(cluster.role_namespaces, review))
+            return
         route = parse_route(path)
         if route is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = self._verb(method, route, query)
         cluster.stats.record(verb, route.resource_label)
-        _authorise(cluster.role_namespaces, verb, route)
+        authorise(
+            cluster.role_namespaces,
+            verb,
+            route.resource_label,
+            route.resource.group,
+            route.resource.namespaced,
+            route.namespace,
+        )
         cluster.registry.materialise()
         registry = cluster.registry
         namespace = route.namespace or ""

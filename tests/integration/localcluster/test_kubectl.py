@@ -221,3 +221,22 @@ def test_events_sorted_by_last_timestamp(kubectl: Kubectl, api: Any, fake_clock:
     assert _cells(lines[1])[3] == "replicaset/web"
     newest_first = kubectl.run("get", "events", "-n", NS, "--sort-by=.metadata.name").splitlines()
     assert [_cells(line)[2] for line in newest_first[1:]] == ["First", "Second", "Middle"]
+
+
+def test_auth_can_i_as_admin_and_as_the_role(kubectl: Kubectl, tls_cluster: LocalCluster) -> None:
+    assert kubectl.run("auth", "can-i", "delete", "replicasets", "-n", NS).strip() == "yes"
+    assert kubectl.run("auth", "can-i", "list", "pods", "--all-namespaces").strip() == "yes"
+    tls_cluster.role_namespaces = frozenset({"shop"})
+    assert kubectl.run("auth", "can-i", "patch", "rs", "-n", "shop").strip() == "yes"
+    assert kubectl.run("auth", "can-i", "patch", "rs", "-n", NS, expect=1).strip() == "no"
+    assert kubectl.run("auth", "can-i", "list", "namespaces", expect=1).strip() == "no"
+    assert kubectl.run("auth", "can-i", "list", "pods", "-A", expect=1).strip() == "no"
+
+
+def test_get_all_lists_pods_and_replica_sets(kubectl: Kubectl, api: Any) -> None:
+    client.AppsV1Api(api).create_namespaced_replica_set(NS, _replica_set("web", 2))
+    client.CoreV1Api(api).create_namespaced_config_map(NS, {"metadata": {"name": "not-in-all"}})
+    shown = kubectl.run("get", "all", "-n", NS)
+    names = [_cells(line)[0] for line in shown.splitlines() if line and not line.startswith("NAME")]
+    assert sorted(name.split("-")[0] for name in names) == ["pod/web", "pod/web", "replicaset.apps/web"]
+    assert "not-in-all" not in shown
