@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from gitdeploy.clock import Clock, SystemClock
-from gitdeploy.localcluster import discovery
+from gitdeploy.localcluster import discovery, openapidocs
 from gitdeploy.localcluster.access import ACCESS_REVIEW_PATH, ROLE_SUBJECT, authorise, review_access
 from gitdeploy.localcluster.apierrors import ApiError, status_object
 from gitdeploy.localcluster.config import SimulationConfig
@@ -235,6 +235,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path.startswith("/gitdeploy/v1/"):
             self._gitdeploy(cluster, method, path)
             return
+        if path.startswith(openapidocs.PREFIX) and method == "GET":
+            self._openapi(cluster, path)
+            return
         document = self._discovery(path) if method == "GET" else None
         if document is not None:
             cluster.stats.record("get", "discovery")
@@ -347,6 +350,16 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "DELETE":
             return "delete" if route.name is not None else "deletecollection"
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on this path")
+
+    def _openapi(self, cluster: LocalCluster, path: str) -> None:
+        cluster.stats.record("get", "openapi")
+        if path.rstrip("/") == openapidocs.PREFIX:
+            self._send_json(200, openapidocs.index())
+            return
+        body = openapidocs.document(path)
+        if body is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        self._send(200, body)
 
     def _discovery(self, path: str) -> dict[str, Any] | None:
         clean = "/" + path.strip("/")

@@ -240,3 +240,36 @@ def test_get_all_lists_pods_and_replica_sets(kubectl: Kubectl, api: Any) -> None
     names = [_cells(line)[0] for line in shown.splitlines() if line and not line.startswith("NAME")]
     assert sorted(name.split("-")[0] for name in names) == ["pod/web", "pod/web", "replicaset.apps/web"]
     assert "not-in-all" not in shown
+
+
+_APPLIED = """
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web, namespace: default}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx:1}]}
+"""
+
+
+def test_apply_validates_against_the_served_openapi(kubectl: Kubectl, api: Any) -> None:
+    assert "replicaset.apps/web created" in kubectl.run(
+        "apply", "-f", "-", stdin=_APPLIED.replace("REPLICAS", "2")
+    )
+    assert "replicaset.apps/web configured" in kubectl.run(
+        "apply", "-f", "-", stdin=_APPLIED.replace("REPLICAS", "3")
+    )
+    assert client.AppsV1Api(api).read_namespaced_replica_set("web", NS).spec.replicas == 3
+    diff = kubectl.run("apply", "-f", "-", "--dry-run=client", stdin=_APPLIED.replace("REPLICAS", "3"))
+    assert "replicaset.apps/web unchanged" in diff
+
+
+def test_explain_replica_set(kubectl: Kubectl) -> None:
+    explained = kubectl.run("explain", "rs.spec.replicas")
+    assert "KIND:       ReplicaSet" in explained
+    assert "FIELD: replicas <integer>" in explained
+    fields = kubectl.run("explain", "pods.spec")
+    assert "terminationGracePeriodSeconds\t<integer>" in fields
