@@ -303,6 +303,8 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> tuple[int, Any]:
         """Apply a create, update, patch, delete or deletecollection: the status code and body."""
         registry, namespace = cluster.registry, route.namespace or ""
+        if query.get("fieldValidation") == "Strict" and verb in ("create", "update", "patch"):
+            self._refuse_unknown_fields(route, body)
         if verb == "create":
             return 201, registry.create(route.resource, namespace, body)
         if verb == "update":
@@ -332,6 +334,20 @@ class _Handler(BaseHTTPRequestHandler):
         )
         items = {"kind": f"{route.resource.kind}List", "apiVersion": route.resource.api_version}
         return 200, {**items, "metadata": {}, "items": removed}
+
+    def _refuse_unknown_fields(self, route: Route, body: Any) -> None:
+        """400, as kube-apiserver answers ``fieldValidation=Strict`` (kubectl apply's default)
+        for a body with fields its kind does not have."""
+        if route.subresource or "json-patch" in self.fields.get("content-type", ""):
+            return
+        resource = route.resource
+        unknown = openapidocs.unknown_fields(resource.group, resource.version, resource.kind, body)
+        if unknown:
+            fields = ", ".join(f'unknown field "{field}"' for field in unknown)
+            raise ApiError.bad_request(
+                f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+                f"{resource.kind}: strict decoding error: {fields}"
+            )
 
     @staticmethod
     def _verb(method: str, route: Route, query: dict[str, str]) -> str:

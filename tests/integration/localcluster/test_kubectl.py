@@ -62,6 +62,7 @@ class Kubectl:
             "KUBECONFIG": str(cluster.kubeconfig_path),
             "HOME": str(cluster.state_dir),  # its own discovery cache
         }
+        self.last_stderr = ""
 
     def run(self, *args: str, stdin: str | None = None, expect: int = 0) -> str:
         done = subprocess.run(
@@ -74,6 +75,7 @@ class Kubectl:
             check=False,
         )
         assert done.returncode == expect, f"kubectl {' '.join(args)}: {done.stdout}{done.stderr}"
+        self.last_stderr = done.stderr
         return done.stdout
 
     def watch(self, *args: str) -> Watching:
@@ -273,3 +275,15 @@ def test_explain_replica_set(kubectl: Kubectl) -> None:
     assert "FIELD: replicas <integer>" in explained
     fields = kubectl.run("explain", "pods.spec")
     assert "terminationGracePeriodSeconds\t<integer>" in fields
+
+
+def test_apply_refuses_unknown_fields_as_kube_apiserver(kubectl: Kubectl, api: Any) -> None:
+    typo = _APPLIED.replace("image: nginx:1", "imagePullPolcy: Always, image: nginx:1")
+    refused = kubectl.run("apply", "-f", "-", stdin=typo.replace("REPLICAS", "2"), expect=1)
+    assert refused == ""
+    assert "cannot be handled as a ReplicaSet: strict decoding error: unknown field" in kubectl.last_stderr
+    assert 'unknown field "spec.template.spec.containers[0].imagePullPolcy"' in kubectl.last_stderr
+    kubectl.run("apply", "-f", "-", stdin=_APPLIED.replace("REPLICAS", "2"))
+    kubectl.run("apply", "-f", "-", stdin=typo.replace("REPLICAS", "4"), expect=1)
+    assert "imagePullPolcy" in kubectl.last_stderr  # the patch is refused too
+    assert client.AppsV1Api(api).read_namespaced_replica_set("web", NS).spec.replicas == 2
