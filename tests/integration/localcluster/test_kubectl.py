@@ -8,10 +8,13 @@ a missing kubectl fails these tests (``scripts/test`` builds it first), it never
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import subprocess
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -287,3 +290,48 @@ def test_apply_refuses_unknown_fields_as_kube_apiserver(kubectl: Kubectl, api: A
     kubectl.run("apply", "-f", "-", stdin=typo.replace("REPLICAS", "4"), expect=1)
     assert "imagePullPolcy" in kubectl.last_stderr  # the patch is refused too
     assert client.AppsV1Api(api).read_namespaced_replica_set("web", NS).spec.replicas == 2
+
+
+_TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def _http_get(cluster: LocalCluster, path: str, accept: str = _TABLE) -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        f"{cluster.url}{path}", headers={"Authorization": f"Bearer {cluster.token}", "Accept": accept}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status), bytes(response.read())
+    except urllib.error.HTTPError as problem:
+        return int(problem.code), bytes(problem.read())
+
+
+def test_a_table_watch_sends_tables_with_the_columns_once(
+    embedded_cluster: LocalCluster, kube_client: Any
+) -> None:
+    core = client.CoreV1Api(kube_client)
+    for name in ("a", "b"):
+        core.create_namespaced_config_map(NS, {"metadata": {"name": name}, "data": {"k": "v"}})
+    path = f"/api/v1/namespaces/{NS}/configmaps?watch=1&timeoutSeconds=0&includeObject=Object"
+    status, body = _http_get(embedded_cluster, path)
+    assert status == 200
+    events = [json.loads(line) for line in body.splitlines()]
+    assert [event["type"] for event in events] == ["ADDED", "ADDED"]
+    tables = [event["object"] for event in events]
+    assert [table["kind"] for table in tables] == ["Table", "Table"]
+    assert [c["name"] for c in tables[0]["columnDefinitions"]] == ["Name", "Data", "Age"]
+    assert tables[1]["columnDefinitions"] == []
+    assert [table["rows"][0]["cells"][:2] for table in tables] == [["a", 1], ["b", 1]]
+    assert tables[1]["rows"][0]["object"]["data"] == {"k": "v"}
+    assert (
+        tables[1]["metadata"]["resourceVersion"]
+        == tables[1]["rows"][0]["object"]["metadata"]["resourceVersion"]
+    )
+    plain = json.loads(_http_get(embedded_cluster, path, accept="application/json")[1].splitlines()[0])
+    assert plain["object"]["kind"] == "ConfigMap"  # no Table unless asked for
+
+
+def test_an_unknown_include_object_is_a_bad_request(embedded_cluster: LocalCluster) -> None:
+    status, body = _http_get(embedded_cluster, f"/api/v1/namespaces/{NS}/configmaps?includeObject=All")
+    assert status == 400
+    assert b'unrecognized includeObject value: \\"All\\"' in body
