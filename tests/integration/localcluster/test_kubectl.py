@@ -2,139 +2,38 @@
 watching a rollout runs it: the server's columns (and ``-o wide``), watches that keep their columns,
 ``--sort-by``, ``auth can-i``, ``get all``.
 
-The cluster runs in process on the fake clock, over HTTPS (kubectl sends no token over plain HTTP);
-a missing kubectl fails these tests (``scripts/test`` builds it first), it never skips them.
+The cluster runs in process on the fake clock, over HTTPS (tests/fixtures/kubectl.py); a missing
+kubectl fails these tests (``scripts/test`` builds it first), it never skips them.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
-import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client as kubernetes_client
 
 from gitdeploy.clock import FakeClock
-from gitdeploy.localcluster import LocalCluster, SimulationConfig
+from gitdeploy.localcluster import LocalCluster
 from gitdeploy.localcluster.timefmt import format_time
-from tests.fixtures.cluster import POD_START_SECONDS, api_client_for
-from tests.realk8s.controlplane import REALK8S
+from tests.fixtures.cluster import POD_START_SECONDS
+from tests.fixtures.kubectl import Kubectl
 
 client: Any = kubernetes_client
 NS = "default"
-_LINE_TIMEOUT = 60.0  # a guard against a hang, not a measurement
-
-
-def _kubectl_path() -> Path:
-    found = subprocess.run([str(REALK8S), "bin"], capture_output=True, text=True, check=False)
-    path = Path(found.stdout.strip()) / "kubectl"
-    if found.returncode != 0 or not path.is_file():
-        pytest.fail(f"no kubectl at {path}: run scripts/realk8s build (scripts/test does) {found.stderr}")
-    return path
 
 
 @pytest.fixture
-def tls_cluster(
-    tmp_path_factory: pytest.TempPathFactory, fake_clock: FakeClock, simulation_config: SimulationConfig
-) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(
-        tmp_path_factory.mktemp("cluster"), clock=fake_clock, config=simulation_config, tls=True
-    )
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-class Kubectl:
-    """kubectl with the embedded cluster's kubeconfig."""
-
-    def __init__(self, cluster: LocalCluster) -> None:
-        self.binary = _kubectl_path()
-        self.env = {
-            **{k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
-            "KUBECONFIG": str(cluster.kubeconfig_path),
-            "HOME": str(cluster.state_dir),  # its own discovery cache
-        }
-        self.last_stderr = ""
-
-    def run(self, *args: str, stdin: str | None = None, expect: int = 0) -> str:
-        done = subprocess.run(
-            [str(self.binary), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == expect, f"kubectl {' '.join(args)}: {done.stdout}{done.stderr}"
-        self.last_stderr = done.stderr
-        return done.stdout
-
-    def watch(self, *args: str) -> Watching:
-        process = subprocess.Popen(
-            [str(self.binary), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=self.env,
-        )
-        return Watching(process)
-
-
-class Watching:
-    """A running ``kubectl get -w``: its output, line by line."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.process = process
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def next_line(self) -> str:
-        try:
-            return self.lines.get(timeout=_LINE_TIMEOUT)
-        except queue.Empty:
-            pytest.fail("kubectl printed nothing more")
-
-    def until(self, wanted: str) -> list[str]:
-        """Lines up to and including the first with ``wanted`` in it."""
-        seen = [self.next_line()]
-        while wanted not in seen[-1]:
-            seen.append(self.next_line())
-        return seen
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
+def kubectl(embedded_kubectl: Kubectl) -> Kubectl:
+    return embedded_kubectl
 
 
 @pytest.fixture
-def kubectl(tls_cluster: LocalCluster) -> Kubectl:
-    return Kubectl(tls_cluster)
-
-
-@pytest.fixture
-def api(tls_cluster: LocalCluster) -> Iterator[Any]:
-    api_client = api_client_for(tls_cluster)
-    try:
-        yield api_client
-    finally:
-        api_client.close()
+def api(tls_kube_client: Any) -> Any:
+    return tls_kube_client
 
 
 def _replica_set(name: str, replicas: int, image: str = "nginx:1") -> dict[str, Any]:
