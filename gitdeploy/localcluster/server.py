@@ -34,8 +34,9 @@ from gitdeploy.localcluster import discovery, openapidocs
 from gitdeploy.localcluster.access import ACCESS_REVIEW_PATH, ROLE_SUBJECT, authorise, review_access
 from gitdeploy.localcluster.apierrors import ApiError, status_object
 from gitdeploy.localcluster.config import SimulationConfig
+from gitdeploy.localcluster.fieldvalidation import refuse_unknown_fields
 from gitdeploy.localcluster.kubeconfig import load_or_create_token, write_kubeconfig
-from gitdeploy.localcluster.protowire import PROTOBUF, access_review_from_protobuf
+from gitdeploy.localcluster.protowire import PROTOBUF, access_review_from_protobuf, object_from_protobuf
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
 from gitdeploy.localcluster.stats import RequestStats
@@ -212,6 +213,12 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as problem:
             raise ApiError.bad_request(f"the request body is not JSON: {problem}") from problem
 
+    def _read_write_body(self, route: Route) -> Any:
+        """A write's body: JSON, or protobuf for the few kinds kubectl's typed client sends so."""
+        if self.fields.get("content-type", "").startswith(PROTOBUF):
+            return object_from_protobuf(route.resource.kind, self._read_raw())
+        return self._read_body()
+
     def _dispatch(self, method: str) -> None:
         cluster = self.server.cluster
         url = urlsplit(self.path)
@@ -293,7 +300,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, obj)
         else:
             label = f"{verb} {route.resource_label} {namespace}/{route.name or ''}"
-            body = self._read_body()  # before the gate: a dropped write leaves no bytes unread
+            body = self._read_write_body(route)  # before the gate: a dropped write leaves no bytes unread
             with cluster.write_gate.passage(label, route.namespace):
                 code, answer = self._write(cluster, verb, route, query, body)
             self._send_json(code, answer)
@@ -303,8 +310,9 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> tuple[int, Any]:
         """Apply a create, update, patch, delete or deletecollection: the status code and body."""
         registry, namespace = cluster.registry, route.namespace or ""
-        if query.get("fieldValidation") == "Strict" and verb in ("create", "update", "patch"):
-            self._refuse_unknown_fields(route, body)
+        strict = query.get("fieldValidation") == "Strict" and not route.subresource
+        if strict and verb in ("create", "update", "patch"):
+            refuse_unknown_fields(route.resource, verb, self.fields.get("content-type", ""), body)
         if verb == "create":
             return 201, registry.create(route.resource, namespace, body)
         if verb == "update":
@@ -334,20 +342,6 @@ class _Handler(BaseHTTPRequestHandler):
         )
         items = {"kind": f"{route.resource.kind}List", "apiVersion": route.resource.api_version}
         return 200, {**items, "metadata": {}, "items": removed}
-
-    def _refuse_unknown_fields(self, route: Route, body: Any) -> None:
-        """400, as kube-apiserver answers ``fieldValidation=Strict`` (kubectl apply's default)
-        for a body with fields its kind does not have."""
-        if route.subresource or "json-patch" in self.fields.get("content-type", ""):
-            return
-        resource = route.resource
-        unknown = openapidocs.unknown_fields(resource.group, resource.version, resource.kind, body)
-        if unknown:
-            fields = ", ".join(f'unknown field "{field}"' for field in unknown)
-            raise ApiError.bad_request(
-                f'{resource.kind} in version "{resource.version}" cannot be handled as a '
-                f"{resource.kind}: strict decoding error: {fields}"
-            )
 
     @staticmethod
     def _verb(method: str, route: Route, query: dict[str, str]) -> str:

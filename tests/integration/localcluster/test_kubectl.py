@@ -234,3 +234,16 @@ def test_an_unknown_include_object_is_a_bad_request(embedded_cluster: LocalClust
     status, body = _http_get(embedded_cluster, f"/api/v1/namespaces/{NS}/configmaps?includeObject=All")
     assert status == 400
     assert b'unrecognized includeObject value: \\"All\\"' in body
+
+
+def test_create_namespace_and_configmap_sent_as_protobuf(kubectl: Kubectl, api: Any) -> None:
+    """kubectl's typed client sends these as protobuf, and never retries them as JSON."""
+    assert kubectl.run("create", "namespace", "shop").strip() == "namespace/shop created"
+    created = kubectl.run(
+        "create", "configmap", "settings", "-n", "shop", "--from-literal=a=1", "--from-literal=b=2"
+    )
+    assert created.strip() == "configmap/settings created"
+    stored = client.CoreV1Api(api).read_namespaced_config_map("settings", "shop")
+    assert stored.data == {"a": "1", "b": "2"}
+    kubectl.run("label", "namespace", "shop", "team=web")
+    assert client.CoreV1Api(api).read_namespace("shop").metadata.labels["team"] == "web"
