@@ -301,7 +301,10 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             label = f"{verb} {route.resource_label} {namespace}/{route.name or ''}"
             body = self._read_write_body(route)  # before the gate: a dropped write leaves no bytes unread
-            with cluster.write_gate.passage(label, route.namespace):
+            options = body if verb.startswith("delete") and isinstance(body, dict) else {}
+            dry = query.get("dryRun") == "All" or "All" in (options.get("dryRun") or ())
+            dry_run = cluster.store.dry_run() if dry else contextlib.nullcontext()
+            with cluster.write_gate.passage(label, route.namespace), dry_run:
                 code, answer = self._write(cluster, verb, route, query, body)
             self._send_json(code, answer)
 

@@ -247,3 +247,15 @@ def test_create_namespace_and_configmap_sent_as_protobuf(kubectl: Kubectl, api: 
     assert stored.data == {"a": "1", "b": "2"}
     kubectl.run("label", "namespace", "shop", "team=web")
     assert client.CoreV1Api(api).read_namespace("shop").metadata.labels["team"] == "web"
+
+
+def test_diff_and_server_dry_run_change_nothing(kubectl: Kubectl, api: Any) -> None:
+    kubectl.run("apply", "-f", "-", stdin=_APPLIED.replace("REPLICAS", "2"))
+    diff = kubectl.run("diff", "-f", "-", stdin=_APPLIED.replace("REPLICAS", "5"), expect=1)
+    assert "-  replicas: 2\n+  replicas: 5" in diff
+    dry = kubectl.run("apply", "-f", "-", "--dry-run=server", stdin=_APPLIED.replace("REPLICAS", "6"))
+    assert dry.strip() == "replicaset.apps/web configured (server dry run)"
+    kubectl.run("delete", "rs", "web", "--dry-run=server")
+    apps = client.AppsV1Api(api)
+    assert apps.read_namespaced_replica_set("web", NS).spec.replicas == 2
+    assert len(client.CoreV1Api(api).list_namespaced_pod(NS).items) == 2
