@@ -111,3 +111,12 @@ def test_watch_keeps_the_same_columns(both: tuple[str, Kubectl, Kubectl]) -> Non
             assert len(row) == 5, row
         finally:
             watching.stop()
+
+
+def test_diff_shows_the_same_change_and_makes_none(both: tuple[str, Kubectl, Kubectl]) -> None:
+    namespace, real, embedded = both
+    scaled = MANIFEST.replace("NS", namespace).replace("replicas: 1", "replicas: 4")
+    for kubectl in (real, embedded):
+        diff = kubectl.run("diff", "-f", "-", stdin=scaled, expect=1)
+        assert "-  replicas: 1\n+  replicas: 4" in diff
+        assert kubectl.run("get", "rs", "web", "-n", namespace, "-o", "jsonpath={.spec.replicas}") == "1"
