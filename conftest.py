@@ -5,6 +5,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.gitrepo",
     "tests.fixtures.cluster",
     "tests.fixtures.faultproxy",
+    "tests.fixtures.kubectl",
     "tests.fixtures.registry",
     "tests.fixtures.rollouts",
     "tests.fixtures.signing",
