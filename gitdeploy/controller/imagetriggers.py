@@ -5,8 +5,12 @@
   the registries about the tags that are due (scheduled ones, and those new or changed in git; see
   :mod:`gitdeploy.images.streams`), writes the state back when it changed, and returns the stream
   tags whose image (or failure) changed, so the loop can mark the apps that follow them as due.
-  It runs on every new desired state and every ``interval_seconds``; it also picks up tags moved by
-  ``gitdeploy tag``, which writes the same ConfigMap.
+  It runs on every new desired state and every ``interval_seconds``.
+* Tags moved by ``gitdeploy tag`` (which writes the same ConfigMap) reach the loop at once: ``run``
+  watches the stream states (:mod:`gitdeploy.controller.streamwatch`) and hands each change to
+  :meth:`ImageTriggers.absorb`. Before a rollout that takes images from followed tags starts,
+  :meth:`ImageTriggers.confirm` reads those streams again, so a rollout never starts from a stream
+  state older than the one stored (a watch event may still be on its way).
 * :meth:`ImageTriggers.decide` applies :func:`gitdeploy.core.imagetriggers.decide_images` to one
   app with the images known now (no I/O), and :meth:`ImageTriggers.note` says what went wrong for
   the tags an app follows.
@@ -80,6 +84,10 @@ class ImageTriggers:
         """``ns/stream:tag`` -> why it could not be resolved (or its state read or saved) last time."""
         self.next_check: float | None = None
         """When :meth:`refresh` is due again; ``None`` while git has no image streams."""
+        self.streams: dict[tuple[str, str], ImageStream] = {}
+        """Git's image streams at the last :meth:`refresh`, by (namespace, name)."""
+        self.versions: dict[tuple[str, str], str] = {}
+        """The resourceVersion of each stream state ``images`` was taken from, by (namespace, name)."""
 
     def close(self) -> None:
         if self._client is not None:
@@ -106,13 +114,14 @@ class ImageTriggers:
         self.next_check = now + self.settings.interval_seconds if streams else None
         images: dict[str, str] = {}
         failures: dict[str, str] = {}
+        versions: dict[tuple[str, str], str] = {}
         stored = self._read_states({s.key.namespace for s in streams}, streams, failures)
         for stream in streams:
             where = (stream.key.namespace, stream.key.name)
             if where not in stored:  # its state could not be read: keep what we knew
                 self._keep_previous(stream, images)
                 continue
-            histories = self._refresh_stream(stream, stored[where], now, failures)
+            histories, versions[where] = self._refresh_stream(stream, stored[where], now, failures)
             for history in histories:
                 if history.latest is not None:
                     images[f"{stream.key}:{history.tag}"] = history.latest.image
@@ -121,7 +130,45 @@ class ImageTriggers:
             for key in set(images) | set(self.images) | set(failures) | set(self.failures)
             if images.get(key) != self.images.get(key) or failures.get(key) != self.failures.get(key)
         }
-        self.images, self.failures = images, failures
+        with self._lock:
+            self.images, self.failures, self.versions = images, failures, versions
+            self.streams = {(s.key.namespace, s.key.name): s for s in streams}
+        return changed
+
+    def absorb(self, state: StoredRecord) -> set[str]:
+        """Take a stream state as the cluster holds it now (a watch event, a fresh read) for the
+        images of its tags in git; the ``ns/stream:tag`` keys whose image changed. No registry is
+        asked: that is :meth:`refresh`'s work."""
+        where = (state.namespace, state.app)
+        stream = self.streams.get(where)
+        if stream is None:
+            return set()
+        try:
+            histories = {h.tag: h for h in histories_from_json(state.payload)}
+        except GitdeployError as problem:
+            log.warning("[images] %s: %s", stream.key, problem.message)
+            return set()
+        with self._lock:
+            images = dict(self.images)
+            for tag in stream.tags:
+                history = histories.get(tag.name)
+                if history is not None and history.latest is not None:
+                    images[f"{stream.key}:{tag.name}"] = history.latest.image
+            changed = {key for key, image in images.items() if self.images.get(key) != image}
+            self.images = images
+            self.versions = {**self.versions, where: state.resource_version}
+        return changed
+
+    def confirm(self, app: App) -> bool:
+        """Read the states of the streams ``app``'s triggers follow again, and :meth:`absorb` those
+        that changed since ``images`` was taken from them: True when an image changed."""
+        changed = False
+        for where in dict.fromkeys((t.stream_namespace, t.stream_name) for t in app.triggers.image_change):
+            if where not in self.streams:
+                continue
+            state = self.cluster.read_stream_state(*where)
+            if state is not None and state.resource_version != self.versions.get(where):
+                changed = bool(self.absorb(state)) or changed
         return changed
 
     def _read_states(
@@ -158,7 +205,9 @@ class ImageTriggers:
 
     def _refresh_stream(
         self, stream: ImageStream, state: StoredRecord | None, now: float, failures: dict[str, str]
-    ) -> tuple[TagHistory, ...]:
+    ) -> tuple[tuple[TagHistory, ...], str]:
+        """The stream's tag histories now, and the resourceVersion of the state they were saved as."""
+        version = state.resource_version if state is not None else ""
         previous: tuple[TagHistory, ...] = ()
         if state is not None:
             try:
@@ -173,9 +222,9 @@ class ImageTriggers:
         for change in resolution.changes:
             log.info("[images] %s:%s now points at %s", stream.key, change.tag, change.current.image)
         if resolution.histories == previous and state is not None:
-            return resolution.histories
+            return resolution.histories, version
         try:
-            self.cluster.write_stream_state(
+            written = self.cluster.write_stream_state(
                 stream.key.namespace,
                 stream.key.name,
                 histories_to_json(resolution.histories),
@@ -185,8 +234,8 @@ class ImageTriggers:
             # Someone (``gitdeploy tag``) wrote it meanwhile, or the API failed: keep what is stored.
             log.warning("[images] %s: cannot save the tag state: %s", stream.key, problem.message)
             self.next_check = min(self.next_check or now, now + 5.0)
-            return previous
-        return resolution.histories
+            return previous, version
+        return resolution.histories, written.resource_version
 
     # -- per app -------------------------------------------------------------------------------------
 
