@@ -19,6 +19,7 @@ from gitdeploy.controller.inspect import (
     TemplateDiff,
     commit_message,
     list_app_views,
+    read_suspended_triggers,
     revision_history,
     template_diff,
 )
@@ -181,6 +182,9 @@ def history(
             print_data([_entry_json(e) for e in entries], output)
             return
         _print_history(entries)
+        suspended = read_suspended_triggers(cluster, key)
+        if suspended:
+            click.echo(f"\n{key}: {suspended}")
         return
     entry = next((e for e in entries if e.revision == revision), None)
     if entry is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.imagetriggers import suspension_note
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import (
     COMMIT_ANNOTATION,
@@ -44,12 +45,32 @@ class AppView:
     health: str
     message: str
     location: str
+    triggers_suspended: bool = False
+    """The app has image triggers and a rollback suspended them (``message`` says why and what
+    resumes them)."""
+    suspended_reason: str = ""
 
 
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
     if current is None:
         return ""
     return record.outcome_of(current.state.revision, current.annotation(PHASE_ANNOTATION)).value
+
+
+def suspended_triggers(key: AppKey, record: AppRecord) -> str:
+    """What the app's state says of its suspended image triggers, from its record as it is now
+    (never a stored message); empty when not suspended or when the app has no image triggers."""
+    followed = record.status.image_triggers if record.status is not None else ()
+    suspended, reason = record.triggers_suspended, record.suspended_reason
+    return suspension_note(str(key), followed, suspended=suspended, reason=reason)
+
+
+def read_suspended_triggers(cluster: Cluster, key: AppKey) -> str:
+    """:func:`suspended_triggers` of the app's record as stored now (one read)."""
+    stored = cluster.read_app_record(key.namespace, key.name)
+    if stored is None:
+        return ""
+    return suspended_triggers(key, load_record(key.namespace, key.name, stored.payload))
 
 
 def read_records(
@@ -101,6 +122,8 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
             desired = current.state.desired_replicas_annotation or current.state.replicas
         sync = status.sync if status is not None else "Unknown"
         message = status.message if status is not None else ""
+        suspended = suspended_triggers(key, record)
+        message = "; ".join(m for m in (message, suspended) if m)
         problem = damaged.get(key)
         if problem is not None:
             sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
@@ -118,6 +141,8 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
                 health=status.health if status is not None else "Unknown",
                 message=message,
                 location=status.location if status is not None else "",
+                triggers_suspended=bool(suspended),
+                suspended_reason=record.suspended_reason if suspended else "",
             )
         )
     return views

@@ -57,7 +57,7 @@ from gitdeploy.controller.orphans import (
     unreadable_home,
 )
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
-from gitdeploy.core.imagetriggers import ImageDecision, stream_tag_key
+from gitdeploy.core.imagetriggers import ImageDecision, followed_tags, stream_tag_key, suspension_note
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.pruning import PruneLimit, prune_blocker, prune_opted_out
@@ -110,6 +110,8 @@ class AppReport:
     revision: int = 0
     settled: bool = False
     """True when no further pass is planned (Complete, or Failed/Waiting for a person)."""
+    triggers_suspended: bool = False
+    """The app has image triggers and a rollback suspended them (the message says so)."""
 
 
 def _changed_apps(before: tuple[App, ...], after: tuple[App, ...]) -> tuple[list[App], list[AppKey]]:
@@ -157,6 +159,12 @@ def damaged_report(
         previous.revision if previous else 0,
         settled=True,
     )
+
+
+def _suspension(app: App, record: AppRecord) -> str:
+    """What the app's report says of its suspended image triggers (see :func:`suspension_note`)."""
+    suspended, reason = record.triggers_suspended, record.suspended_reason
+    return suspension_note(str(app.key), followed_tags(app), suspended=suspended, reason=reason)
 
 
 def _jitter(delay: float) -> float:
@@ -697,7 +705,14 @@ class Controller:
             if record.prune_protected != protected:
                 record = dataclasses.replace(record, prune_protected=protected)
             return self._with_status(
-                record, sync, health, message, str(app.location), target.manifest_digest, app.paused
+                record,
+                sync,
+                health,
+                message,
+                str(app.location),
+                target.manifest_digest,
+                app.paused,
+                image_triggers=followed_tags(app),
             )
 
         step = self.runner.run_step(
@@ -711,7 +726,11 @@ class Controller:
         if self.source_error is not None:  # decided from the last good commit; the record keeps its verdict
             sync, message = Sync.SOURCE_UNAVAILABLE, f"{message}; {self._source_note()}"
         settled = step.requeue_after is None
-        report = AppReport(app.key, sync, health, step.phase, message, step.revision, settled)
+        suspended = _suspension(app, step.record or snapshot.record)  # shown, never stored: it goes stale
+        message = f"{message}; {suspended}" if suspended else message
+        report = AppReport(
+            app.key, sync, health, step.phase, message, step.revision, settled, bool(suspended)
+        )
         self._remember(report, step.requeue_after)
         return report
 
@@ -733,10 +752,12 @@ class Controller:
         location: str,
         digest: str = "",
         paused: bool = False,
+        *,
+        image_triggers: tuple[str, ...] = (),
     ) -> AppRecord:
         """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing)."""
         current = record.status
-        verdict = (sync, health, location, digest, paused)
+        verdict = (sync, health, location, digest, paused, image_triggers)
         if (
             current is not None
             and (
@@ -745,12 +766,15 @@ class Controller:
                 current.location,
                 current.manifest_digest,
                 current.paused,
+                current.image_triggers,
             )
             == verdict
         ):
             return record
         now = self.clock.now()
-        status = SyncStatus(sync, health, message, self.head or "", location, now, digest, paused)
+        status = SyncStatus(
+            sync, health, message, self.head or "", location, now, digest, paused, image_triggers
+        )
         return dataclasses.replace(record, status=status, last_synced_commit=self.head or "")
 
     def _remember(self, report: AppReport, requeue_after: float | None) -> None:

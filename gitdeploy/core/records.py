@@ -155,6 +155,9 @@ class SyncStatus:
     """Digest of the app's manifest at ``commit`` (a rollback pin is set against it)."""
     paused: bool = False
     """The manifest says ``paused: true``."""
+    image_triggers: tuple[str, ...] = ()
+    """The ``ns/stream:tag`` keys the app's ImageChange triggers follow (a suspension of its
+    triggers is shown only for an app that has some)."""
 
 
 @dataclass(frozen=True)
@@ -492,7 +495,7 @@ def _status_to_json(status: SyncStatus) -> dict[str, Any]:
         "updatedAt": status.updated_at,
         "manifestDigest": status.manifest_digest,
         "paused": status.paused,
-    }
+    } | ({"imageTriggers": list(status.image_triggers)} if status.image_triggers else {})
 
 
 def _status_from_json(raw: Mapping[str, Any]) -> SyncStatus:
@@ -505,4 +508,5 @@ def _status_from_json(raw: Mapping[str, Any]) -> SyncStatus:
         updated_at=float(raw.get("updatedAt", 0.0) or 0.0),
         manifest_digest=str(raw.get("manifestDigest", "")),
         paused=bool(raw.get("paused", False)),
+        image_triggers=tuple(str(t) for t in raw.get("imageTriggers") or ()),
     )
