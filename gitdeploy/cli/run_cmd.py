@@ -435,7 +435,11 @@ def instrument(controller: Controller, metrics: Metrics, notifier: Notifier | No
 def publish_app_states(controller: Controller, metrics: Metrics) -> None:
     """Set the apps-by-state gauges from the controller's latest reports."""
     reports = list(controller.reports.values())
-    metrics.set_app_states(Counter(r.sync for r in reports), Counter(r.health for r in reports))
+    metrics.set_app_states(
+        Counter(r.sync for r in reports),
+        Counter(r.health for r in reports),
+        sum(r.triggers_suspended for r in reports),
+    )
 
 
 def _loop(

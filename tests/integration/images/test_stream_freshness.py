@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from gitdeploy.cli.run_cmd import publish_app_states
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller import rollback as control
@@ -24,6 +25,7 @@ from gitdeploy.controller.streamwatch import follow_streams_once
 from gitdeploy.core import rollback as decide
 from gitdeploy.core.observed import StoredRecord
 from gitdeploy.images.streams import TagEvent, TagHistory, histories_from_json, histories_to_json
+from gitdeploy.server.metrics import Metrics
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.integration.images.test_triggers import (
@@ -34,6 +36,7 @@ from tests.integration.images.test_triggers import (
     settle,
     web_config,
 )
+from tests.integration.server.scrape import parse, total
 
 REPO = "registry.example/shop/web"
 
@@ -121,10 +124,18 @@ def test_enable_triggers_rolls_out_the_stored_tag_even_before_the_stream_watch_b
         (3, "Rollback", image("A")),
     ]
 
+    # (and the loop's report and the metrics say the triggers are suspended)
+    metrics = Metrics(version="test", process_collectors=False)
+    publish_app_states(controller, metrics)
+    assert total(parse(metrics.render().decode()), "gitdeploy_apps_image_triggers_suspended") == 1
+    assert "image triggers suspended (" in controller.reports[WEB].message
+
     # When D is tagged and the triggers are enabled before any watch event about D arrives
     move_tag(adapter, "D", fake_clock.now())
     enable_triggers(adapter, controller)
     settle(controller, fake_clock)
+    publish_app_states(controller, metrics)
+    assert total(parse(metrics.render().decode()), "gitdeploy_apps_image_triggers_suspended") == 0
 
     # Then revision 4 runs D, the tag as stored, not C, the image the loop last knew
     assert images_by_revision(adapter)[3:] == [(4, "ImageChange", image("D"))]
