@@ -34,7 +34,7 @@ from gitdeploy.core.imagetriggers import ImageDecision, decide_images, stream_ta
 from gitdeploy.core.models import App, ImageStream
 from gitdeploy.core.observed import StoredRecord
 from gitdeploy.core.records import AppRecord, Cause
-from gitdeploy.core.rollout import AppPhase, Snapshot, Step, Target
+from gitdeploy.core.rollout import AppPhase, Snapshot, Step, Target, starts_rollout
 from gitdeploy.errors import GitdeployError
 from gitdeploy.images.registry import RegistryClient
 from gitdeploy.images.streams import (
@@ -88,6 +88,8 @@ class ImageTriggers:
         """Git's image streams at the last :meth:`refresh`, by (namespace, name)."""
         self.versions: dict[tuple[str, str], str] = {}
         """The resourceVersion of each stream state ``images`` was taken from, by (namespace, name)."""
+        self._news: dict[tuple[str, str], StoredRecord] = {}
+        """Stream states a watch saw change (:meth:`notice`), taken in by :meth:`take_news`."""
 
     def close(self) -> None:
         if self._client is not None:
@@ -157,6 +159,25 @@ class ImageTriggers:
             changed = {key for key, image in images.items() if self.images.get(key) != image}
             self.images = images
             self.versions = {**self.versions, where: state.resource_version}
+        return changed
+
+    def notice(self, state: StoredRecord) -> bool:
+        """A watch saw a stream state change: keep it for :meth:`take_news` (the loop's thread takes
+        it in at its next pass). False for the loop's own writes and streams git does not have."""
+        where = (state.namespace, state.app)
+        with self._lock:
+            if where not in self.streams or self.versions.get(where) == state.resource_version:
+                return False
+            self._news[where] = state
+        return True
+
+    def take_news(self) -> set[str]:
+        """:meth:`absorb` the states :meth:`notice` kept; the ``ns/stream:tag`` keys that moved."""
+        with self._lock:
+            news, self._news = self._news, {}
+        changed: set[str] = set()
+        for state in news.values():
+            changed |= self.absorb(state)
         return changed
 
     def confirm(self, app: App) -> bool:
@@ -240,7 +261,8 @@ class ImageTriggers:
     # -- per app -------------------------------------------------------------------------------------
 
     def decide(self, app: App, snapshot: Snapshot) -> ImageDecision:
-        """``app`` with its triggered containers' images decided (see :mod:`gitdeploy.core.imagetriggers`)."""
+        """``app`` with its triggered containers' images decided (see :mod:`gitdeploy.core.imagetriggers`);
+        when they would start a rollout, from the followed streams as stored now (:meth:`confirm`)."""
         if not app.triggers.image_change:
             return ImageDecision(app)
         newest = max(
@@ -248,12 +270,13 @@ class ImageTriggers:
             key=lambda rs: rs.state.revision,
             default=None,
         )
-        return decide_images(
-            app,
-            self.images,
-            suspended=snapshot.record.triggers_suspended,
-            running=newest.template if newest is not None else None,
-        )
+        running = newest.template if newest is not None else None
+        suspended = snapshot.record.triggers_suspended
+        decision = decide_images(app, self.images, suspended=suspended, running=running)
+        starts = decision.followed and starts_rollout(decision.app.template_hash, snapshot)
+        if starts and self.confirm(app):  # never a rollout from a state older than the stored one
+            decision = decide_images(app, self.images, suspended=suspended, running=running)
+        return decision
 
     def note(self, app: App, decision: ImageDecision) -> str:
         """One clause on the tags ``app`` follows that could not be resolved (empty when none)."""

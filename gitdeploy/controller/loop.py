@@ -57,7 +57,7 @@ from gitdeploy.controller.orphans import (
     unreadable_home,
 )
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
-from gitdeploy.core.imagetriggers import ImageDecision, followed_tags, stream_tag_key, suspension_note
+from gitdeploy.core.imagetriggers import followed_tags, stream_tag_key, suspension_note
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.pruning import PruneLimit, prune_blocker, prune_opted_out
@@ -193,8 +193,6 @@ class Controller:
         """Image stream tags and the ImageChange triggers that follow them."""
         self._images_stale = False
         """A new desired state arrived: resolve its image streams before the next pass."""
-        self._stream_news: dict[tuple[str, str], StoredRecord] = {}
-        """Stream states a watch saw change (see :meth:`notice_stream`), taken in by the next pass."""
         self.cluster = cluster
         self.clock = clock
         self.reader = DesiredStateReader(repo)
@@ -484,23 +482,8 @@ class Controller:
     def notice_stream(self, state: StoredRecord) -> bool:
         """An image stream state changed in the cluster (``gitdeploy tag``; see
         :mod:`gitdeploy.controller.streamwatch`): the next pass takes it in and passes over the
-        apps whose triggers follow a tag that moved. The loop's own writes are ignored. True when
-        a pass should come now."""
-        where = (state.namespace, state.app)
-        if where not in self.images.streams or self.images.versions.get(where) == state.resource_version:
-            return False
-        with self._lock:
-            self._stream_news[where] = state
-        return True
-
-    def _take_stream_news(self) -> None:
-        with self._lock:
-            news, self._stream_news = self._stream_news, {}
-        changed: set[str] = set()
-        for state in news.values():
-            changed |= self.images.absorb(state)
-        if changed:
-            self._mark_followers_due(changed)
+        apps that follow a tag that moved (:meth:`ImageTriggers.notice`). True when news."""
+        return self.images.notice(state)
 
     def _refresh_images(self) -> None:
         """Resolve the image stream tags; apps with triggers on a tag that changed become due."""
@@ -511,6 +494,8 @@ class Controller:
 
     def _mark_followers_due(self, changed: set[str]) -> None:
         """Apps with triggers on one of the ``changed`` stream tags are due now."""
+        if not changed:
+            return
         now = self.clock.now()
         with self._lock:
             for key, app in self.apps.items():
@@ -521,7 +506,7 @@ class Controller:
         """One pass over the apps that are due now (or over ``only``); returns their reports."""
         now = self.clock.now()
         self._resync_if_time(now)
-        self._take_stream_news()
+        self._mark_followers_due(self.images.take_news())
         if self._images_stale or (self.images.next_check is not None and now >= self.images.next_check):
             self._images_stale = False
             self._refresh_images()
@@ -666,7 +651,7 @@ class Controller:
 
     def _step(self, app: App, snapshot: Snapshot, stored: StoredRecord | None) -> AppReport:
         head = self.head or ""
-        images = self._decide_images(app, snapshot)  # ImageChange triggers: images of followed tags
+        images = self.images.decide(app, snapshot)  # ImageChange triggers: images of followed tags
         app, note = images.app, self.images.note(app, images)
         provisional = choose_target(app, CommitRef(head), snapshot, cause=images.cause)
         commit = (
@@ -733,15 +718,6 @@ class Controller:
         )
         self._remember(report, step.requeue_after)
         return report
-
-    def _decide_images(self, app: App, snapshot: Snapshot) -> ImageDecision:
-        """The images of ``app``'s followed tags; when they would start a rollout, from the stream
-        states as stored now (re-read), never from older ones a watch has not brought in yet."""
-        images = self.images.decide(app, snapshot)
-        starts = images.followed and starts_rollout(images.app.template_hash, snapshot)
-        if starts and self.images.confirm(app):
-            images = self.images.decide(app, snapshot)
-        return images
 
     def _with_status(
         self,
