@@ -23,12 +23,12 @@ from gitdeploy.controller.inspect import (
     list_app_views,
     progress_at_commit,
     revision_history,
+    suspended_triggers,
     template_diff,
 )
 from gitdeploy.core.commitwait import Reached
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import Outcome, RevisionEntry
-from gitdeploy.core.rollback import suspension_note
 from gitdeploy.errors import NotFoundError
 
 
@@ -186,9 +186,9 @@ def history(
             print_data([_entry_json(e) for e in entries], output)
             return
         _print_history(entries)
-        note = suspension_note(key, record)
-        if note:
-            click.echo(f"\n{note[0].upper()}{note[1:]}")
+        suspended = suspended_triggers(key, record)
+        if suspended:
+            click.echo(f"\n{key}: {suspended}")
         return
     entry = next((e for e in entries if e.revision == revision), None)
     if entry is None:

@@ -149,5 +149,6 @@ def tag(ctx: click.Context, source: str, target: str, namespace: str, kind: str,
         return
     click.echo(
         f"image stream tag {ns}/{stream}:{tag_name} -> {event.image} (was {was}); "
-        "apps whose ImageChange triggers follow it roll out at the next pass"
+        "apps whose ImageChange triggers follow it roll out at once under `gitdeploy run` "
+        "(or at the next `gitdeploy sync`)"
     )

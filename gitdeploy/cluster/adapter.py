@@ -601,6 +601,34 @@ class Cluster:
         )
         return [_record(item, IMAGESTREAM_LABEL, STREAM_STATE_KEY) for item in raw]
 
+    def list_stream_states_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
+        """The image stream states in ``namespace`` and the list's resourceVersion, in one list
+        call: where :meth:`watch_stream_states` goes on from."""
+        raw, version = self._list_json_at(
+            self.core.list_namespaced_config_map,
+            f"list image stream states in {namespace}",
+            namespace=namespace,
+            label_selector=IMAGESTREAM_LABEL,
+        )
+        return [_record(item, IMAGESTREAM_LABEL, STREAM_STATE_KEY) for item in raw], version
+
+    def watch_stream_states(
+        self, namespace: str, resource_version: str, timeout_seconds: int = 300
+    ) -> Iterator[tuple[str, StoredRecord]]:
+        """``(event type, stream state)`` for every change of an image stream state in ``namespace``
+        after ``resource_version`` (from :meth:`list_stream_states_at`), until the server ends the
+        watch; a ``410 Gone`` is an :class:`ExpiredError` (list again)."""
+        for kind, raw in self._watch_json(
+            self.core.list_namespaced_config_map,
+            f"watch of image stream states in {namespace}",
+            namespace=namespace,
+            label_selector=IMAGESTREAM_LABEL,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=self._watch_timeout(timeout_seconds),
+        ):
+            yield kind, _record(raw, IMAGESTREAM_LABEL, STREAM_STATE_KEY)
+
     def read_stream_state(self, namespace: str, stream: str) -> StoredRecord | None:
         what = f"read the state of image stream {namespace}/{stream}"
         raw = self._read_config_map(namespace, stream_state_name(stream), what)

@@ -14,6 +14,7 @@ from pathlib import Path
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.core.commitwait import CommitProgress, commit_progress
 from gitdeploy.core.drift import find_drift
+from gitdeploy.core.imagetriggers import suspension_note
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import (
     COMMIT_ANNOTATION,
@@ -24,7 +25,6 @@ from gitdeploy.core.observed import (
 )
 from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_record
 from gitdeploy.core.recovery import revision_entry_of
-from gitdeploy.core.rollback import suspension_note
 from gitdeploy.core.syncstate import Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import DamagedRecordError, NotFoundError
@@ -48,13 +48,31 @@ class AppView:
     message: str
     location: str
     triggers_suspended: bool = False
-    """A rollback suspended the app's image triggers (the message says how to resume them)."""
+    """The app has image triggers and a rollback suspended them (``message`` says why and what
+    resumes them)."""
+    suspended_reason: str = ""
 
 
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
     if current is None:
         return ""
     return record.outcome_of(current.state.revision, current.annotation(PHASE_ANNOTATION)).value
+
+
+def suspended_triggers(key: AppKey, record: AppRecord) -> str:
+    """What the app's state says of its suspended image triggers, from its record as it is now
+    (never a stored message); empty when not suspended or when the app has no image triggers."""
+    followed = record.status.image_triggers if record.status is not None else ()
+    suspended, reason = record.triggers_suspended, record.suspended_reason
+    return suspension_note(str(key), followed, suspended=suspended, reason=reason)
+
+
+def read_suspended_triggers(cluster: Cluster, key: AppKey) -> str:
+    """:func:`suspended_triggers` of the app's record as stored now (one read)."""
+    stored = cluster.read_app_record(key.namespace, key.name)
+    if stored is None:
+        return ""
+    return suspended_triggers(key, load_record(key.namespace, key.name, stored.payload))
 
 
 def read_records(
@@ -110,9 +128,8 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
         ready = sum(rs.state.ready for rs in replica_sets)
         if current is not None and phase == Outcome.COMPLETE.value:
             sync, health, message = _live(current, replica_sets, desired, ready, (sync, health, message))
-        note = suspension_note(key, record)
-        if note and note not in message:
-            message = f"{message}; {note}" if message else note
+        suspended = suspended_triggers(key, record)
+        message = "; ".join(m for m in (message, suspended) if m)
         problem = damaged.get(key)
         if problem is not None:
             sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
@@ -130,7 +147,8 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
                 health=health,
                 message=message,
                 location=status.location if status is not None else "",
-                triggers_suspended=record.triggers_suspended,
+                triggers_suspended=bool(suspended),
+                suspended_reason=record.suspended_reason if suspended else "",
             )
         )
     return views

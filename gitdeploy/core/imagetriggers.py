@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,3 +133,28 @@ def _comparable_dict(template: PodTemplate) -> dict[str, Any]:
     if isinstance(labels, dict):
         labels.pop(APP_LABEL, None)
     return dict(body)
+
+
+def suspension_note(app: str, followed: Sequence[str], *, suspended: bool, reason: str) -> str:
+    """What an app's state says of its suspended image triggers, with why and the way out; empty
+    when they are not suspended or the app has none (``followed``: its ``ns/stream:tag`` keys).
+
+    >>> for part in suspension_note("ns/web", ["ns/web:prod"], suspended=True, reason="B breaks").split("; "):
+    ...     print(part)
+    image triggers suspended (B breaks): ns/web:prod not followed
+    `gitdeploy deploy ns/web --enable-triggers` resumes them
+    >>> suspension_note("shop/api", [], suspended=True, reason="rollback")
+    ''
+    """
+    if not suspended or not followed:
+        return ""
+    why = f" ({reason})" if reason else ""
+    return (
+        f"image triggers suspended{why}: {', '.join(followed)} not followed; "
+        f"`gitdeploy deploy {app} --enable-triggers` resumes them"
+    )
+
+
+def followed_tags(app: App) -> tuple[str, ...]:
+    """The ``ns/stream:tag`` keys of the app's ImageChange triggers, once each, in order."""
+    return tuple(dict.fromkeys(stream_tag_key(t) for t in app.triggers.image_change))

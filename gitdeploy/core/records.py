@@ -163,6 +163,9 @@ class SyncStatus:
     """The commit that last changed the app's manifest file at ``commit`` (the head may have moved
     past it): written with a new ``manifest_digest``, so ``rollout status --commit`` can tell that
     the loop compared the app against that commit."""
+    image_triggers: tuple[str, ...] = ()
+    """The ``ns/stream:tag`` keys the app's ImageChange triggers follow (a suspension of its
+    triggers is shown only for an app that has some)."""
 
 
 @dataclass(frozen=True)
@@ -521,7 +524,7 @@ def _status_to_json(status: SyncStatus) -> dict[str, Any]:
         "manifestDigest": status.manifest_digest,
         "paused": status.paused,
         "manifestCommit": status.manifest_commit,
-    }
+    } | ({"imageTriggers": list(status.image_triggers)} if status.image_triggers else {})
 
 
 def _status_from_json(raw: Mapping[str, Any]) -> SyncStatus:
@@ -535,4 +538,5 @@ def _status_from_json(raw: Mapping[str, Any]) -> SyncStatus:
         manifest_digest=str(raw.get("manifestDigest", "")),
         paused=bool(raw.get("paused", False)),
         manifest_commit=str(raw.get("manifestCommit", "")),
+        image_triggers=tuple(str(t) for t in raw.get("imageTriggers") or ()),
     )

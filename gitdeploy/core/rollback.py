@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import AppRecord, Cause, Outcome, Pin, RevisionEntry
 from gitdeploy.core.timestamps import format_timestamp
 from gitdeploy.errors import PermanentError
@@ -146,22 +145,6 @@ def apply_rollback(
             f"at {format_timestamp(now)}: {reason}"
         ),
     )
-
-
-def suspension_note(key: AppKey, record: AppRecord) -> str:
-    """What ``status`` and ``history`` say while a rollback holds the app's image triggers ('' when
-    they run): that they are suspended, since when, and how to resume them.
-
-    >>> suspension_note(AppKey("shop", "web"), AppRecord())
-    ''
-    >>> held = AppRecord(triggers_suspended=True, suspended_reason="rollback")
-    >>> suspension_note(AppKey("shop", "web"), held)
-    'image triggers suspended (rollback): `gitdeploy deploy shop/web --enable-triggers` resumes them'
-    """
-    if not record.triggers_suspended:
-        return ""
-    since = f" ({record.suspended_reason})" if record.suspended_reason else ""
-    return f"image triggers suspended{since}: `gitdeploy deploy {key} --enable-triggers` resumes them"
 
 
 def enable_triggers(record: AppRecord) -> AppRecord:
