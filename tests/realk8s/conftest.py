@@ -39,6 +39,7 @@ POD_READY_SECONDS = 1.0
 PULL_FAILURE_IMAGE = "registry.test/missing:1"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the group into the node id
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
