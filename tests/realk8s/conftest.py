@@ -1,5 +1,6 @@
 """The real control plane for tests/realk8s: one per test session, shared by the tier's tests.
 
+The ``control_plane`` fixture (tests/fixtures/controlplane.py, shared with tests/contract):
 ``scripts/realk8s up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
 (see controlplane.py); a build failure or a component that does not come up fails the tests with the
 reason, never skips them. gitdeploy talks to it as the ServiceAccount of ``deploy/`` with that
@@ -22,44 +23,20 @@ from typing import Any
 import pytest
 
 from tests.fixtures.cli import RunCli
+from tests.fixtures.controlplane import PULL_FAILURE_IMAGE as PULL_FAILURE_IMAGE
+from tests.fixtures.controlplane import REALK8S_GROUP
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import (
-    REALK8S,
     ControlPlane,
-    install_gitdeploy_identity,
     managed_namespace_for_gitdeploy,
     service_account_kubeconfig,
 )
-
-POD_READY_SECONDS = 1.0
-PULL_FAILURE_IMAGE = "registry.test/missing:1"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
-            item.add_marker(pytest.mark.xdist_group("realk8s"))
-
-
-@pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    run_dir = tmp_path_factory.mktemp("realk8s")
-    built = subprocess.run([str(REALK8S), "build"], capture_output=True, text=True, check=False)
-    if built.returncode != 0:
-        pytest.fail(f"scripts/realk8s build failed (the real control plane is required):\n{built.stderr}")
-    up = subprocess.run(
-        [str(REALK8S), "up", str(run_dir), "--pod-ready-seconds", str(POD_READY_SECONDS),
-         "--image-pull-failure", PULL_FAILURE_IMAGE],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
-    if up.returncode != 0:
-        pytest.fail(f"scripts/realk8s up failed:\n{up.stdout}\n{up.stderr}")
-    plane = ControlPlane.at(run_dir)
-    try:
-        install_gitdeploy_identity(plane)
-        yield plane
-    finally:
-        subprocess.run([str(REALK8S), "down", str(run_dir)], capture_output=True, check=False)
+            item.add_marker(REALK8S_GROUP)
 
 
 @pytest.fixture(scope="session")
