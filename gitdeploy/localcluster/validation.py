@@ -94,6 +94,10 @@ def _validate_annotations(annotations: Any, causes: Causes) -> None:
         )
 
 
+_OWNER_REFERENCE_FIELDS = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+"""The fields of an owner reference in the order the API server prints them."""
+
+
 def _validate_owner_references(refs: Any, causes: Causes) -> None:
     """``ValidateOwnerReferences``: each names apiVersion, kind, name and uid; one controller at most."""
     if refs is None:
@@ -109,11 +113,12 @@ def _validate_owner_references(refs: Any, causes: Causes) -> None:
     controllers = [ref for ref in refs if ref.get("controller") is True]
     if len(controllers) > 1:
         owners = " and ".join(f"{ref.get('kind')}/{ref.get('name')}" for ref in controllers)
+        in_go_order = [{key: ref[key] for key in _OWNER_REFERENCE_FIELDS if key in ref} for ref in refs]
         causes.append(
             (
                 "metadata.ownerReferences",
-                f"Invalid value: {_go_json(refs)}: Only one reference can have Controller set to true. "
-                f'Found "true" in references for {owners}',
+                f"Invalid value: {_go_json(in_go_order)}: Only one reference can have Controller set "
+                f'to true. Found "true" in references for {owners}',
             )
         )
 

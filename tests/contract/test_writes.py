@@ -91,3 +91,16 @@ def test_replicaset_status_catches_up_after_a_scale(side: Side) -> None:
         )
 
     side.wait_for("3 ready replicas", caught_up)
+
+
+def test_deleting_a_replicaset_deletes_its_pods(side: Side) -> None:
+    side.apps.create_namespaced_replica_set(
+        side.namespace, replicaset("web", replicas=2, terminationGracePeriodSeconds=2)
+    )
+
+    def pods() -> list[Any]:
+        return list(side.core.list_namespaced_pod(side.namespace, label_selector="app=web").items)
+
+    side.wait_for("2 pods", lambda: len(pods()) == 2)
+    side.apps.delete_namespaced_replica_set("web", side.namespace, propagation_policy="Background")
+    side.wait_for("the pods gone", lambda: not pods())
