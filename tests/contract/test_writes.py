@@ -104,3 +104,39 @@ def test_deleting_a_replicaset_deletes_its_pods(side: Side) -> None:
     side.wait_for("2 pods", lambda: len(pods()) == 2)
     side.apps.delete_namespaced_replica_set("web", side.namespace, propagation_policy="Background")
     side.wait_for("the pods gone", lambda: not pods())
+
+
+POD_DEFAULTS = {
+    "restartPolicy": "Always",
+    "terminationGracePeriodSeconds": 30,
+    "dnsPolicy": "ClusterFirst",
+    "schedulerName": "default-scheduler",
+}
+CONTAINER_DEFAULTS = {
+    "imagePullPolicy": "IfNotPresent",
+    "terminationMessagePath": "/dev/termination-log",
+    "terminationMessagePolicy": "File",
+}
+
+
+def _defaults_of(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    container = spec["containers"][0]
+    return (
+        {key: spec.get(key) for key in POD_DEFAULTS},
+        {key: container.get(key) for key in CONTAINER_DEFAULTS},
+        {"protocol": container["ports"][0].get("protocol")},
+    )
+
+
+def test_the_defaults_gitdeploy_reads(side: Side) -> None:
+    template = {"containers": [{"name": "main", "image": "nginx:1", "ports": [{"containerPort": 80}]}]}
+    pod = side.api.sanitize_for_serialization(
+        side.core.create_namespaced_pod(side.namespace, {"metadata": {"name": "p"}, "spec": template})
+    )
+    created = side.apps.create_namespaced_replica_set(
+        side.namespace, replicaset("web", replicas=0, **template)
+    )
+    rs = side.api.sanitize_for_serialization(created)
+    expected = (POD_DEFAULTS, CONTAINER_DEFAULTS, {"protocol": "TCP"})
+    assert _defaults_of(pod["spec"]) == expected
+    assert _defaults_of(rs["spec"]["template"]["spec"]) == expected
