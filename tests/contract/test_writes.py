@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.contract.conftest import Side
 from tests.contract.test_api_rules import configmap, event, lease, replicaset
 
@@ -128,7 +130,11 @@ def _defaults_of(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], 
     )
 
 
-def test_the_defaults_gitdeploy_reads(side: Side) -> None:
+def test_the_defaults_gitdeploy_reads(side: Side, request: pytest.FixtureRequest) -> None:
+    if side.name == "embedded":
+        # applying them makes 13 tests fail (exact templates, plan --live, image triggers, demo):
+        # what gitdeploy does with a defaulted template is the rest of issue 20
+        request.applymarker(pytest.mark.xfail(strict=True, reason="the embedded cluster applies no defaults"))
     template = {"containers": [{"name": "main", "image": "nginx:1", "ports": [{"containerPort": 80}]}]}
     pod = side.api.sanitize_for_serialization(
         side.core.create_namespaced_pod(side.namespace, {"metadata": {"name": "p"}, "spec": template})
