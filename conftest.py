@@ -6,6 +6,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.cluster",
     "tests.fixtures.controlplane",
     "tests.fixtures.faultproxy",
+    "tests.fixtures.kubectl",
     "tests.fixtures.registry",
     "tests.fixtures.rollouts",
     "tests.fixtures.signing",

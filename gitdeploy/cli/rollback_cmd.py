@@ -79,12 +79,19 @@ def _describe(plan: control.RollbackPlan) -> list[str]:
             lines.append(f"  restores strategy: {restored.strategy.type.value}")
         if TRIGGERS in restore:
             lines.append(f"  restores triggers: {', '.join(restored.triggers.names()) or 'none'}")
-    lines.append(f"  image triggers: suspended (`gitdeploy deploy {key} --enable-triggers` resumes them)")
+    if _suspends_triggers(plan):
+        lines.append(f"  image triggers: suspended (`gitdeploy deploy {key} --enable-triggers` resumes them)")
     lines.append(
         f"  pinned while {key}'s manifest in git is unchanged; a commit that changes it, or "
         f"`gitdeploy deploy {key} --latest`, rolls forward"
     )
     return lines
+
+
+def _suspends_triggers(plan: control.RollbackPlan) -> bool:
+    """Whether the rollback suspends image triggers the app has (as the loop last recorded them)."""
+    status = plan.state.record.status
+    return status is not None and bool(status.image_triggers)
 
 
 def _selector(app: App) -> str:
@@ -104,7 +111,7 @@ def _plan_json(plan: control.RollbackPlan, done: bool) -> dict[str, Any]:
         "replicaSet": "" if plan.rebuilt else target.replica_set,
         "rebuiltFromGit": plan.rebuilt,
         "images": [{"container": c, "image": i} for c, i in target.images],
-        "triggersSuspended": True,
+        "triggersSuspended": _suspends_triggers(plan),
         "restores": list(plan.record.pin.restore) if plan.record.pin is not None else [],
         "applied": done,
     }

@@ -29,6 +29,7 @@ from gitdeploy.controller.inspect import list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.notify import Notifier
+from gitdeploy.controller.streamwatch import watch_streams
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.diagnostics import printable
 from gitdeploy.core.lease import LeaseTimings, Role
@@ -410,6 +411,7 @@ def run(
             instrument(controller, metrics, notifier)
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
+            watch_streams(controller, stop, wake.set)  # `gitdeploy tag`: followers roll out at once
             source = f"{controller.repo.url.display} ({branch})"
             _loop(controller, stop, wake, pushed, interval, metrics, readiness, source, acting)
     finally:
@@ -433,7 +435,11 @@ def instrument(controller: Controller, metrics: Metrics, notifier: Notifier | No
 def publish_app_states(controller: Controller, metrics: Metrics) -> None:
     """Set the apps-by-state gauges from the controller's latest reports."""
     reports = list(controller.reports.values())
-    metrics.set_app_states(Counter(r.sync for r in reports), Counter(r.health for r in reports))
+    metrics.set_app_states(
+        Counter(r.sync for r in reports),
+        Counter(r.health for r in reports),
+        sum(r.triggers_suspended for r in reports),
+    )
 
 
 def _loop(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -14,14 +15,18 @@ from gitdeploy.cli.output import console, output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.run_cmd import Duration
 from gitdeploy.cli.target import open_cluster
+from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import (
     AppView,
     TemplateDiff,
     commit_message,
     list_app_views,
+    progress_at_commit,
     revision_history,
+    suspended_triggers,
     template_diff,
 )
+from gitdeploy.core.commitwait import Reached
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import Outcome, RevisionEntry
 from gitdeploy.errors import NotFoundError
@@ -175,12 +180,15 @@ def history(
     cli = get_context(ctx)
     cluster = open_cluster(cli)
     key = find_app(cluster, app, namespace)
-    entries = revision_history(cluster, key)
+    entries, record = revision_history(cluster, key)
     if revision is None:
         if output != "text":
             print_data([_entry_json(e) for e in entries], output)
             return
         _print_history(entries)
+        suspended = suspended_triggers(key, record)
+        if suspended:
+            click.echo(f"\n{key}: {suspended}")
         return
     entry = next((e for e in entries if e.revision == revision), None)
     if entry is None:
@@ -305,29 +313,55 @@ def rollout() -> None:
     """
 
 
+def _commit_sha(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(r"[0-9a-fA-F]{4,40}", value):
+        raise click.BadParameter(f"{value!r} is not a commit sha (4 to 40 hex digits)", ctx, param)
+    return value.lower() if value is not None else None
+
+
 @rollout.command("status")
 @click.argument("app")
 @click.option("-n", "--namespace", default=None, help=NAMESPACE_HELP)
+@click.option(
+    "--commit",
+    "sha",
+    default=None,
+    callback=_commit_sha,
+    help="Wait until the app's state reflects this commit (short or full sha), e.g. the one just pushed.",
+)
 @click.option("--timeout", type=Duration(), default="10m", show_default=True, help="Give up after this.")
 @click.option("--interval", type=Duration(), default="1s", show_default=True, hidden=True)
 @click.pass_context
 def rollout_status(
-    ctx: click.Context, app: str, namespace: str | None, timeout: float, interval: float
+    ctx: click.Context, app: str, namespace: str | None, sha: str | None, timeout: float, interval: float
 ) -> None:
-    """Wait for the app's current rollout to finish, as `kubectl rollout status` does.
+    """Wait for the app's current rollout to finish, as `kubectl rollout status` does; with
+    --commit, for the rollout of that commit.
 
     A live progress bar on a terminal; otherwise one line each time what it waits for changes
     ("Waiting for rollout to finish: 2 of 3 updated replicas are available...").
 
-    Exit codes: 0 the current revision completed, 1 it failed, --timeout passed, or no such app.
+    Right after a push the current revision is still the previous commit's: pass --commit so that
+    the loop's answer for that commit is what counts. It ends when the revision that commit caused
+    completes (0) or fails (1), or when the loop compared the app against it and there was nothing
+    to roll out (0). A commit that does not change the app's manifest is never reported for it:
+    wait for the apps it changes (`gitdeploy plan --base SHA~1 --head SHA` lists them).
+
+    Exit codes: 0 the current revision (or that commit's) completed, 1 it failed, --timeout passed,
+    or no such app.
 
     \b
     Examples:
       gitdeploy rollout status web
       gitdeploy rollout status shop/web --timeout 5m
+      git push && gitdeploy rollout status shop/web --commit "$(git rev-parse HEAD)"
     """
     cluster = open_cluster(get_context(ctx))
     key = find_app(cluster, app, namespace)
+    if sha is not None:
+        if not _wait_for_commit(cluster, key, sha, time.monotonic() + timeout, interval):
+            ctx.exit(1)
+        return
     deadline = time.monotonic() + timeout
     with RolloutProgress() as progress:
         while True:
@@ -343,12 +377,7 @@ def rollout_status(
         click.echo(f'app "{key}" successfully rolled out (revision {view.revision})')
         return
     if view.phase == Outcome.FAILED.value:
-        click.echo(
-            f'error: app "{key}" revision {view.revision} failed: {view.message} '
-            f"(details: `gitdeploy history {key} --revision {view.revision}`; "
-            "fix the manifest and push, or revert the commit)",
-            err=True,
-        )
+        _echo_failed(key, view.revision, view.message)
     else:
         click.echo(
             f"error: timed out waiting for the rollout of {key} after {timeout:.0f} s "
@@ -356,3 +385,49 @@ def rollout_status(
             err=True,
         )
     ctx.exit(1)
+
+
+def _echo_failed(key: AppKey, revision: int, message: str) -> None:
+    click.echo(
+        f'error: app "{key}" revision {revision} failed: {message} '
+        f"(details: `gitdeploy history {key} --revision {revision}`; "
+        "fix the manifest and push, or revert the commit)",
+        err=True,
+    )
+
+
+def _wait_for_commit(cluster: Cluster, key: AppKey, sha: str, deadline: float, interval: float) -> bool:
+    """Follow ``key`` until its state reflects commit ``sha``; True when done, False (said why)
+    when that commit's revision failed or the deadline passed first."""
+    with RolloutProgress() as progress:
+        told = False
+        while True:
+            view, found = progress_at_commit(cluster, key, sha)
+            if found.reached in (Reached.DONE, Reached.FAILED) or time.monotonic() >= deadline:
+                break
+            if found.reached is Reached.IN_PROGRESS:
+                progress.show(view)
+            elif not told:
+                click.echo(f"Waiting for gitdeploy to reach commit {sha[:7]} for {key}...")
+                told = True
+            time.sleep(interval)
+        if found.reached is Reached.DONE:
+            progress.finish(view, Outcome.COMPLETE.value)
+        elif found.reached is Reached.FAILED:
+            progress.finish(view, Outcome.FAILED.value)
+    short = sha[:7]
+    if found.reached is Reached.DONE:
+        click.echo(f'app "{key}" at commit {short}: {found.message}; successfully rolled out')
+        return True
+    if found.reached is Reached.FAILED:
+        _echo_failed(key, found.revision or view.revision, f"commit {short}: {found.message}")
+        return False
+    last = view.commit or "none"
+    click.echo(
+        f"error: timed out: the loop has not reached commit {short} for {key} ({found.message}; "
+        f"its current revision {view.revision} is of commit {last}); check that `gitdeploy run` runs "
+        f"and tracks the branch you pushed, and that the commit changes {key}'s manifest "
+        f"(`gitdeploy plan --base {short}~1 --head {short}` lists the apps it changes)",
+        err=True,
+    )
+    return False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from gitdeploy.cli.context import get_context
@@ -18,11 +20,22 @@ from gitdeploy.images.streams import TagEvent, TagHistory, histories_from_json, 
 _WRITE_ATTEMPTS = 3
 
 
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_STREAM = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
 def parse_stream_tag(text: str, namespace: str) -> tuple[str, str, str]:
-    """``[NS/]STREAM:TAG`` -> (namespace, stream, tag)."""
+    """``[NS/]STREAM:TAG`` -> (namespace, stream, tag); a registry image (its host is no namespace
+    name, a digest no tag) is refused, so ``--source auto`` never looks it up in the cluster."""
     where, _, rest = text.rpartition("/")
     stream, sep, tag = rest.partition(":")
-    if not sep or not stream or not tag or "/" in where:
+    if (
+        not sep
+        or not _STREAM.fullmatch(stream)
+        or not _TAG.fullmatch(tag)
+        or (where and not _NAMESPACE.fullmatch(where))
+    ):
         raise PermanentError(
             f"{text!r} is not an image stream tag", hint="write NAMESPACE/STREAM:TAG, e.g. shop/web:prod"
         )
@@ -136,5 +149,6 @@ def tag(ctx: click.Context, source: str, target: str, namespace: str, kind: str,
         return
     click.echo(
         f"image stream tag {ns}/{stream}:{tag_name} -> {event.image} (was {was}); "
-        "apps whose ImageChange triggers follow it roll out at the next pass"
+        "apps whose ImageChange triggers follow it roll out at once under `gitdeploy run` "
+        "(or at the next `gitdeploy sync`)"
     )

@@ -53,6 +53,7 @@ from gitdeploy.core.observed import (
     StoredRecord,
     record_name,
 )
+from gitdeploy.core.records import LOG_WINDOW_BYTES, MAX_LOG_BYTES, log_tail
 from gitdeploy.core.replicasets import (
     DESIRED_REPLICAS_ANNOTATION,
     MAX_REPLICAS_ANNOTATION,
@@ -600,6 +601,34 @@ class Cluster:
         )
         return [_record(item, IMAGESTREAM_LABEL, STREAM_STATE_KEY) for item in raw]
 
+    def list_stream_states_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
+        """The image stream states in ``namespace`` and the list's resourceVersion, in one list
+        call: where :meth:`watch_stream_states` goes on from."""
+        raw, version = self._list_json_at(
+            self.core.list_namespaced_config_map,
+            f"list image stream states in {namespace}",
+            namespace=namespace,
+            label_selector=IMAGESTREAM_LABEL,
+        )
+        return [_record(item, IMAGESTREAM_LABEL, STREAM_STATE_KEY) for item in raw], version
+
+    def watch_stream_states(
+        self, namespace: str, resource_version: str, timeout_seconds: int = 300
+    ) -> Iterator[tuple[str, StoredRecord]]:
+        """``(event type, stream state)`` for every change of an image stream state in ``namespace``
+        after ``resource_version`` (from :meth:`list_stream_states_at`), until the server ends the
+        watch; a ``410 Gone`` is an :class:`ExpiredError` (list again)."""
+        for kind, raw in self._watch_json(
+            self.core.list_namespaced_config_map,
+            f"watch of image stream states in {namespace}",
+            namespace=namespace,
+            label_selector=IMAGESTREAM_LABEL,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=self._watch_timeout(timeout_seconds),
+        ):
+            yield kind, _record(raw, IMAGESTREAM_LABEL, STREAM_STATE_KEY)
+
     def read_stream_state(self, namespace: str, stream: str) -> StoredRecord | None:
         what = f"read the state of image stream {namespace}/{stream}"
         raw = self._read_config_map(namespace, stream_state_name(stream), what)
@@ -769,9 +798,13 @@ class Cluster:
         except NotFoundError:
             pass
 
-    def read_pod_log(self, namespace: str, name: str, tail_lines: int = 40) -> str:
-        """The last ``tail_lines`` lines of a pod's log ('' when the pod or its log is gone).
+    def read_pod_log(self, namespace: str, name: str, tail_lines: int = MAX_LOG_BYTES) -> str:
+        """The end of a pod's log: its last ``tail_lines`` lines, of which at most the last
+        :data:`LOG_WINDOW_BYTES` bytes are kept ('' when the pod or its log is gone).
 
+        Every line is at least its newline once colour codes are gone, so the default holds the
+        last :data:`MAX_LOG_BYTES` of text a revision keeps however short the lines are; the log
+        is read as a stream, so a long one never takes more memory than the window.
         A log is best effort and never holds a rollout up: when the API server cannot get it from
         the node (the kubelet unreachable, a 5xx, a timeout), the text says why instead."""
         try:
@@ -783,13 +816,18 @@ class Cluster:
                     _preload_content=False,
                     _request_timeout=self.timeout,
                 )
-                text = bytes(response.data).decode("utf-8", "replace")
+                try:
+                    window = bytearray()
+                    for chunk in response.stream(LOG_WINDOW_BYTES):
+                        window += chunk
+                        del window[: max(len(window) - LOG_WINDOW_BYTES, 0)]
+                finally:
+                    response.release_conn()
         except (NotFoundError, PermanentError):
             return ""
         except GitdeployError as unavailable:
             return f"(the log could not be read: {unavailable.message})\n"
-        lines = text.splitlines()
-        return "".join(line + "\n" for line in lines[-tail_lines:])
+        return log_tail(bytes(window), LOG_WINDOW_BYTES)
 
     def release_replica_set(self, namespace: str, name: str) -> None:
         """Release a ReplicaSet made the old way (see ``ObservedReplicaSet.owned_the_old_way``) in

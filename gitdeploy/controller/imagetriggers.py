@@ -5,8 +5,12 @@
   the registries about the tags that are due (scheduled ones, and those new or changed in git; see
   :mod:`gitdeploy.images.streams`), writes the state back when it changed, and returns the stream
   tags whose image (or failure) changed, so the loop can mark the apps that follow them as due.
-  It runs on every new desired state and every ``interval_seconds``; it also picks up tags moved by
-  ``gitdeploy tag``, which writes the same ConfigMap.
+  It runs on every new desired state and every ``interval_seconds``.
+* Tags moved by ``gitdeploy tag`` (which writes the same ConfigMap) reach the loop at once: ``run``
+  watches the stream states (:mod:`gitdeploy.controller.streamwatch`) and hands each change to
+  :meth:`ImageTriggers.absorb`. Before a rollout that takes images from followed tags starts,
+  :meth:`ImageTriggers.confirm` reads those streams again, so a rollout never starts from a stream
+  state older than the one stored (a watch event may still be on its way).
 * :meth:`ImageTriggers.decide` applies :func:`gitdeploy.core.imagetriggers.decide_images` to one
   app with the images known now (no I/O), and :meth:`ImageTriggers.note` says what went wrong for
   the tags an app follows.
@@ -30,7 +34,7 @@ from gitdeploy.core.imagetriggers import ImageDecision, decide_images, stream_ta
 from gitdeploy.core.models import App, ImageStream
 from gitdeploy.core.observed import StoredRecord
 from gitdeploy.core.records import AppRecord, Cause
-from gitdeploy.core.rollout import AppPhase, Snapshot, Step, Target
+from gitdeploy.core.rollout import AppPhase, Snapshot, Step, Target, starts_rollout
 from gitdeploy.errors import GitdeployError
 from gitdeploy.images.registry import RegistryClient
 from gitdeploy.images.streams import (
@@ -80,6 +84,12 @@ class ImageTriggers:
         """``ns/stream:tag`` -> why it could not be resolved (or its state read or saved) last time."""
         self.next_check: float | None = None
         """When :meth:`refresh` is due again; ``None`` while git has no image streams."""
+        self.streams: dict[tuple[str, str], ImageStream] = {}
+        """Git's image streams at the last :meth:`refresh`, by (namespace, name)."""
+        self.versions: dict[tuple[str, str], str] = {}
+        """The resourceVersion of each stream state ``images`` was taken from, by (namespace, name)."""
+        self._news: dict[tuple[str, str], StoredRecord] = {}
+        """Stream states a watch saw change (:meth:`notice`), taken in by :meth:`take_news`."""
 
     def close(self) -> None:
         if self._client is not None:
@@ -106,13 +116,14 @@ class ImageTriggers:
         self.next_check = now + self.settings.interval_seconds if streams else None
         images: dict[str, str] = {}
         failures: dict[str, str] = {}
+        versions: dict[tuple[str, str], str] = {}
         stored = self._read_states({s.key.namespace for s in streams}, streams, failures)
         for stream in streams:
             where = (stream.key.namespace, stream.key.name)
             if where not in stored:  # its state could not be read: keep what we knew
                 self._keep_previous(stream, images)
                 continue
-            histories = self._refresh_stream(stream, stored[where], now, failures)
+            histories, versions[where] = self._refresh_stream(stream, stored[where], now, failures)
             for history in histories:
                 if history.latest is not None:
                     images[f"{stream.key}:{history.tag}"] = history.latest.image
@@ -121,7 +132,64 @@ class ImageTriggers:
             for key in set(images) | set(self.images) | set(failures) | set(self.failures)
             if images.get(key) != self.images.get(key) or failures.get(key) != self.failures.get(key)
         }
-        self.images, self.failures = images, failures
+        with self._lock:
+            self.images, self.failures, self.versions = images, failures, versions
+            self.streams = {(s.key.namespace, s.key.name): s for s in streams}
+        return changed
+
+    def absorb(self, state: StoredRecord) -> set[str]:
+        """Take a stream state as the cluster holds it now (a watch event, a fresh read) for the
+        images of its tags in git; the ``ns/stream:tag`` keys whose image changed. No registry is
+        asked: that is :meth:`refresh`'s work."""
+        where = (state.namespace, state.app)
+        stream = self.streams.get(where)
+        if stream is None:
+            return set()
+        try:
+            histories = {h.tag: h for h in histories_from_json(state.payload)}
+        except GitdeployError as problem:
+            log.warning("[images] %s: %s", stream.key, problem.message)
+            return set()
+        with self._lock:
+            images = dict(self.images)
+            for tag in stream.tags:
+                history = histories.get(tag.name)
+                if history is not None and history.latest is not None:
+                    images[f"{stream.key}:{tag.name}"] = history.latest.image
+            changed = {key for key, image in images.items() if self.images.get(key) != image}
+            self.images = images
+            self.versions = {**self.versions, where: state.resource_version}
+        return changed
+
+    def notice(self, state: StoredRecord) -> bool:
+        """A watch saw a stream state change: keep it for :meth:`take_news` (the loop's thread takes
+        it in at its next pass). False for the loop's own writes and streams git does not have."""
+        where = (state.namespace, state.app)
+        with self._lock:
+            if where not in self.streams or self.versions.get(where) == state.resource_version:
+                return False
+            self._news[where] = state
+        return True
+
+    def take_news(self) -> set[str]:
+        """:meth:`absorb` the states :meth:`notice` kept; the ``ns/stream:tag`` keys that moved."""
+        with self._lock:
+            news, self._news = self._news, {}
+        changed: set[str] = set()
+        for state in news.values():
+            changed |= self.absorb(state)
+        return changed
+
+    def confirm(self, app: App) -> bool:
+        """Read the states of the streams ``app``'s triggers follow again, and :meth:`absorb` those
+        that changed since ``images`` was taken from them: True when an image changed."""
+        changed = False
+        for where in dict.fromkeys((t.stream_namespace, t.stream_name) for t in app.triggers.image_change):
+            if where not in self.streams:
+                continue
+            state = self.cluster.read_stream_state(*where)
+            if state is not None and state.resource_version != self.versions.get(where):
+                changed = bool(self.absorb(state)) or changed
         return changed
 
     def _read_states(
@@ -158,7 +226,9 @@ class ImageTriggers:
 
     def _refresh_stream(
         self, stream: ImageStream, state: StoredRecord | None, now: float, failures: dict[str, str]
-    ) -> tuple[TagHistory, ...]:
+    ) -> tuple[tuple[TagHistory, ...], str]:
+        """The stream's tag histories now, and the resourceVersion of the state they were saved as."""
+        version = state.resource_version if state is not None else ""
         previous: tuple[TagHistory, ...] = ()
         if state is not None:
             try:
@@ -173,9 +243,9 @@ class ImageTriggers:
         for change in resolution.changes:
             log.info("[images] %s:%s now points at %s", stream.key, change.tag, change.current.image)
         if resolution.histories == previous and state is not None:
-            return resolution.histories
+            return resolution.histories, version
         try:
-            self.cluster.write_stream_state(
+            written = self.cluster.write_stream_state(
                 stream.key.namespace,
                 stream.key.name,
                 histories_to_json(resolution.histories),
@@ -185,13 +255,14 @@ class ImageTriggers:
             # Someone (``gitdeploy tag``) wrote it meanwhile, or the API failed: keep what is stored.
             log.warning("[images] %s: cannot save the tag state: %s", stream.key, problem.message)
             self.next_check = min(self.next_check or now, now + 5.0)
-            return previous
-        return resolution.histories
+            return previous, version
+        return resolution.histories, written.resource_version
 
     # -- per app -------------------------------------------------------------------------------------
 
     def decide(self, app: App, snapshot: Snapshot) -> ImageDecision:
-        """``app`` with its triggered containers' images decided (see :mod:`gitdeploy.core.imagetriggers`)."""
+        """``app`` with its triggered containers' images decided (see :mod:`gitdeploy.core.imagetriggers`);
+        when they would start a rollout, from the followed streams as stored now (:meth:`confirm`)."""
         if not app.triggers.image_change:
             return ImageDecision(app)
         newest = max(
@@ -199,12 +270,20 @@ class ImageTriggers:
             key=lambda rs: rs.state.revision,
             default=None,
         )
-        return decide_images(
-            app,
-            self.images,
-            suspended=snapshot.record.triggers_suspended,
-            running=newest.template if newest is not None else None,
-        )
+        running = newest.template if newest is not None else None
+        running_hash = newest.state.template_hash if newest is not None else ""
+        suspended = snapshot.record.triggers_suspended
+
+        def decide() -> ImageDecision:
+            return decide_images(
+                app, self.images, suspended=suspended, running=running, running_hash=running_hash
+            )
+
+        decision = decide()
+        starts = decision.followed and starts_rollout(decision.app.template_hash, snapshot)
+        if starts and self.confirm(app):  # never a rollout from a state older than the stored one
+            decision = decide()
+        return decision
 
     def note(self, app: App, decision: ImageDecision) -> str:
         """One clause on the tags ``app`` follows that could not be resolved (empty when none)."""

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.commitwait import CommitProgress, commit_progress
+from gitdeploy.core.drift import find_drift
+from gitdeploy.core.imagetriggers import suspension_note
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import (
     COMMIT_ANNOTATION,
@@ -20,9 +23,9 @@ from gitdeploy.core.observed import (
     newest_replica_set,
     record_name,
 )
-from gitdeploy.core.records import AppRecord, RevisionEntry, load_record
+from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_record
 from gitdeploy.core.recovery import revision_entry_of
-from gitdeploy.core.syncstate import Sync
+from gitdeploy.core.syncstate import Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import DamagedRecordError, NotFoundError
 from gitdeploy.source.gitcmd import GitFailure, GitRunner
@@ -44,12 +47,32 @@ class AppView:
     health: str
     message: str
     location: str
+    triggers_suspended: bool = False
+    """The app has image triggers and a rollback suspended them (``message`` says why and what
+    resumes them)."""
+    suspended_reason: str = ""
 
 
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
     if current is None:
         return ""
     return record.outcome_of(current.state.revision, current.annotation(PHASE_ANNOTATION)).value
+
+
+def suspended_triggers(key: AppKey, record: AppRecord) -> str:
+    """What the app's state says of its suspended image triggers, from its record as it is now
+    (never a stored message); empty when not suspended or when the app has no image triggers."""
+    followed = record.status.image_triggers if record.status is not None else ()
+    suspended, reason = record.triggers_suspended, record.suspended_reason
+    return suspension_note(str(key), followed, suspended=suspended, reason=reason)
+
+
+def read_suspended_triggers(cluster: Cluster, key: AppKey) -> str:
+    """:func:`suspended_triggers` of the app's record as stored now (one read)."""
+    stored = cluster.read_app_record(key.namespace, key.name)
+    if stored is None:
+        return ""
+    return suspended_triggers(key, load_record(key.namespace, key.name, stored.payload))
 
 
 def read_records(
@@ -100,7 +123,13 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
         if current is not None:
             desired = current.state.desired_replicas_annotation or current.state.replicas
         sync = status.sync if status is not None else "Unknown"
+        health = status.health if status is not None else "Unknown"
         message = status.message if status is not None else ""
+        ready = sum(rs.state.ready for rs in replica_sets)
+        if current is not None and phase == Outcome.COMPLETE.value:
+            sync, health, message = _live(current, replica_sets, desired, ready, (sync, health, message))
+        suspended = suspended_triggers(key, record)
+        message = "; ".join(m for m in (message, suspended) if m)
         problem = damaged.get(key)
         if problem is not None:
             sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
@@ -108,23 +137,40 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
             AppView(
                 key=key,
                 replicas=desired,
-                ready=sum(rs.state.ready for rs in replica_sets),
+                ready=ready,
                 up_to_date=current.state.current if current is not None else 0,
                 available=sum(rs.state.available for rs in replica_sets),
                 revision=current.state.revision if current is not None else record.latest_revision,
                 commit=(current.annotation(COMMIT_ANNOTATION) if current is not None else "")[:7],
                 phase=phase,
                 sync=sync,
-                health=status.health if status is not None else "Unknown",
+                health=health,
                 message=message,
                 location=status.location if status is not None else "",
+                triggers_suspended=bool(suspended),
+                suspended_reason=record.suspended_reason if suspended else "",
             )
         )
     return views
 
 
-def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
-    """The app's revisions, oldest first: the record's log plus a rollout still in flight."""
+def _live(
+    current: ObservedReplicaSet,
+    replica_sets: list[ObservedReplicaSet],
+    desired: int,
+    ready: int,
+    stored: tuple[str, str, str],
+) -> tuple[str, str, str]:
+    """The stored verdict of an app whose revision is Complete, checked against its ReplicaSets now
+    (:func:`~gitdeploy.core.syncstate.live_verdict`)."""
+    others = [rs.state for rs in replica_sets if rs is not current]
+    drift = find_drift(current.state, others, desired)
+    return live_verdict(*stored, drift=drift, ready=ready, desired=desired)
+
+
+def revision_history(cluster: Cluster, key: AppKey) -> tuple[list[RevisionEntry], AppRecord]:
+    """The app's revisions, oldest first: the record's log plus a rollout still in flight; and the
+    record (its control state: pin, suspended triggers)."""
     stored = cluster.read_app_record(key.namespace, key.name)
     record = load_record(key.namespace, key.name, stored.payload) if stored is not None else AppRecord()
     replica_sets = cluster.list_replica_sets(key.namespace, key.name)
@@ -140,7 +186,19 @@ def revision_history(cluster: Cluster, key: AppKey) -> list[RevisionEntry]:
             entries[revision] = revision_entry_of(
                 rs, record.outcome_of(revision, rs.annotation(PHASE_ANNOTATION))
             )
-    return [entries[r] for r in sorted(entries)]
+    return [entries[r] for r in sorted(entries)], record
+
+
+def progress_at_commit(cluster: Cluster, key: AppKey, sha: str) -> tuple[AppView, CommitProgress]:
+    """How far ``key`` is at commit ``sha`` (:func:`~gitdeploy.core.commitwait.commit_progress`),
+    with its view as ``status`` shows it."""
+    entries, record = revision_history(cluster, key)
+    [view] = list_app_views(cluster, key.namespace, key.name) or [_empty_view(key)]
+    return view, commit_progress(sha, entries, record.status, (view.sync, view.health))
+
+
+def _empty_view(key: AppKey) -> AppView:
+    return AppView(key, 0, 0, 0, 0, 0, "", "", "Unknown", "Unknown", "", "")
 
 
 _GITDEPLOY_LABELS = ("labels.gitdeploy.io/", "labels.app.kubernetes.io/managed-by")

@@ -57,7 +57,7 @@ from gitdeploy.controller.orphans import (
     unreadable_home,
 )
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
-from gitdeploy.core.imagetriggers import stream_tag_key
+from gitdeploy.core.imagetriggers import followed_tags, stream_tag_key, suspension_note
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.pruning import PruneLimit, prune_blocker, prune_opted_out
@@ -110,6 +110,8 @@ class AppReport:
     revision: int = 0
     settled: bool = False
     """True when no further pass is planned (Complete, or Failed/Waiting for a person)."""
+    triggers_suspended: bool = False
+    """The app has image triggers and a rollback suspended them (the message says so)."""
 
 
 def _changed_apps(before: tuple[App, ...], after: tuple[App, ...]) -> tuple[list[App], list[AppKey]]:
@@ -159,6 +161,12 @@ def damaged_report(
     )
 
 
+def _suspension(app: App, record: AppRecord) -> str:
+    """What the app's report says of its suspended image triggers (see :func:`suspension_note`)."""
+    suspended, reason = record.triggers_suspended, record.suspended_reason
+    return suspension_note(str(app.key), followed_tags(app), suspended=suspended, reason=reason)
+
+
 def _jitter(delay: float) -> float:
     """±10% so that many apps requeued together spread out; short delays stay exact."""
     return delay if delay < 2.0 else delay * random.uniform(0.9, 1.1)
@@ -182,9 +190,9 @@ class Controller:
     ) -> None:
         self.repo = repo
         self.images = ImageTriggers(cluster, clock, images or ImageSettings())
+        """Image stream tags and the ImageChange triggers that follow them."""
         self._images_stale = False
         """A new desired state arrived: resolve its image streams before the next pass."""
-        """Image stream tags and the ImageChange triggers that follow them."""
         self.cluster = cluster
         self.clock = clock
         self.reader = DesiredStateReader(repo)
@@ -429,6 +437,15 @@ class Controller:
             self._commits[app.location.file] = found
         return found
 
+    def _manifest_commit(self, app: App) -> str:
+        """The sha of :meth:`commit_for`, or "" when git cannot say (the verdict is written anyway)."""
+        if self.head is None:
+            return ""
+        try:
+            return self.commit_for(app).sha
+        except GitdeployError:
+            return ""
+
     # -- passes --------------------------------------------------------------------------------------
 
     def notice(self, key: AppKey, resource_version: str) -> bool:
@@ -456,6 +473,20 @@ class Controller:
                 self._progressed.add(key)
         return True
 
+    def notice_drift(self, kind: str, rs: ObservedReplicaSet) -> bool:
+        """A ReplicaSet of an app in git changed in a way this loop did not make it (``kubectl
+        scale``, a delete: see :meth:`RolloutRunner.changed_by_hand`): pass over the app now, which
+        undoes it (:mod:`gitdeploy.core.drift`). True when the app was marked due."""
+        key = AppKey(rs.namespace, rs.app)
+        if not self.runner.changed_by_hand(kind, rs):
+            return False
+        with self._lock:
+            if key not in self.apps:
+                return False
+            self.due[key] = self.clock.now()
+        log.info("[%s] ReplicaSet %s changed by hand (%s); passing over the app now", key, rs.name, kind)
+        return True
+
     def mark_all_due(self) -> None:
         now = self.clock.now()
         with self._lock:
@@ -471,12 +502,23 @@ class Controller:
             return None
         return max(min(times) - self.clock.now(), 0.0)
 
+    def notice_stream(self, state: StoredRecord) -> bool:
+        """An image stream state changed in the cluster (``gitdeploy tag``; see
+        :mod:`gitdeploy.controller.streamwatch`): the next pass takes it in and passes over the
+        apps that follow a tag that moved (:meth:`ImageTriggers.notice`). True when news."""
+        return self.images.notice(state)
+
     def _refresh_images(self) -> None:
         """Resolve the image stream tags; apps with triggers on a tag that changed become due."""
         streams = [s for s in self.desired.image_streams if self._mine(s.key)] if self.desired else []
         if not streams and self.images.next_check is None:
             return
-        changed = self.images.refresh(streams)
+        self._mark_followers_due(self.images.refresh(streams))
+
+    def _mark_followers_due(self, changed: set[str]) -> None:
+        """Apps with triggers on one of the ``changed`` stream tags are due now."""
+        if not changed:
+            return
         now = self.clock.now()
         with self._lock:
             for key, app in self.apps.items():
@@ -487,6 +529,7 @@ class Controller:
         """One pass over the apps that are due now (or over ``only``); returns their reports."""
         now = self.clock.now()
         self._resync_if_time(now)
+        self._mark_followers_due(self.images.take_news())
         if self._images_stale or (self.images.next_check is not None and now >= self.images.next_check):
             self._images_stale = False
             self._refresh_images()
@@ -670,7 +713,15 @@ class Controller:
             if record.prune_protected != protected:
                 record = dataclasses.replace(record, prune_protected=protected)
             return self._with_status(
-                record, sync, health, message, str(app.location), target.manifest_digest, app.paused
+                record,
+                sync,
+                health,
+                message,
+                str(app.location),
+                target.manifest_digest,
+                app.paused,
+                manifest_commit=lambda: self._manifest_commit(app),
+                image_triggers=followed_tags(app),
             )
 
         step = self.runner.run_step(
@@ -684,7 +735,11 @@ class Controller:
         if self.source_error is not None:  # decided from the last good commit; the record keeps its verdict
             sync, message = Sync.SOURCE_UNAVAILABLE, f"{message}; {self._source_note()}"
         settled = step.requeue_after is None
-        report = AppReport(app.key, sync, health, step.phase, message, step.revision, settled)
+        suspended = _suspension(app, step.record or snapshot.record)  # shown, never stored: it goes stale
+        message = f"{message}; {suspended}" if suspended else message
+        report = AppReport(
+            app.key, sync, health, step.phase, message, step.revision, settled, bool(suspended)
+        )
         self._remember(report, step.requeue_after)
         return report
 
@@ -697,10 +752,14 @@ class Controller:
         location: str,
         digest: str = "",
         paused: bool = False,
+        *,
+        manifest_commit: Callable[[], str] | None = None,
+        image_triggers: tuple[str, ...] = (),
     ) -> AppRecord:
-        """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing)."""
+        """``record`` with the loop's verdict, when the verdict changed (so steady state writes nothing).
+        ``manifest_commit`` is asked only then (a git history walk per head, shared by all apps)."""
         current = record.status
-        verdict = (sync, health, location, digest, paused)
+        verdict = (sync, health, location, digest, paused, image_triggers)
         if (
             current is not None
             and (
@@ -709,12 +768,24 @@ class Controller:
                 current.location,
                 current.manifest_digest,
                 current.paused,
+                current.image_triggers,
             )
             == verdict
         ):
             return record
         now = self.clock.now()
-        status = SyncStatus(sync, health, message, self.head or "", location, now, digest, paused)
+        status = SyncStatus(
+            sync,
+            health,
+            message,
+            self.head or "",
+            location,
+            now,
+            digest,
+            paused,
+            manifest_commit() if manifest_commit is not None else "",
+            image_triggers,
+        )
         return dataclasses.replace(record, status=status, last_synced_commit=self.head or "")
 
     def _remember(self, report: AppReport, requeue_after: float | None) -> None:

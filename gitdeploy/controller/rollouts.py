@@ -114,6 +114,9 @@ class RolloutRunner:
         self.statuses: dict[AppKey, DeploymentStatus] = {}
         self.record_versions: dict[AppKey, str] = {}
         """The resourceVersion of each app record this runner wrote last (its own changes)."""
+        self.replicas_known: dict[tuple[str, str], int] = {}
+        """``spec.replicas`` of each ReplicaSet (by namespace and name) as this runner last saw or
+        set it: a watch that shows another value saw a hand change (:meth:`changed_by_hand`)."""
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
@@ -157,6 +160,8 @@ class RolloutRunner:
         sync status there, so that it costs no write of its own); ``watched``: a watch of the
         app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
         now = self.clock.now()
+        for rs in snapshot.replica_sets:
+            self.replicas_known[rs.namespace, rs.name] = rs.state.replicas
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
         record = step.record or snapshot.record
         if amend is not None and not step.create_record:
@@ -178,6 +183,18 @@ class RolloutRunner:
                 except Exception:  # an observer's bug must not stop rollouts
                     log.exception("[%s] rollout observer failed", transition.app)
 
+    def changed_by_hand(self, kind: str, rs: ObservedReplicaSet) -> bool:
+        """Whether a watch's news of ``rs`` (``kind``: ADDED, MODIFIED, DELETED) is a change this
+        runner did not make: a ``spec.replicas`` other than the one it last saw or set, or a
+        delete. A ReplicaSet it never saw tells nothing (the resync looks at it)."""
+        known = self.replicas_known.get((rs.namespace, rs.name))
+        if known is None:
+            return False
+        if kind == "DELETED":
+            del self.replicas_known[rs.namespace, rs.name]
+            return True
+        return known != rs.state.replicas
+
     # -- execution -----------------------------------------------------------------------------------
 
     def execute(self, app: App, snapshot: Snapshot, stored: StoredRecord | None, step: Step) -> None:
@@ -198,13 +215,17 @@ class RolloutRunner:
         for action in step.actions:
             if isinstance(action, CreateReplicaSet):
                 spec = action.spec
+                self.replicas_known[ns, spec.name] = spec.replicas  # before: a watch may tell it first
                 try:
                     self.cluster.create_replica_set(spec)
                 except AlreadyExistsError:
                     log.info("[%s] ReplicaSet %s exists already; the next pass adopts it", app.key, spec.name)
             elif isinstance(action, PatchReplicaSet):
+                if action.replicas is not None:
+                    self.replicas_known[ns, action.name] = action.replicas
                 self.cluster.scale_replica_set(ns, action.name, action.replicas, dict(action.annotations))
             elif isinstance(action, DeleteReplicaSet):
+                self.replicas_known.pop((ns, action.name), None)
                 self.cluster.delete_replica_set(ns, action.name)
             elif isinstance(action, CreatePod):
                 try:

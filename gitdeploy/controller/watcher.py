@@ -7,7 +7,9 @@
 * ReplicaSets (:func:`watch_rollouts`): a rolling update waits for pods to become available (or
   for old pods to go); the step after that is due as soon as a ReplicaSet's status says so
   (:func:`~gitdeploy.core.progress.unblocks_rollout`), through
-  :meth:`Controller.notice_progress`, instead of at the step's requeue time.
+  :meth:`Controller.notice_progress`, instead of at the step's requeue time. A ``spec.replicas``
+  the loop did not set, or a delete it did not make (``kubectl scale rs``), makes the app due at
+  once through :meth:`Controller.notice_drift`: the pass undoes it, as the Deployment controller would.
 
 One watch per namespace and kind (gitdeploy's RBAC is per namespace, so never a cluster-wide
 watch), started as apps appear in new namespaces. A watch costs no request per poll, so a poll
@@ -155,6 +157,8 @@ def _follow_replica_sets(
             for kind, rs in controller.cluster.watch_replica_sets(namespace, timeout_seconds=60):
                 if stop.is_set():
                     break
+                if controller.notice_drift(kind, rs):  # a hand change: the pass undoes it
+                    on_notice()
                 before = seen.pop(rs.name, None)
                 if kind == "DELETED":
                     continue

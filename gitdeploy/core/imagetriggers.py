@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,9 +67,16 @@ def decide_images(
     *,
     suspended: bool,
     running: PodTemplate | None,
+    running_hash: str,
 ) -> ImageDecision:
     """Apply the module's rules. ``tag_images`` maps ``ns/stream:tag`` to the tag's current image;
-    ``running`` is the newest revision's template (``None`` when the app never ran)."""
+    ``running`` is the newest revision's template (``None`` when the app never ran) and
+    ``running_hash`` its template hash.
+
+    Whether only images changed is decided by the hash, not by comparing templates: a real API
+    server stores a ReplicaSet's template with its defaults filled in (``imagePullPolicy``,
+    ``terminationMessagePath``, ``dnsPolicy``...), so the template that runs never equals git's;
+    git's template with the running images is what gitdeploy wrote, and hashes as the running one."""
     triggers = app.triggers.image_change
     if not triggers:
         return ImageDecision(app)
@@ -93,8 +100,9 @@ def decide_images(
     template = replace_images(app.template, chosen)
     decided = dataclasses.replace(app, template=template, template_hash=template_hash(template))
     cause = Cause.CONFIG_CHANGE.value
-    only_images = running is not None and replace_images(running, chosen) == template
-    if only_images and running is not None and template != comparable(running):
+    as_running = replace_images(app.template, {n: running_images[n] for n in chosen if n in running_images})
+    only_images = running is not None and template_hash(as_running) == running_hash
+    if only_images and decided.template_hash != running_hash:
         cause = Cause.IMAGE_CHANGE.value
     return ImageDecision(decided, cause, tuple(waiting), tuple(followed))
 
@@ -125,3 +133,28 @@ def _comparable_dict(template: PodTemplate) -> dict[str, Any]:
     if isinstance(labels, dict):
         labels.pop(APP_LABEL, None)
     return dict(body)
+
+
+def suspension_note(app: str, followed: Sequence[str], *, suspended: bool, reason: str) -> str:
+    """What an app's state says of its suspended image triggers, with why and the way out; empty
+    when they are not suspended or the app has none (``followed``: its ``ns/stream:tag`` keys).
+
+    >>> for part in suspension_note("ns/web", ["ns/web:prod"], suspended=True, reason="B breaks").split("; "):
+    ...     print(part)
+    image triggers suspended (B breaks): ns/web:prod not followed
+    `gitdeploy deploy ns/web --enable-triggers` resumes them
+    >>> suspension_note("shop/api", [], suspended=True, reason="rollback")
+    ''
+    """
+    if not suspended or not followed:
+        return ""
+    why = f" ({reason})" if reason else ""
+    return (
+        f"image triggers suspended{why}: {', '.join(followed)} not followed; "
+        f"`gitdeploy deploy {app} --enable-triggers` resumes them"
+    )
+
+
+def followed_tags(app: App) -> tuple[str, ...]:
+    """The ``ns/stream:tag`` keys of the app's ImageChange triggers, once each, in order."""
+    return tuple(dict.fromkeys(stream_tag_key(t) for t in app.triggers.image_change))

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gitdeploy.core.commits import CommitInfo
-from gitdeploy.core.imagetriggers import comparable, decide_images
+from gitdeploy.core.imagetriggers import comparable, decide_images, followed_tags, suspension_note
 from gitdeploy.core.models import (
     App,
     AppKey,
@@ -86,8 +86,9 @@ class LiveInputs:
 
 def kept_trigger_images(head: App, running: PodTemplate, *, suspended: bool) -> App:
     """``head`` as the loop deploys it when no stream tag moved: containers an ImageChange trigger
-    names keep the image they run (:func:`gitdeploy.core.imagetriggers.decide_images`)."""
-    return decide_images(head, {}, suspended=suspended, running=running).app
+    names keep the image they run (:func:`gitdeploy.core.imagetriggers.decide_images`; no tag
+    moves, so the cause, and with it the running hash, does not matter)."""
+    return decide_images(head, {}, suspended=suspended, running=running, running_hash="").app
 
 
 def find_drift(app: RunningApp) -> tuple[str, ...]:
@@ -196,6 +197,7 @@ def live_inputs(
     notes: dict[AppKey, tuple[str, ...]] = {}
     earlier: dict[AppKey, EarlierTemplate] = {}
     commits: dict[AppKey, str] = {}
+    suspended: dict[AppKey, str] = {}
     for app in running:
         key, head, current, record = app.key, head_by_key.get(app.key), app.current, app.record
         found = find_drift(app)
@@ -220,9 +222,12 @@ def live_inputs(
             for c in head.template.containers
             if git_images.get(c.name, c.image) != c.image
         ]
-        if record.triggers_suspended:
-            reason = f": {record.suspended_reason}" if record.suspended_reason else ""
-            said.append(f"image triggers are suspended{reason}")
+        held = suspension_note(
+            str(key), followed_tags(head), suspended=record.triggers_suspended, reason=record.suspended_reason
+        )
+        if held:
+            said.append(held)
+            suspended[key] = held
         pin = record.pin
         if pin is not None and key in pins_holding:
             pinned[key] = describe_pin(pin)
@@ -242,5 +247,7 @@ def live_inputs(
             if found_earlier is not None:
                 earlier[key] = found_earlier
         notes[key] = tuple(said)
-    baseline = Baseline(label, tuple(baseline_apps), pinned=pinned, drift=drift, notes=notes)
+    baseline = Baseline(
+        label, tuple(baseline_apps), pinned=pinned, drift=drift, notes=notes, suspended=suspended
+    )
     return LiveInputs(baseline, tuple(adjusted.values()), earlier, commits)

@@ -91,6 +91,9 @@ class Baseline:
     pinned: Mapping[AppKey, str] = field(default_factory=dict)
     drift: Mapping[AppKey, tuple[str, ...]] = field(default_factory=dict)
     notes: Mapping[AppKey, tuple[str, ...]] = field(default_factory=dict)
+    suspended: Mapping[AppKey, str] = field(default_factory=dict)
+    """Apps whose image triggers a rollback suspended: why, and what resumes them. Git changing
+    nothing else, such an app is ``manual``: the newest images of its tags do not roll out."""
 
 
 @dataclass(frozen=True)
@@ -523,6 +526,9 @@ def plan_changes(
         if plan.kind is ChangeKind.UNCHANGED and plan.drift:
             more = f" (and {len(plan.drift) - 1} more)" if len(plan.drift) > 1 else ""
             plan = replace(plan, kind=ChangeKind.DRIFT, reason=f"{plan.drift[0]}{more}")
+        held = baseline.suspended.get(key)
+        if plan.kind is ChangeKind.UNCHANGED and held:
+            plan = replace(plan, kind=ChangeKind.MANUAL, reason=held, manual_reasons=(held,))
         if plan.kind is ChangeKind.UNCHANGED:
             unchanged += 1
         else:

@@ -38,12 +38,16 @@ MAX_REVISIONS = 100
 """Revisions kept in the log; the oldest go first (a ConfigMap holds at most 1 MiB)."""
 MAX_LOG_BYTES = 4096
 """Bytes (UTF-8) of a hook pod's log kept on its revision: the tail, without colour codes."""
+LOG_WINDOW_BYTES = 16 * MAX_LOG_BYTES
+"""Bytes of a pod's log read from its end: room for colour codes around the text that is kept."""
 RECORD_BUDGET_BYTES = 900 * 1024
 """The most the stored JSON may take: the API server refuses a ConfigMap whose data passes
 1 MiB (1,048,576 bytes), after which the app could never be written again."""
 
 _ESCAPE_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 """ANSI/VT escape sequences: colours and cursor moves (CSI), window titles (OSC), and the rest."""
+_UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
+"""The bytes that continue a UTF-8 character: a text cut before one starts after it."""
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 """Control characters other than tab and newline (a carriage return redraws a progress bar)."""
 
@@ -155,6 +159,13 @@ class SyncStatus:
     """Digest of the app's manifest at ``commit`` (a rollback pin is set against it)."""
     paused: bool = False
     """The manifest says ``paused: true``."""
+    manifest_commit: str = ""
+    """The commit that last changed the app's manifest file at ``commit`` (the head may have moved
+    past it): written with a new ``manifest_digest``, so ``rollout status --commit`` can tell that
+    the loop compared the app against that commit."""
+    image_triggers: tuple[str, ...] = ()
+    """The ``ns/stream:tag`` keys the app's ImageChange triggers follow (a suspension of its
+    triggers is shown only for an app that has some)."""
 
 
 @dataclass(frozen=True)
@@ -332,6 +343,26 @@ def bound_log(text: str, limit: int = MAX_LOG_BYTES) -> str:
     return encoded[len(encoded) - limit :].decode("utf-8", "ignore")
 
 
+def log_tail(raw: bytes, window: int = LOG_WINDOW_BYTES) -> str:
+    """The text of the last ``window`` bytes of a log, as read: when the window is full its first
+    line may be cut, so it starts after the first newline (or, in one long line, at a character);
+    the text ends with a newline.
+
+    >>> log_tail(b"one\\ntwo")
+    'one\\ntwo\\n'
+    >>> log_tail(b"\\x1b[31mcut\\nwhole\\n", 14)  # full: the cut line goes, colour code and all
+    'whole\\n'
+    >>> log_tail("€uro".encode()[1:], 5)  # full, one line: the cut character goes
+    'uro\\n'
+    """
+    if len(raw) >= window:
+        newline = raw.find(b"\n")
+        cut_line = 0 <= newline < len(raw) - 1
+        raw = raw[newline + 1 :] if cut_line else raw.lstrip(_UTF8_CONTINUATION)
+    text = raw.decode("utf-8", "replace")
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
 def without_details(entry: RevisionEntry) -> RevisionEntry:
     """``entry`` with what only explains it dropped (hook logs, the message); its revision,
     template, commit, cause, images and outcome stay, so history and rollback still work."""
@@ -492,7 +523,8 @@ def _status_to_json(status: SyncStatus) -> dict[str, Any]:
         "updatedAt": status.updated_at,
         "manifestDigest": status.manifest_digest,
         "paused": status.paused,
-    }
+        "manifestCommit": status.manifest_commit,
+    } | ({"imageTriggers": list(status.image_triggers)} if status.image_triggers else {})
 
 
 def _status_from_json(raw: Mapping[str, Any]) -> SyncStatus:
@@ -505,4 +537,6 @@ def _status_from_json(raw: Mapping[str, Any]) -> SyncStatus:
         updated_at=float(raw.get("updatedAt", 0.0) or 0.0),
         manifest_digest=str(raw.get("manifestDigest", "")),
         paused=bool(raw.get("paused", False)),
+        manifest_commit=str(raw.get("manifestCommit", "")),
+        image_triggers=tuple(str(t) for t in raw.get("imageTriggers") or ()),
     )

@@ -24,6 +24,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gitdeploy.core.drift import DRIFT_CORRECTED, describe_correction, find_drift
 from gitdeploy.core.hooks import (
     DEPLOYER_ACTIVE_DEADLINE_SECONDS,
     DEPLOYER_ROLE,
@@ -801,8 +802,12 @@ class _Pass:
         )
 
     def hook_gate(self, phase: str, hook: Hook | None, status: DeploymentStatus) -> Step | None:
-        """None when the hook is absent or done; otherwise the Step to return this pass."""
-        if hook is None or self.new is None:
+        """None when the hook is absent or done; otherwise the Step to return this pass.
+
+        An automatic rollback runs no hooks: like OpenShift scaling the last good deployment back up,
+        it restores what ran, and the hooks (the failed revision's strategy) are what just failed; a
+        failed mid hook would otherwise fail the rollback too, with every old pod already stopped."""
+        if hook is None or self.new is None or self.target.cause == Cause.AUTO_ROLLBACK.value:
             return None
         verdict, requeue = self.run_hook(phase, hook, self.target.template)
         if verdict.verdict.done:
@@ -1013,13 +1018,15 @@ class _Pass:
     def settled(self) -> Step:
         """The current revision is Complete: keep its size, repair drift, apply the history limit."""
         assert self.new is not None
-        drifted = any(rs.is_active for rs in self.old) or self.new.replicas != self.replicas
+        drift = find_drift(self.new, self.old, self.replicas)
+        drifted = bool(drift)
         if is_scaling_event(self.replicas, self.states):
             self.scale(
                 plan_proportional_scaling(
                     self.strategy, self.replicas, self.surge, self.unavailable, self.new, self.old
                 )
             )
+            drift = ()  # the app's size changed in git: not told apart from a hand change
         elif drifted and self.app.strategy.type.is_rolling:
             self.scale(self.resync())
         elif drifted:
@@ -1030,6 +1037,9 @@ class _Pass:
             self.new, compute_replica_annotations(self.strategy, self.replicas, self.surge, self.unavailable)
         ):
             self.annotate(self.new.name, *self.replica_annotations()[:2])
+        if drift:
+            scaled_to = {action.name: action.to_replicas for action in self.scaled}
+            self.events.append(Event(DRIFT_CORRECTED, describe_correction(drift, scaled_to), warning=True))
         if self.by_name[self.new.name].annotation(PHASE_ANNOTATION) != Outcome.COMPLETE.value:
             self.annotate(self.new.name, (PHASE_ANNOTATION, Outcome.COMPLETE.value))
         self.cleanup()

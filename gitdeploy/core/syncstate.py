@@ -14,8 +14,10 @@ Health: ``Healthy``, ``Progressing``, ``Degraded``, ``Suspended`` (paused),
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
+from gitdeploy.core.drift import Drift
 from gitdeploy.core.progress import ConditionStatus, ConditionType, DeploymentStatus
 from gitdeploy.core.rollout import AppPhase, Step
 
@@ -62,3 +64,54 @@ def classify(step: Step, *, pinned: bool) -> tuple[Sync, Health]:
     if step.phase == AppPhase.FAILED:
         return (Sync.PINNED if pinned else Sync.OUT_OF_SYNC), Health.DEGRADED
     return Sync.OUT_OF_SYNC, Health.HEALTHY if is_available(step.status) else Health.DEGRADED
+
+
+def live_verdict(
+    sync: str,
+    health: str,
+    message: str,
+    *,
+    drift: Sequence[Drift],
+    ready: int,
+    desired: int,
+) -> tuple[str, str, str]:
+    """The loop's stored verdict on an app whose current revision is Complete, checked against
+    what the cluster shows now: a stored verdict never contradicts READY.
+
+    * Drift (a ReplicaSet scaled by hand, :func:`~gitdeploy.core.drift.find_drift`): the cluster
+      no longer runs what git says, so ``Synced``/``Pinned`` become ``OutOfSync``; with fewer pods
+      ready than desired the app is ``Degraded``, since nothing but gitdeploy scales it back.
+    * No drift, fewer pods ready than desired: ``Progressing``, as Argo CD calls a Deployment whose
+      available replicas are below its updated ones: the ReplicaSet controller is bringing pods
+      back (a stored ``Degraded`` stays). All ready: ``Healthy``.
+
+    ``Suspended`` and ``Missing`` stay as they are.
+
+    >>> from gitdeploy.core.drift import Drift
+    >>> hand = [Drift("web-a", 0, 2)]
+    >>> sync, health, message = live_verdict("Synced", "Healthy", "ok", drift=hand, ready=0, desired=2)
+    >>> sync, health, message.startswith("web-a was scaled to 0 by hand (gitdeploy set 2): the next")
+    ('OutOfSync', 'Degraded', True)
+    >>> live_verdict("Synced", "Healthy", "revision 1 complete", drift=[], ready=1, desired=2)
+    ('Synced', 'Progressing', 'revision 1 complete; 1 of 2 pods ready')
+    >>> live_verdict("Synced", "Degraded", "revision 1 complete", drift=[], ready=2, desired=2)
+    ('Synced', 'Healthy', 'revision 1 complete')
+    """
+    if health not in (Health.HEALTHY, Health.PROGRESSING, Health.DEGRADED):
+        return sync, health, message
+    if drift:
+        if sync in (Sync.SYNCED, Sync.PINNED):
+            sync = Sync.OUT_OF_SYNC.value
+        if ready < desired:
+            health = Health.DEGRADED.value
+        undone = "the next pass of `gitdeploy run` (or `gitdeploy sync`) scales it back"
+        return sync, health, _joined(f"{'; '.join(d.render() for d in drift)}: {undone}", message)
+    if ready >= desired:
+        return sync, Health.HEALTHY.value, message
+    if health != Health.DEGRADED:
+        health = Health.PROGRESSING.value
+    return sync, health, _joined(message, f"{ready} of {desired} pods ready")
+
+
+def _joined(*parts: str) -> str:
+    return "; ".join(part for part in parts if part)

@@ -31,18 +31,29 @@ def api_versions(server_address: str) -> dict[str, Any]:
     }
 
 
+_REVIEWS_GROUP, _REVIEWS_VERSION = "authorization.k8s.io", "v1"
+_REVIEWS = {
+    "name": "selfsubjectaccessreviews",
+    "singularName": "selfsubjectaccessreview",
+    "namespaced": False,
+    "kind": "SelfSubjectAccessReview",
+    "verbs": ["create"],
+}
+"""Served by :mod:`gitdeploy.localcluster.access`, not stored: what ``kubectl auth can-i`` creates."""
+
+
 def _groups() -> list[str]:
     seen: list[str] = []
     for resource in RESOURCES:
         if resource.group and resource.group not in seen:
             seen.append(resource.group)
-    return seen
+    return [*seen, _REVIEWS_GROUP]
 
 
 def api_group(group: str) -> dict[str, Any] | None:
     if group not in _groups():
         return None
-    version = next(r.version for r in RESOURCES if r.group == group)
+    version = next((r.version for r in RESOURCES if r.group == group), _REVIEWS_VERSION)
     entry = {"groupVersion": f"{group}/{version}", "version": version}
     return {
         "kind": "APIGroup",
@@ -71,6 +82,7 @@ def _resource_entries(resource: ResourceType) -> list[dict[str, Any]]:
             "kind": resource.kind,
             "verbs": resource.verbs,
             **({"shortNames": list(resource.short_names)} if resource.short_names else {}),
+            **({"categories": list(resource.categories)} if resource.categories else {}),
         }
     ]
     for sub in resource.subresources:
@@ -91,11 +103,11 @@ def _resource_entries(resource: ResourceType) -> list[dict[str, Any]]:
 
 def api_resource_list(group_version: str) -> dict[str, Any] | None:
     resources = group_versions().get(group_version)
-    if resources is None:
+    if group_version == f"{_REVIEWS_GROUP}/{_REVIEWS_VERSION}":
+        entries = [_REVIEWS]
+    elif resources is None:
         return None
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": group_version,
-        "resources": [entry for resource in resources for entry in _resource_entries(resource)],
-    }
+    else:
+        entries = [entry for resource in resources for entry in _resource_entries(resource)]
+    kind = {"kind": "APIResourceList", "apiVersion": "v1"}
+    return {**kind, "groupVersion": group_version, "resources": entries}

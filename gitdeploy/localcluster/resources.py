@@ -19,6 +19,8 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
     singular: str = ""
+    categories: tuple[str, ...] = ()
+    """Discovery categories: ``all`` puts the resource in ``kubectl get all``."""
 
     @property
     def key(self) -> str:
@@ -45,10 +47,12 @@ class ResourceType:
 
 RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("namespaces", "Namespace", "", "v1", False, ("ns",), ("status",), "namespace"),
-    ResourceType("pods", "Pod", "", "v1", True, ("po",), ("status", "log"), "pod"),
+    ResourceType("pods", "Pod", "", "v1", True, ("po",), ("status", "log"), "pod", ("all",)),
     ResourceType("events", "Event", "", "v1", True, ("ev",), (), "event"),
     ResourceType("configmaps", "ConfigMap", "", "v1", True, ("cm",), (), "configmap"),
-    ResourceType("replicasets", "ReplicaSet", "apps", "v1", True, ("rs",), ("status", "scale"), "replicaset"),
+    ResourceType(
+        "replicasets", "ReplicaSet", "apps", "v1", True, ("rs",), ("status", "scale"), "replicaset", ("all",)
+    ),
     ResourceType("leases", "Lease", "coordination.k8s.io", "v1", True, (), (), "lease"),
     ResourceType("events", "Event", "events.k8s.io", "v1", True, ("ev",), (), "event"),
 )

@@ -30,20 +30,23 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from gitdeploy.clock import Clock, SystemClock
-from gitdeploy.localcluster import discovery
+from gitdeploy.localcluster import discovery, openapidocs
+from gitdeploy.localcluster.access import ACCESS_REVIEW_PATH, ROLE_SUBJECT, authorise, review_access
 from gitdeploy.localcluster.apierrors import ApiError, status_object
 from gitdeploy.localcluster.config import SimulationConfig
+from gitdeploy.localcluster.fieldvalidation import refuse_unknown_fields
 from gitdeploy.localcluster.kubeconfig import load_or_create_token, write_kubeconfig
+from gitdeploy.localcluster.protowire import PROTOBUF, access_review_from_protobuf, object_from_protobuf
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
 from gitdeploy.localcluster.stats import RequestStats
 from gitdeploy.localcluster.store import Store, dumps
-from gitdeploy.localcluster.tables import to_table, wants_table
+from gitdeploy.localcluster.tables import TableRequest, table_event, table_request, to_table, without_headers
 from gitdeploy.localcluster.tlscert import ensure_certificate
 from gitdeploy.localcluster.watch import ListResult, Query, list_objects, watch_events
 from gitdeploy.localcluster.writegate import GatePhase, WriteGate
 
-__all__ = ["LocalCluster", "Route", "parse_route"]
+__all__ = ["ROLE_SUBJECT", "LocalCluster", "Route", "parse_route"]
 
 LOOPBACK = "127.0.0.1"
 _DEFAULT_WATCH_SECONDS = 1800
@@ -67,24 +70,6 @@ class Route:
     def resource_label(self) -> str:
         """``replicasets`` or ``replicasets/scale``, as counted in the request stats."""
         return f"{self.resource.plural}/{self.subresource}" if self.subresource else self.resource.plural
-
-
-ROLE_SUBJECT = "system:serviceaccount:gitdeploy:gitdeploy"
-
-
-def _authorise(role_namespaces: frozenset[str] | None, verb: str, route: Route) -> None:
-    """403 Forbidden, in the API server's words, for a request outside the namespaces a Role binds."""
-    if role_namespaces is None or (route.resource.namespaced and route.namespace in role_namespaces):
-        return
-    scope = "at the cluster scope" if route.namespace is None else f'in the namespace "{route.namespace}"'
-    plural = route.resource_label
-    raise ApiError(
-        403,
-        "Forbidden",
-        f'{plural} is forbidden: User "{ROLE_SUBJECT}" cannot {verb} resource "{plural}" '
-        f'in API group "{route.resource.group}" {scope}',
-        details={"kind": route.resource.plural},
-    )
 
 
 def parse_route(path: str) -> Route | None:
@@ -215,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
         stored = self.server.cluster.store.encoded(value) if isinstance(value, dict) else None
         self._send(code, (stored or dumps(value)).encode())
 
-    def _read_body(self) -> Any:
+    def _read_raw(self) -> bytes:
         length = int(self.fields.get("content-length") or 0)
         if length > MAX_REQUEST_BODY_BYTES and not self._body_read:
             self._body_read = True
@@ -229,12 +214,22 @@ class _Handler(BaseHTTPRequestHandler):
             )
         raw = self.rfile.read(length) if length and not self._body_read else b""
         self._body_read = True
+        return raw
+
+    def _read_body(self) -> Any:
+        raw = self._read_raw()
         if not raw:
             return None
         try:
             return json.loads(raw)
         except ValueError as problem:
             raise ApiError.bad_request(f"the request body is not JSON: {problem}") from problem
+
+    def _read_write_body(self, route: Route) -> Any:
+        """A write's body: JSON, or protobuf for the few kinds kubectl's typed client sends so."""
+        if self.fields.get("content-type", "").startswith(PROTOBUF):
+            return object_from_protobuf(route.resource.kind, self._read_raw())
+        return self._read_body()
 
     def _dispatch(self, method: str) -> None:
         cluster = self.server.cluster
@@ -259,17 +254,33 @@ class _Handler(BaseHTTPRequestHandler):
         if path.startswith("/gitdeploy/v1/"):
             self._gitdeploy(cluster, method, path)
             return
+        if path.startswith(openapidocs.PREFIX) and method == "GET":
+            self._openapi(cluster, path)
+            return
         document = self._discovery(path) if method == "GET" else None
         if document is not None:
             cluster.stats.record("get", "discovery")
             self._send_json(200, document)
+            return
+        if path.rstrip("/") == ACCESS_REVIEW_PATH and method == "POST":
+            cluster.stats.record("create", "selfsubjectaccessreviews")
+            protobuf = self.fields.get("content-type", "").startswith(PROTOBUF)  # kubectl sends it so
+            review = access_review_from_protobuf(self._read_raw()) if protobuf else self._read_body()
+            self._send_json(201, review_access(cluster.role_namespaces, review))
             return
         route = parse_route(path)
         if route is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = self._verb(method, route, query)
         cluster.stats.record(verb, route.resource_label)
-        _authorise(cluster.role_namespaces, verb, route)
+        authorise(
+            cluster.role_namespaces,
+            verb,
+            route.resource_label,
+            route.resource.group,
+            route.resource.namespaced,
+            route.namespace,
+        )
         cluster.registry.materialise()
         registry = cluster.registry
         namespace = route.namespace or ""
@@ -286,21 +297,26 @@ class _Handler(BaseHTTPRequestHandler):
                 else None,
                 continue_token=query.get("continue") or None,
             )
-            self._send_list(cluster, route.resource, result)
+            self._send_list(cluster, route.resource, result, self._table_request(query))
         elif verb == "get" and route.subresource == "log":
             self._send(200, registry.pod_log(namespace, str(route.name)).encode(), "text/plain")
         elif verb == "get" and route.subresource == "scale":
             self._send_json(200, registry.get_scale(namespace, str(route.name)))
         elif verb == "get":
             obj = registry.get(route.resource, namespace, str(route.name))
-            if wants_table(self.fields.get("accept", "")):
-                self._send_json(200, to_table(route.resource, [obj], cluster.clock.now(), {}))
+            table = self._table_request(query)
+            if table is not None:
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                self._send_json(200, to_table(route.resource, [obj], cluster.clock.now(), meta, table))
             else:
                 self._send_json(200, obj)
         else:
             label = f"{verb} {route.resource_label} {namespace}/{route.name or ''}"
-            body = self._read_body()  # before the gate: a dropped write leaves no bytes unread
-            with cluster.write_gate.passage(label, route.namespace):
+            body = self._read_write_body(route)  # before the gate: a dropped write leaves no bytes unread
+            options = body if verb.startswith("delete") and isinstance(body, dict) else {}
+            dry = query.get("dryRun") == "All" or "All" in (options.get("dryRun") or ())
+            dry_run = cluster.store.dry_run() if dry else contextlib.nullcontext()
+            with cluster.write_gate.passage(label, route.namespace), dry_run:
                 code, answer = self._write(cluster, verb, route, query, body)
             self._send_json(code, answer)
 
@@ -309,6 +325,9 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> tuple[int, Any]:
         """Apply a create, update, patch, delete or deletecollection: the status code and body."""
         registry, namespace = cluster.registry, route.namespace or ""
+        strict = query.get("fieldValidation") == "Strict" and not route.subresource
+        if strict and verb in ("create", "update", "patch"):
+            refuse_unknown_fields(route.resource, verb, self.fields.get("content-type", ""), body)
         if verb == "create":
             return 201, registry.create(route.resource, namespace, body)
         if verb == "update":
@@ -357,6 +376,16 @@ class _Handler(BaseHTTPRequestHandler):
             return "delete" if route.name is not None else "deletecollection"
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on this path")
 
+    def _openapi(self, cluster: LocalCluster, path: str) -> None:
+        cluster.stats.record("get", "openapi")
+        if path.rstrip("/") == openapidocs.PREFIX:
+            self._send_json(200, openapidocs.index())
+            return
+        body = openapidocs.document(path)
+        if body is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        self._send(200, body)
+
     def _discovery(self, path: str) -> dict[str, Any] | None:
         clean = "/" + path.strip("/")
         if clean == "/version":
@@ -375,14 +404,20 @@ class _Handler(BaseHTTPRequestHandler):
             return discovery.api_resource_list(f"{parts[1]}/{parts[2]}")
         return None
 
-    def _send_list(self, cluster: LocalCluster, resource: ResourceType, result: ListResult) -> None:
-        if wants_table(self.fields.get("accept", "")):
+    def _table_request(self, query: dict[str, str]) -> TableRequest | None:
+        return table_request(self.fields.get("accept", ""), query.get("includeObject"))
+
+    def _send_list(
+        self, cluster: LocalCluster, resource: ResourceType, result: ListResult, table: TableRequest | None
+    ) -> None:
+        if table is not None:
             items = [json.loads(body) for body in result.bodies]
-            self._send_json(200, to_table(resource, items, cluster.clock.now(), result.list_meta()))
+            self._send_json(200, to_table(resource, items, cluster.clock.now(), result.list_meta(), table))
         else:
             self._send(200, result.to_json(resource).encode())
 
     def _watch(self, cluster: LocalCluster, route: Route, query: dict[str, str]) -> None:
+        table = self._table_request(query)
         timeout = float(query.get("timeoutSeconds") or _DEFAULT_WATCH_SECONDS)
         deadline = threading.Event()
         timer = threading.Timer(timeout, deadline.set)
@@ -403,7 +438,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             pending = [first] if first is not None else []
-            for line in itertools.chain(pending, events):
+            for event in itertools.chain(pending, events):
+                line = event
+                if table is not None:  # a Table per event, as kubectl get -w asks
+                    line = table_event(route.resource, event, cluster.clock.now(), table)
+                    table = without_headers(table)
                 self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")

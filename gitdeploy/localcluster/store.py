@@ -395,10 +395,23 @@ class Store:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
-            if txn.logged:  # still holding the write lock: commits are told in their order
-                self._committed_changes(txn.logged)
+            if getattr(self._last_write, "dry_run", False):
+                conn.execute("ROLLBACK")  # the answer is computed, nothing is kept or told
+            else:
+                conn.execute("COMMIT")
+                if txn.logged:  # still holding the write lock: commits are told in their order
+                    self._committed_changes(txn.logged)
         self._last_write.encoded = txn.encoded
+
+    @contextmanager
+    def dry_run(self) -> Iterator[None]:
+        """This thread's write transactions inside are rolled back instead of committed, as a
+        request with ``dryRun=All`` (``kubectl diff``, ``apply --dry-run=server``) asks."""
+        self._last_write.dry_run = True
+        try:
+            yield
+        finally:
+            self._last_write.dry_run = False
 
     def encoded(self, obj: dict[str, Any]) -> str | None:
         """The JSON text that this thread's last write transaction stored for ``obj`` (that very

@@ -120,6 +120,12 @@ class Metrics:
             namespace=NAMESPACE,
             registry=registry,
         )
+        self._apps_triggers_suspended = Gauge(
+            "apps_image_triggers_suspended",
+            "Number of apps whose image triggers a rollback suspended (deploy --enable-triggers).",
+            namespace=NAMESPACE,
+            registry=registry,
+        )
         for sync_state in SyncState:
             self._apps_sync.labels(state=sync_state.value).set(0)
         for health_state in HealthState:
@@ -216,8 +222,11 @@ class Metrics:
         """Record one reconcile pass of one app (``result``: e.g. ``success``, ``error``, ``requeue``)."""
         self._reconcile_seconds.labels(result=result).observe(_non_negative(seconds))
 
-    def set_app_states(self, sync: Mapping[str, int], health: Mapping[str, int]) -> None:
-        """Replace the app counts with a snapshot: how many apps are in each sync and health state.
+    def set_app_states(
+        self, sync: Mapping[str, int], health: Mapping[str, int], triggers_suspended: int = 0
+    ) -> None:
+        """Replace the app counts with a snapshot: how many apps are in each sync and health state,
+        and how many have image triggers a rollback suspended.
 
         States missing from the snapshot drop to 0 (a state seen once keeps its series, so a
         graph goes to zero instead of stopping). Counts must not be negative.
@@ -229,6 +238,7 @@ class Metrics:
         with self._states_lock:
             self._replace_counts(self._apps_sync, self._sync_seen, sync)
             self._replace_counts(self._apps_health, self._health_seen, health)
+            self._apps_triggers_suspended.set(max(triggers_suspended, 0))
 
     @staticmethod
     def _replace_counts(gauge: Gauge, seen: set[str], counts: Mapping[str, int]) -> None:

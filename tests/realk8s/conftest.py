@@ -2,10 +2,11 @@
 
 The ``control_plane`` fixture (tests/fixtures/controlplane.py, shared with tests/contract):
 ``scripts/realk8s up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
-(see controlplane.py); a build failure or a component that does not come up fails the tests with the
-reason, never skips them. gitdeploy talks to it as the ServiceAccount of ``deploy/`` with that
-account's token, never as admin, in namespaces that enforce Pod Security "restricted" and carry
-``deploy/rbac.yaml``'s Role.
+(see controlplane.py); kwok serves :func:`kwok_logs.chatty_log` as the log of every hook pod (its
+container ``lifecycle``), through kube-apiserver and the nodes' kubelet endpoint. A build failure
+or a component that does not come up fails the tests with the reason, never skips them. gitdeploy
+talks to it as the ServiceAccount of ``deploy/`` with that account's token, never as admin, in
+namespaces that enforce Pod Security "restricted" and carry ``deploy/rbac.yaml``'s Role.
 
 All tests of the tier share one xdist group, so one worker runs them against one control plane.
 """
@@ -13,6 +14,8 @@ All tests of the tier share one xdist group, so one worker runs them against one
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import time
 import uuid
@@ -22,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.cli import RunCli
+from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.controlplane import PULL_FAILURE_IMAGE as PULL_FAILURE_IMAGE
 from tests.fixtures.controlplane import REALK8S_GROUP
 from tests.fixtures.gitrepo import GitRemote
@@ -96,3 +99,40 @@ def history(gitdeploy: RunCli, app: str) -> list[dict[str, Any]]:
     done = gitdeploy("history", app, "-o", "json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+class Run:
+    """One ``gitdeploy run`` in the background, as the ServiceAccount; its log goes to a file."""
+
+    def __init__(self, kubeconfig: Path, state: Path, log: Path, *args: str) -> None:
+        env = {**os.environ, "GITDEPLOY_STATE_DIR": str(state), "NO_COLOR": "1"}
+        env.pop("KUBECONFIG", None)
+        self.log_path = log
+        with log.open("w") as out:
+            self.process = subprocess.Popen(
+                [gitdeploy_executable(), "--kubeconfig", str(kubeconfig), "run", *args],
+                env=env, stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def leads(self) -> bool:
+        return re.search(r"became leader", self.log) is not None
+
+
+@pytest.fixture
+def runs(tmp_path: Path, gitdeploy_kubeconfig: Path) -> Iterator[Callable[..., Run]]:
+    started: list[Run] = []
+
+    def start(name: str, *args: str) -> Run:
+        run = Run(gitdeploy_kubeconfig, tmp_path / f"state-{name}", tmp_path / f"{name}.log", *args)
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        if run.process.poll() is None:
+            run.process.kill()
+        run.process.wait(timeout=30)

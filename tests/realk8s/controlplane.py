@@ -13,7 +13,10 @@ from the binaries in BIN:
 - **kwok**, which plays the kubelet of a few fake nodes with the stages in ``kwok_stages``: pods
   become Ready after ``--pod-ready-seconds``, pods of an ``--image-pull-failure`` image stay in
   ``ErrImagePull``, pods that never restart (hook and deployer pods) end by the ``EXIT_CODE``
-  variable of their first container, and a deleted pod stays Terminating for its grace period.
+  variable of their first container, and a deleted pod stays Terminating for its grace period;
+  with ``--pod-log [CONTAINER=]FILE`` (repeatable) kwok also serves FILE as the log of every
+  container (of that name) through the real path: ``kubectl logs`` → kube-apiserver → the node's
+  kubelet endpoint, kwok's own server (see kwok_logs).
 
 It returns when the API answers ``/readyz``, the nodes are Ready and the ``default`` service
 account exists, with an admin kubeconfig at DIR/kubeconfig. ``down DIR`` stops what ``up DIR``
@@ -38,6 +41,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.realk8s.kwok_logs import cluster_logs
 from tests.realk8s.kwok_stages import NODE_COUNT, stages_yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -256,7 +260,52 @@ def audit_flags(run_dir: Path) -> list[str]:
     return [f"--audit-policy-file={policy}", f"--audit-log-path={run_dir / 'logs' / 'audit.log'}"]
 
 
-def up(run_dir: Path, bin_dir: Path, pod_ready_seconds: float, pull_failures: list[str]) -> None:
+def start_kwok(
+    run_dir: Path,
+    bin_dir: Path,
+    kubeconfig: Path,
+    pod_ready_seconds: float,
+    pull_failures: list[str],
+    pod_logs: list[str],
+) -> None:
+    """kwok with the stages; with ``pod_logs`` (``[CONTAINER=]FILE``) also its kubelet-like server on
+    127.0.0.1, the nodes' kubelet endpoint, serving those logs to the API server (see kwok_logs)."""
+    config = stages_yaml(pod_ready_seconds, pull_failures)
+    served: list[str] = ["--node-ip", "10.0.1.1", "--server-address", ""]
+    if pod_logs:
+        config += "---\n" + json.dumps(cluster_logs(pod_logs, run_dir), indent=1) + "\n"
+        port = free_port()
+        pki = run_dir / "pki"
+        served = [
+            "--node-ip", "127.0.0.1", "--node-port", str(port), "--server-address", f"127.0.0.1:{port}",
+            "--tls-cert-file", str(pki / "apiserver.crt"),
+            "--tls-private-key-file", str(pki / "apiserver.key"),
+        ]  # fmt: skip
+    (run_dir / "kwok.yaml").write_text(config)
+    start(
+        "kwok",
+        [
+            str(bin_dir / "kwok"),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--config",
+            str(run_dir / "kwok.yaml"),
+            "--manage-all-nodes=true",
+            "--cidr",
+            "10.244.0.1/16",
+            *served,
+        ],
+        run_dir,
+    )
+
+
+def up(
+    run_dir: Path,
+    bin_dir: Path,
+    pod_ready_seconds: float,
+    pull_failures: list[str],
+    pod_logs: list[str] | None = None,
+) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     if any(alive(pid) for _, pid in read_pids(run_dir)):
         raise SystemExit(
@@ -332,6 +381,12 @@ def up(run_dir: Path, bin_dir: Path, pod_ready_seconds: float, pull_failures: li
             "--endpoint-reconciler-type",
             "none",
             "--allow-privileged=false",
+            # kubectl logs: the API server reaches a node's kubelet (kwok) at its InternalIP, over
+            # TLS that it verifies against the cluster CA (kwok serves the API server's certificate).
+            "--kubelet-preferred-address-types",
+            "InternalIP",
+            "--kubelet-certificate-authority",
+            str(pki / "ca.crt"),
             "--profiling=false",
             *audit_flags(run_dir),
             "--v=1",
@@ -381,26 +436,7 @@ def up(run_dir: Path, bin_dir: Path, pod_ready_seconds: float, pull_failures: li
         ],
         run_dir,
     )
-    stages = run_dir / "kwok.yaml"
-    stages.write_text(stages_yaml(pod_ready_seconds, pull_failures))
-    start(
-        "kwok",
-        [
-            str(bin_dir / "kwok"),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--config",
-            str(stages),
-            "--manage-all-nodes=true",
-            "--cidr",
-            "10.244.0.1/16",
-            "--node-ip",
-            "10.0.1.1",
-            "--server-address",
-            "",
-        ],
-        run_dir,
-    )
+    start_kwok(run_dir, bin_dir, kubeconfig, pod_ready_seconds, pull_failures, pod_logs or [])
     for index in range(NODE_COUNT):
         kubectl(
             bin_dir,
@@ -601,12 +637,19 @@ def main(argv: list[str]) -> None:
     start_parser.add_argument("--bin", type=Path, required=True)
     start_parser.add_argument("--pod-ready-seconds", type=float, default=1.0)
     start_parser.add_argument("--image-pull-failure", action="append", default=[], metavar="IMAGE")
+    start_parser.add_argument("--pod-log", action="append", default=[], metavar="[CONTAINER=]FILE")
     stop_parser = verbs.add_parser("down")
     stop_parser.add_argument("dir", type=Path)
     args = parser.parse_args(argv)
     if args.verb == "up":
         try:
-            up(args.dir.resolve(), args.bin.resolve(), args.pod_ready_seconds, args.image_pull_failure)
+            up(
+                args.dir.resolve(),
+                args.bin.resolve(),
+                args.pod_ready_seconds,
+                args.image_pull_failure,
+                args.pod_log,
+            )
         except BaseException:
             down(args.dir.resolve())
             raise

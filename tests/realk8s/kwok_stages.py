@@ -3,13 +3,17 @@
 kwok moves a node or pod from one status to the next when a stage's selector matches it, after the
 stage's delay. These stages give the behaviour the tests rely on:
 
-- ``node-initialize``: a new node becomes Ready (no heartbeats: no node-lifecycle controller runs);
+- ``node-initialize``: a new node becomes Ready (no heartbeats: no node-lifecycle controller runs),
+  with kwok's own kubelet-like server as its kubelet endpoint when kwok runs one (``--node-port``);
 - ``pod-start``: a pod bound to a node gets an IP and its containers run, not yet Ready;
 - ``pod-ready``: a pod that restarts (a ReplicaSet's pod) becomes Ready after ``pod_ready_seconds``;
 - ``pod-image-pull-failure``: a pod whose image is listed stays Pending in ``ErrImagePull``;
 - ``pod-exit-*``: a pod that never restarts (hook and deployer pods) ends after ``pod_ready_seconds``
   by the ``EXIT_CODE`` variable of its first container: unset or ``0`` → Succeeded, another number →
-  Failed with that exit code, ``hang`` → runs until it is deleted (or its deadline kills it);
+  Failed with that exit code, ``hang`` → runs until it is deleted (or its deadline kills it); a
+  ``RUN_FOR`` variable (a Go duration, e.g. ``200ms``) of its first container sets how long it runs; a
+  ``SUCCEED_ON_ATTEMPT`` variable equal to the pod's ``gitdeploy.io/attempt`` annotation makes that
+  attempt succeed whatever ``EXIT_CODE`` says (a Retry hook that fails, then succeeds);
 - ``pod-delete``: a deleted pod stays Terminating until its ``deletionTimestamp`` (its grace period),
   then goes, as a kubelet removes it once its containers stopped.
 
@@ -21,12 +25,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gitdeploy.core.observed import ATTEMPT_ANNOTATION
+
 NODE_COUNT = 3
 EXIT_CODE_VAR = "EXIT_CODE"
 HANG = "hang"
+RUN_FOR_VAR = "RUN_FOR"
+SUCCEED_ON_ATTEMPT_VAR = "SUCCEED_ON_ATTEMPT"
 
 _NOT_DELETING: dict[str, Any] = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
 _EXIT_CODE = f'.spec.containers.[0].env.[]? | select(.name == "{EXIT_CODE_VAR}") | .value'
+_RUN_FOR = f'.spec.containers.[0].env.[]? | select(.name == "{RUN_FOR_VAR}") | .value'
 _IMAGES = ".spec.containers.[].image"
 
 _NODE_READY = """\
@@ -43,6 +52,11 @@ addresses:
   address: {{ NodeIP | Quote }}
 - type: Hostname
   address: {{ .metadata.name | Quote }}
+{{ with NodePort }}
+daemonEndpoints:
+  kubeletEndpoint:
+    Port: {{ . }}
+{{ end }}
 allocatable: {cpu: 1k, memory: 1Ti, pods: 10k}
 capacity: {cpu: 1k, memory: 1Ti, pods: 10k}
 nodeInfo:
@@ -110,6 +124,11 @@ _EXITED = """\
 _CODE = (
     '{{ $code := "0" }}{{ range (index .spec.containers 0).env }}'
     f'{{{{ if eq .name "{EXIT_CODE_VAR}" }}}}{{{{ $code = .value }}}}{{{{ end }}}}{{{{ end }}}}\n'
+    "{{ range (index .spec.containers 0).env }}"
+    f'{{{{ if eq .name "{SUCCEED_ON_ATTEMPT_VAR}" }}}}'
+    f'{{{{ if eq .value (index $.metadata.annotations "{ATTEMPT_ANNOTATION}") }}}}'
+    '{{ $code = "0" }}{{ end }}'
+    "{{ end }}{{ end }}\n"
 )
 
 
@@ -195,6 +214,7 @@ def stages(pod_ready_seconds: float, pull_failures: list[str]) -> list[dict[str,
             [_NOT_DELETING, never_restarts, running, {"key": _EXIT_CODE, "operator": "DoesNotExist"}],
             exit_template,
             delay_ms=ready_ms,
+            delay_until=_RUN_FOR,
         ),
         _stage(
             "pod-exit-code",
@@ -208,6 +228,7 @@ def stages(pod_ready_seconds: float, pull_failures: list[str]) -> list[dict[str,
             ],
             exit_template,
             delay_ms=ready_ms,
+            delay_until=_RUN_FOR,
         ),
         _stage(
             "pod-delete",

@@ -29,8 +29,9 @@ class PodWatch:
 
     namespace: str
     kubeconfig: Path
-    check: Callable[[dict[str, PodState]], None] | None = None
-    pods: dict[str, PodState] = field(default_factory=dict)
+    check: Callable[[dict[str, Any]], None] | None = None
+    pods: dict[str, Any] = field(default_factory=dict)
+    """Each pod's :class:`PodState` by name (a :class:`ReplicaSetWatch`: each one's replicas)."""
     failures: list[str] = field(default_factory=list)
     events: int = 0
     watch_seconds: int = 5
@@ -42,7 +43,7 @@ class PodWatch:
     def __enter__(self) -> PodWatch:
         configuration = client.Configuration()
         config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
-        self._api = client.CoreV1Api(client.ApiClient(configuration))
+        self._api = client.ApiClient(configuration)
         self._relist()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -58,7 +59,7 @@ class PodWatch:
             stream = watch.Watch()  # type: ignore[no-untyped-call]
             try:
                 for event in stream.stream(  # type: ignore[no-untyped-call]
-                    self._api.list_namespaced_pod,
+                    self._lister(),
                     self.namespace,
                     resource_version=self._version,
                     timeout_seconds=self.watch_seconds,
@@ -73,9 +74,9 @@ class PodWatch:
 
     def _relist(self) -> None:
         """After a 410 Gone: the current pods, and a watch from the list's resourceVersion."""
-        listed: Any = self._api.list_namespaced_pod(self.namespace)
+        listed: Any = self._lister()(self.namespace)
         with self._lock:
-            self.pods = {pod.metadata.name: _state(pod) for pod in listed.items}
+            self.pods = {item.metadata.name: self._state(item) for item in listed.items}
         self._version = listed.metadata.resource_version
 
     def _apply(self, event: dict[str, Any]) -> None:
@@ -93,7 +94,7 @@ class PodWatch:
             if event["type"] == "DELETED":
                 self.pods.pop(pod.metadata.name, None)
             else:
-                self.pods[pod.metadata.name] = _state(pod)
+                self.pods[pod.metadata.name] = self._state(pod)
             self.events += 1
             if self.check:
                 try:
@@ -101,12 +102,24 @@ class PodWatch:
                 except AssertionError as broken:
                     self.failures.append(str(broken))
 
-    def snapshot(self) -> dict[str, PodState]:
+    def snapshot(self) -> dict[str, Any]:
         with self._lock:
             return dict(self.pods)
 
+    def _lister(self) -> Callable[..., Any]:
+        return client.CoreV1Api(self._api).list_namespaced_pod
 
-def _state(pod: Any) -> PodState:
-    conditions = pod.status.conditions or []
-    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
-    return PodState(dict(pod.metadata.labels or {}), ready, pod.metadata.deletion_timestamp is not None)
+    def _state(self, pod: Any) -> Any:
+        conditions = pod.status.conditions or []
+        ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+        return PodState(dict(pod.metadata.labels or {}), ready, pod.metadata.deletion_timestamp is not None)
+
+
+class ReplicaSetWatch(PodWatch):
+    """The same for the namespace's ReplicaSets; each one's state is its ``spec.replicas``."""
+
+    def _lister(self) -> Callable[..., Any]:
+        return client.AppsV1Api(self._api).list_namespaced_replica_set
+
+    def _state(self, replica_set: Any) -> Any:
+        return int(replica_set.spec.replicas or 0)

@@ -24,7 +24,7 @@ from gitdeploy.core.observed import MANAGED_BY_LABEL, MANAGED_BY_VALUE, RECORD_L
 from tests.fixtures.cli import RunCli
 from tests.fixtures.faultproxy import FaultProxy
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import ManagedNamespace, history, wait_for
+from tests.realk8s.conftest import ManagedNamespace, Run, history, wait_for
 from tests.realk8s.controlplane import (
     GITDEPLOY_NAMESPACE,
     ControlPlane,
@@ -34,7 +34,7 @@ from tests.realk8s.controlplane import (
 )
 from tests.realk8s.manifests import deployment, settings
 from tests.realk8s.stallproxy import api_server_address, kubeconfig_through, resume, stall
-from tests.realk8s.test_run import Run, at_revision
+from tests.realk8s.test_run import at_revision
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 

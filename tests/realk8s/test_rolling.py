@@ -3,12 +3,15 @@
 Given an app of 4 replicas at maxSurge 25% / maxUnavailable 25% running on kube-apiserver,
 kube-controller-manager's ReplicaSet controller and kwok, whose pods take 2 s to stop,
 When a commit changes its image and gitdeploy (as deploy/'s ServiceAccount) syncs,
-Then at no moment do more than 5 pods exist nor fewer than 3 ready, non-terminating pods serve; the
+Then at no moment do more than 5 pods count nor fewer than 3 ready, non-terminating pods serve; the
 rollout ends with 4 new ready pods and no old one, and ``status`` and ``history`` say so.
 
 Which pods count against maxSurge is the app's ``podReplacementPolicy`` (Kubernetes KEP-5882): by
-default (``TerminationStarted``, the Deployment controller's behaviour) the pods not being deleted;
-with ``TerminationComplete`` every pod until it is gone, Terminating ones included.
+default (``TerminationStarted``, the Deployment controller's behaviour) the bound is on the pods the
+ReplicaSets ask for, checked from a watch of ReplicaSets (their pods come and go a moment later, in
+the order the ReplicaSet controller gets to them, so a new pod may start just before an old one is
+deleted, with the Deployment controller too); with ``TerminationComplete`` on every pod until it is
+gone, Terminating ones included, checked from the pod watch.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.conftest import ManagedNamespace, history, synced
 from tests.realk8s.controlplane import ControlPlane
 from tests.realk8s.manifests import deployment, settings
-from tests.realk8s.podwatch import PodState, PodWatch
+from tests.realk8s.podwatch import PodState, PodWatch, ReplicaSetWatch
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
@@ -49,15 +52,21 @@ def test_rolling_update_keeps_surge_and_availability_on_a_real_cluster(
 
     def bounds(pods: dict[str, PodState]) -> None:
         app = [p for p in pods.values() if p.labels.get("app") == "web"]
-        counted = [p for p in app if counts_terminating or not p.terminating]
-        assert len(counted) <= 5, f"{len(counted)} pods count against maxSurge ({policy}), which allows 5"
+        if counts_terminating:  # every pod until it is gone
+            assert len(app) <= 5, f"{len(app)} pods exist, maxSurge allows 5 ({policy})"
         serving = [p for p in app if p.ready and not p.terminating]
         assert len(serving) >= 3, f"only {len(serving)} ready pods, maxUnavailable allows 3"
 
-    with PodWatch(namespace, control_plane.admin_kubeconfig, check=bounds) as pods:
+    def asked(replica_sets: dict[str, int]) -> None:  # what the Deployment controller bounds
+        assert sum(replica_sets.values()) <= 5, f"{replica_sets} ask for more than maxSurge's 5 pods"
+
+    admin = control_plane.admin_kubeconfig
+    watches = PodWatch(namespace, admin, check=bounds), ReplicaSetWatch(namespace, admin, check=asked)
+    with watches[0] as pods, watches[1] as rs:
         git_remote.commit_and_push("web 1.1", {"apps/web.yaml": web("registry.test/web:1.1")})
         synced(gitdeploy, git_remote)
     assert not pods.failures, pods.failures
+    assert not rs.failures and rs.events >= 4, (rs.failures, rs.events)
     assert pods.events > 8, "the watch saw the rollout"
 
     replica_sets = control_plane.get_json("replicasets", "-n", namespace)["items"]

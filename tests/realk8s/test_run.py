@@ -6,62 +6,21 @@ under the namespaced Role lists only the namespaces gitdeploy was given and undo
 from __future__ import annotations
 
 import json
-import os
-import re
 import signal
-import subprocess
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import ManagedNamespace, wait_for
+from tests.realk8s.conftest import ManagedNamespace, Run, wait_for
 from tests.realk8s.controlplane import GITDEPLOY_NAMESPACE, ControlPlane
 from tests.realk8s.manifests import deployment, settings
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 FAST_LEASE = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.3s"]
-
-
-class Run:
-    """One ``gitdeploy run`` in the background, as the ServiceAccount; its log goes to a file."""
-
-    def __init__(self, kubeconfig: Path, state: Path, log: Path, *args: str) -> None:
-        env = {**os.environ, "GITDEPLOY_STATE_DIR": str(state), "NO_COLOR": "1"}
-        env.pop("KUBECONFIG", None)
-        self.log_path = log
-        with log.open("w") as out:
-            self.process = subprocess.Popen(
-                [gitdeploy_executable(), "--kubeconfig", str(kubeconfig), "run", *args],
-                env=env, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def leads(self) -> bool:
-        return re.search(r"became leader", self.log) is not None
-
-
-@pytest.fixture
-def runs(tmp_path: Path, gitdeploy_kubeconfig: Path) -> Iterator[Callable[..., Run]]:
-    started: list[Run] = []
-
-    def start(name: str, *args: str) -> Run:
-        run = Run(gitdeploy_kubeconfig, tmp_path / f"state-{name}", tmp_path / f"{name}.log", *args)
-        started.append(run)
-        return run
-
-    yield start
-    for run in started:
-        if run.process.poll() is None:
-            run.process.kill()
-        run.process.wait(timeout=30)
 
 
 def view(gitdeploy: RunCli, namespace: str) -> dict[str, Any] | None:

@@ -7,11 +7,24 @@ from types import ModuleType
 
 import pytest
 
-from gitdeploy.core import hooks, pruning, records, recovery, rollout, timestamps
+from gitdeploy.core import (
+    commitwait,
+    drift,
+    hooks,
+    pruning,
+    records,
+    recovery,
+    rollback,
+    rollout,
+    syncstate,
+    timestamps,
+)
 
 
 @pytest.mark.parametrize(
-    "module", [hooks, pruning, records, recovery, rollout, timestamps], ids=lambda m: m.__name__
+    "module",
+    [commitwait, drift, hooks, pruning, records, recovery, rollback, rollout, syncstate, timestamps],
+    ids=lambda m: m.__name__,
 )
 def test_docstring_examples(module: ModuleType) -> None:
     result = doctest.testmod(module)

@@ -40,6 +40,20 @@ def template(image: str, *, side: str = "busybox:1", env: str = "", rs_labels: b
     )
 
 
+def as_stored(written: PodTemplate) -> tuple[PodTemplate, str]:
+    """The template a real API server returns for one gitdeploy wrote, with its defaults filled in,
+    and the hash gitdeploy gave it (of the template as written, without the ReplicaSet's labels)."""
+    body = json.loads(written.canonical_json)
+    for container in body["spec"]["containers"]:
+        container |= {"imagePullPolicy": "IfNotPresent", "terminationMessagePath": "/dev/termination-log"}
+    body["spec"] |= {
+        "dnsPolicy": "ClusterFirst",
+        "restartPolicy": "Always",
+        "schedulerName": "default-scheduler",
+    }
+    return canonical_template(body), template_hash(comparable(written))
+
+
 def app(*, automatic: bool = True, env: str = "", triggers: bool = True) -> App:
     tmpl = template(GIT, env=env)
     trigger = ImageChangeTrigger(automatic, ("web",), "shop", "web", "prod")
@@ -96,15 +110,18 @@ def test_decide_images(
     waiting: tuple[str, ...],
 ) -> None:
     images = {TAG: tag_image} if tag_image is not None else {}
-    decision = decide_images(given, images, suspended=suspended, running=running)
+    stored, running_hash = as_stored(running) if running is not None else (None, "")
+    decision = decide_images(given, images, suspended=suspended, running=stored, running_hash=running_hash)
     assert (web_image(decision), decision.cause, decision.waiting_for) == (image, cause, waiting), case
     assert decision.app.template_hash == template_hash(decision.app.template)
     assert [c.image for c in decision.app.template.containers if c.name == "side"] == ["busybox:1"]
 
 
 def test_the_hash_covers_the_resolved_image_and_matches_the_running_template() -> None:
-    followed = decide_images(app(), {TAG: B}, suspended=False, running=template(A, rs_labels=True))
-    kept = decide_images(app(), {TAG: A}, suspended=False, running=template(A, rs_labels=True))
+    running = template(A, rs_labels=True)
+    running_hash = template_hash(comparable(running))
+    followed = decide_images(app(), {TAG: B}, suspended=False, running=running, running_hash=running_hash)
+    kept = decide_images(app(), {TAG: A}, suspended=False, running=running, running_hash=running_hash)
     assert followed.app.template_hash != kept.app.template_hash != app().template_hash
     # unchanged tag: exactly the template that runs, so no new revision
     assert kept.app.template == comparable(template(A, rs_labels=True))
@@ -121,7 +138,9 @@ def test_only_named_containers_are_replaced_and_the_rest_is_untouched() -> None:
 
 def test_an_app_without_triggers_is_returned_as_is() -> None:
     plain = app(triggers=False)
-    assert decide_images(plain, {TAG: B}, suspended=False, running=None) == ImageDecision(plain)
+    assert decide_images(plain, {TAG: B}, suspended=False, running=None, running_hash="") == ImageDecision(
+        plain
+    )
     assert dataclasses.replace(plain) == plain
 
 

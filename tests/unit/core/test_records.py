@@ -187,6 +187,7 @@ def test_json_form_uses_the_documented_keys() -> None:
         "updatedAt": 1_700_000_100.0,
         "manifestDigest": "",
         "paused": False,
+        "manifestCommit": "",
     }
     # optional rollback fields are left out when unset
     plain = body["revisions"][0]

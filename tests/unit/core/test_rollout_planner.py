@@ -1171,6 +1171,29 @@ def test_the_rollback_revision_reuses_the_pinned_replica_set_and_says_why() -> N
     assert done.record.pin == pin
 
 
+def test_an_automatic_rollback_after_a_failed_mid_hook_brings_the_old_pods_back_without_hooks() -> None:
+    """The mid hook failed with every old pod stopped; running the same hooks for the rollback would
+    fail it too and leave the app without pods (OpenShift scales the last good deployment back up)."""
+    strategy = Strategy(StrategyType.RECREATE, recreate=RecreateParams(pre=HOOK_PRE, mid=HOOK_MID))
+    app = make_app(V2, strategy=strategy, kind=AppKind.DEPLOYMENT_CONFIG, auto_rollback=True)
+    pin = Pin(1, thash(V1), "digest-2", "revision 2 failed", Cause.AUTO_ROLLBACK.value, 2, "gitdeploy")
+    record = AppRecord(revisions=(entry(V1, 1), entry(V2, 2, Outcome.FAILED, reason="HookFailed")), pin=pin)
+    target = Target(
+        app=app,
+        template=tmpl(V1),
+        template_hash=thash(V1),
+        commit=CommitRef(f"{1:040d}", "Ada", "commit 1"),
+        cause=Cause.AUTO_ROLLBACK.value,
+        manifest_digest="digest-2",
+        pin=pin,
+    )
+    reused = rs(V1, 3, 0, phase="Running", annotations=((CAUSE_ANNOTATION, "AutoRollback"),))
+    failed = rs(V2, 2, 0, phase="Failed")
+    step = plan_pass(target, snap(reused, failed, record=record), T0 + 70)
+    assert not [a for a in step.actions if isinstance(a, CreatePod)], step.actions
+    assert step.actions == (scaled(reused.name, 1, 3, 3, T0 + 70),), step.message
+
+
 # -- failed and held ---------------------------------------------------------------------------------
 
 

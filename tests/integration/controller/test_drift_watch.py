@@ -1,0 +1,54 @@
+"""The loop hears of a hand change to a settled app's ReplicaSet through the ReplicaSet watch and
+undoes it in the pass it wakes, with an event naming what it undid (issue 21, item 2).
+
+The fake clock never reaches the resync: a pass that comes can only come from the watch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from kubernetes import client
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.controller.loop import Controller
+from tests.integration.controller import test_watcher
+from tests.integration.controller.test_watcher import eventually, replicas, settle
+
+# the fixtures of test_watcher: a controller of shop/web (8 replicas) and its ReplicaSet watch
+controller = test_watcher.controller
+simulation_config = test_watcher.simulation_config
+wake = test_watcher.wake
+
+
+def _drift_events(kube_client: Any) -> list[str]:
+    found: Any = client.CoreV1Api(kube_client).list_namespaced_event("shop")
+    return [str(e.message) for e in found.items if e.reason == "DriftCorrected"]
+
+
+def test_a_hand_scale_wakes_the_app_and_its_pass_scales_back(
+    controller: Controller, fake_clock: FakeClock, wake: threading.Event, kube_client: Any
+) -> None:
+    # Given web settled at 8 replicas, and the ReplicaSet watch of its namespace up
+    settle(controller, fake_clock)
+    assert eventually(lambda: "shop" in controller.watched)
+    time.sleep(0.5)  # the watch starts from the current resourceVersion
+    assert controller.next_due_in() is None
+    [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
+
+    # When someone runs `kubectl scale rs web-… --replicas=2` (through the scale subresource)
+    client.AppsV1Api(kube_client).patch_namespaced_replica_set_scale(name, "shop", {"spec": {"replicas": 2}})
+
+    # Then the watch makes the app due now, and its pass scales it back and says so
+    assert eventually(wake.is_set)
+    assert controller.next_due_in() == 0.0
+    controller.reconcile_due()
+    assert replicas(controller) == [8]
+    assert _drift_events(kube_client) == [f"{name} was scaled to 2 by hand; scaled back to 8"]
+
+    # And once its pods are back it is settled again, undone once
+    settle(controller, fake_clock)
+    assert controller.next_due_in() is None
+    assert len(_drift_events(kube_client)) == 1
