@@ -68,7 +68,8 @@ class ApiError(Exception):
 
     @classmethod
     def invalid(cls, kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
-        """422: ``causes`` are ``(field, message)`` pairs."""
+        """422: ``causes`` are ``(field, message)`` pairs, each message worded as the API server's
+        (``Required value: ...``): its first words give the cause's reason (``FieldValueRequired``)."""
         summary = ", ".join(f"{field}: {message}" for field, message in causes)
         return cls(
             422,
@@ -79,7 +80,7 @@ class ApiError(Exception):
                 "group": group,
                 "kind": kind,
                 "causes": [
-                    {"reason": "FieldValueInvalid", "message": message, "field": field}
+                    {"reason": _cause_reason(message), "message": message, "field": field}
                     for field, message in causes
                 ],
             },
@@ -88,6 +89,23 @@ class ApiError(Exception):
     @classmethod
     def bad_request(cls, message: str) -> ApiError:
         return cls(400, "BadRequest", message)
+
+
+_CAUSE_REASONS = {
+    "Required value": "FieldValueRequired",
+    "Too long": "FieldValueTooLong",
+    "Too many": "FieldValueTooMany",
+    "Unsupported value": "FieldValueNotSupported",
+    "Forbidden": "FieldValueForbidden",
+    "Duplicate value": "FieldValueDuplicate",
+    "Not found": "FieldValueNotFound",
+}
+
+
+def _cause_reason(message: str) -> str:
+    """The reason of a cause whose message begins as the API server's ``field.Error`` words it."""
+    head = message.partition(":")[0]
+    return _CAUSE_REASONS.get(head, "FieldValueInvalid")
 
 
 def status_object(

@@ -2,15 +2,14 @@
 
 This is where Kubernetes' rules live: ``uid``, ``creationTimestamp``, the cluster-wide
 ``resourceVersion`` and optimistic concurrency (a stale one → 409), ``generation`` bumped on spec
-changes only, status and scale subresources, validation (422), owner references and garbage
-collection, and the hooks that run the simulated ReplicaSet controller and kubelet inside the
-same transaction as the write that triggered them.
+changes only, status and scale subresources, validation (422, in :mod:`validation`), owner
+references and garbage collection, and the hooks that run the simulated ReplicaSet controller and
+kubelet inside the same transaction as the write that triggered them.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +20,6 @@ from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.patch import PatchError, apply_patch
 from gitdeploy.localcluster.resources import (
-    CONFIGMAPS,
     CORE_EVENTS,
     NAMESPACES,
     PODS,
@@ -29,130 +27,14 @@ from gitdeploy.localcluster.resources import (
     RESOURCES,
     ResourceType,
 )
-from gitdeploy.localcluster.selectors import (
-    SelectorError,
-    label_selector_from_object,
-    label_selector_to_string,
-    matches_labels,
-)
+from gitdeploy.localcluster.selectors import label_selector_from_object, label_selector_to_string
 from gitdeploy.localcluster.store import Store, Timer, Txn
+from gitdeploy.localcluster.validation import validate, validate_update
 
 __all__ = ["DEFAULT_NAMESPACES", "Registry"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _PROPAGATION = ("Orphan", "Background", "Foreground")
-MAX_ANNOTATIONS_BYTES = 256 * 1024
-"""The API server's limit on the total size of an object's annotations (keys and values)."""
-MAX_CONFIGMAP_BYTES = 1024 * 1024
-"""The API server's limit on a ConfigMap's ``data`` and ``binaryData`` (keys and values)."""
-
-
-def _validate_labels(labels: Any, causes: list[tuple[str, str]]) -> None:
-    if labels is None:
-        return
-    if not isinstance(labels, dict):
-        causes.append(("metadata.labels", "must be a map of strings"))
-        return
-    for key, value in labels.items():
-        prefix, _, name = str(key).rpartition("/")
-        if not _LABEL_NAME.match(name) or len(name) > 63 or (prefix and not _SUBDOMAIN.match(prefix)):
-            causes.append((f"metadata.labels[{key}]", "invalid label key"))
-        if not isinstance(value, str) or not _LABEL_VALUE.match(value) or len(value) > 63:
-            causes.append((f"metadata.labels[{key}]", f"invalid label value {value!r}"))
-
-
-def _validate_containers(containers: Any, field: str, causes: list[tuple[str, str]]) -> None:
-    if not isinstance(containers, list) or not containers:
-        causes.append((field, "Required value: at least one container"))
-        return
-    for index, container in enumerate(containers):
-        if not isinstance(container, dict) or not container.get("name"):
-            causes.append((f"{field}[{index}].name", "Required value"))
-        elif not container.get("image"):
-            causes.append((f"{field}[{index}].image", "Required value"))
-
-
-def _byte_size(entries: Any, *, binary: bool = False) -> int:
-    """Bytes of a map of strings as the API server counts them: each key plus each value
-    (``binaryData`` values are base64 in JSON: their decoded size)."""
-    if not isinstance(entries, dict):
-        return 0
-    total = 0
-    for key, value in entries.items():
-        total += len(str(key).encode("utf-8"))
-        text = str(value)
-        total += len(text) * 3 // 4 - text.count("=") if binary else len(text.encode("utf-8"))
-    return total
-
-
-def _validate_sizes(resource: ResourceType, obj: dict[str, Any], causes: list[tuple[str, str]]) -> None:
-    """The size limits of ``ValidateAnnotationsSize`` and of ConfigMap validation."""
-    annotations = _byte_size((obj.get("metadata") or {}).get("annotations"))
-    if annotations > MAX_ANNOTATIONS_BYTES:
-        causes.append(("metadata.annotations", f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes"))
-    if resource is CONFIGMAPS:
-        data = _byte_size(obj.get("data")) + _byte_size(obj.get("binaryData"), binary=True)
-        if data > MAX_CONFIGMAP_BYTES:
-            causes.append(("", f"Too long: must have at most {MAX_CONFIGMAP_BYTES} bytes"))
-
-
-def validate(resource: ResourceType, obj: dict[str, Any]) -> None:
-    """Raise a 422 ``Invalid`` error when ``obj`` breaks the rules the API server enforces for it."""
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name") or "")
-    causes: list[tuple[str, str]] = []
-    pattern = _LABEL if resource is NAMESPACES else _SUBDOMAIN
-    limit = 63 if resource is NAMESPACES else 253
-    if not pattern.match(name) or len(name) > limit:
-        causes.append(("metadata.name", f"Invalid value: {name!r}: must be a lowercase RFC 1123 name"))
-    _validate_labels(meta.get("labels"), causes)
-    annotations = meta.get("annotations")
-    if annotations is not None and (
-        not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values())
-    ):
-        causes.append(("metadata.annotations", "must be a map of strings"))
-    _validate_sizes(resource, obj, causes)
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    assert isinstance(spec, dict)
-    if resource is PODS:
-        _validate_containers(spec.get("containers"), "spec.containers", causes)
-    elif resource is REPLICASETS:
-        replicas = spec.get("replicas", 1)
-        if replicas is not None and (
-            not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0
-        ):
-            causes.append(
-                ("spec.replicas", f"Invalid value: {replicas!r}: must be greater than or equal to 0")
-            )
-        selector = spec.get("selector")
-        template = spec.get("template") or {}
-        template_labels = (template.get("metadata") or {}).get("labels") or {}
-        try:
-            requirements = label_selector_from_object(selector)
-        except SelectorError as problem:
-            causes.append(("spec.selector", str(problem)))
-            requirements = []
-        if not requirements:
-            causes.append(("spec.selector", "Required value"))
-        elif not matches_labels(requirements, template_labels):
-            causes.append(
-                (
-                    "spec.template.metadata.labels",
-                    "Invalid value: `selector` does not match template `labels`",
-                )
-            )
-        _validate_containers(
-            (template.get("spec") or {}).get("containers"), "spec.template.spec.containers", causes
-        )
-        min_ready = spec.get("minReadySeconds", 0)
-        if not isinstance(min_ready, int) or min_ready < 0:
-            causes.append(("spec.minReadySeconds", "must be greater than or equal to 0"))
-    if causes:
-        raise ApiError.invalid(resource.kind, resource.group, name, causes)
 
 
 class Registry:
@@ -521,7 +403,7 @@ class Registry:
             new_meta.pop("managedFields", None)
             if "generation" in old_meta and new.get("spec") != current.get("spec"):
                 new_meta["generation"] = int(old_meta["generation"]) + 1
-            validate(resource, new)
+            validate_update(resource, current, new)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         refs = new["metadata"].get("ownerReferences")
         if new == current:

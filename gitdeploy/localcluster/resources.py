@@ -64,6 +64,7 @@ PODS = _BY_GROUP[("", "v1", "pods")]
 CORE_EVENTS = _BY_GROUP[("", "v1", "events")]
 CONFIGMAPS = _BY_GROUP[("", "v1", "configmaps")]
 REPLICASETS = _BY_GROUP[("apps", "v1", "replicasets")]
+LEASES = _BY_GROUP[("coordination.k8s.io", "v1", "leases")]
 
 
 def find_resource(group: str, version: str, plural: str) -> ResourceType | None:

@@ -50,6 +50,8 @@ __all__ = ["ROLE_SUBJECT", "LocalCluster", "Route", "parse_route"]
 
 LOOPBACK = "127.0.0.1"
 _DEFAULT_WATCH_SECONDS = 1800
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
+"""The API server's limit on a request body (``MaxRequestBodyBytes``): 413 beyond it."""
 _POLL_SECONDS = 0.2  # how often a fake clock is looked at for due transitions
 _MAX_HEADER_LINE = 65536  # the stdlib's limits
 _MAX_HEADERS = 100
@@ -200,6 +202,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_raw(self) -> bytes:
         length = int(self.fields.get("content-length") or 0)
+        if length > MAX_REQUEST_BODY_BYTES and not self._body_read:
+            self._body_read = True
+            while length > 0:  # read and drop it, so that the answer reaches the client
+                chunk = self.rfile.read(min(length, 1 << 16))
+                if not chunk:
+                    break
+                length -= len(chunk)
+            raise ApiError(
+                413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
+            )
         raw = self.rfile.read(length) if length and not self._body_read else b""
         self._body_read = True
         return raw

@@ -1,5 +1,6 @@
 """The real control plane for tests/realk8s: one per test session, shared by the tier's tests.
 
+The ``control_plane`` fixture (tests/fixtures/controlplane.py, shared with tests/contract):
 ``scripts/realk8s up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
 (see controlplane.py); kwok serves :func:`kwok_logs.chatty_log` as the log of every hook pod (its
 container ``lifecycle``), through kube-apiserver and the nodes' kubelet endpoint. A build failure
@@ -25,48 +26,21 @@ from typing import Any
 import pytest
 
 from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.controlplane import PULL_FAILURE_IMAGE as PULL_FAILURE_IMAGE
+from tests.fixtures.controlplane import REALK8S_GROUP
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import (
-    REALK8S,
     ControlPlane,
-    install_gitdeploy_identity,
     managed_namespace_for_gitdeploy,
     service_account_kubeconfig,
 )
-from tests.realk8s.kwok_logs import CHATTY_CONTAINER, chatty_log
-
-POD_READY_SECONDS = 1.0
-PULL_FAILURE_IMAGE = "registry.test/missing:1"
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the group into the node id
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
-            item.add_marker(pytest.mark.xdist_group("realk8s"))
-
-
-@pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    run_dir = tmp_path_factory.mktemp("realk8s")
-    chatty = tmp_path_factory.mktemp("pod-logs") / f"{CHATTY_CONTAINER}.log"
-    chatty.write_text(chatty_log(), encoding="utf-8")
-    built = subprocess.run([str(REALK8S), "build"], capture_output=True, text=True, check=False)
-    if built.returncode != 0:
-        pytest.fail(f"scripts/realk8s build failed (the real control plane is required):\n{built.stderr}")
-    up = subprocess.run(
-        [str(REALK8S), "up", str(run_dir), "--pod-ready-seconds", str(POD_READY_SECONDS),
-         "--image-pull-failure", PULL_FAILURE_IMAGE, "--pod-log", f"{CHATTY_CONTAINER}={chatty}"],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
-    if up.returncode != 0:
-        pytest.fail(f"scripts/realk8s up failed:\n{up.stdout}\n{up.stderr}")
-    plane = ControlPlane.at(run_dir)
-    try:
-        install_gitdeploy_identity(plane)
-        yield plane
-    finally:
-        subprocess.run([str(REALK8S), "down", str(run_dir)], capture_output=True, check=False)
+            item.add_marker(REALK8S_GROUP)
 
 
 @pytest.fixture(scope="session")

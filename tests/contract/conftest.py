@@ -1,0 +1,113 @@
+"""One contract, two servers: every test of tests/contract runs against the embedded cluster and
+against the real control plane, through the official client, and expects the same answers.
+
+``side`` is a :class:`Side` per server, each with a fresh namespace of its own:
+
+* ``embedded`` — a :class:`LocalCluster` on a fake clock (``embedded_cluster``), whose time moves
+  only when a test waits;
+* ``real`` — the ``control_plane`` fixture's kube-apiserver as admin, in the xdist group of
+  tests/realk8s so that one control plane serves both directories. It never skips: when the
+  control plane cannot be built or started, the test fails.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes import client as kubernetes_client
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.connection import connect
+from gitdeploy.localcluster import LocalCluster
+from tests.fixtures.cluster import api_client_for
+from tests.fixtures.controlplane import REALK8S_GROUP
+from tests.realk8s.controlplane import ControlPlane
+
+client: Any = kubernetes_client
+WAIT_SECONDS = 60.0
+
+
+@dataclass
+class Side:
+    """One server of the contract: ``api`` (an official ``ApiClient``) and ``namespace`` (new,
+    empty, the test's own); ``wait_for`` lets its time pass until ``check`` holds."""
+
+    name: str
+    api: Any
+    namespace: str
+    _step: Callable[[], None]
+
+    @property
+    def core(self) -> Any:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def apps(self) -> Any:
+        return client.AppsV1Api(self.api)
+
+    @property
+    def coordination(self) -> Any:
+        return client.CoordinationV1Api(self.api)
+
+    def wait_for(self, what: str, check: Callable[[], bool], seconds: float = WAIT_SECONDS) -> None:
+        """Let ``seconds`` of the server's time pass at most, until ``check`` holds (fail naming
+        ``what``): the embedded cluster's fake clock moves a second a step, the real one its own pace."""
+        steps = int(seconds / _step_seconds(self.name))
+        for _ in range(steps):
+            if check():
+                return
+            self._step()
+        if not check():
+            raise AssertionError(f"{self.name}: {what} did not happen within {seconds:.0f} s")
+
+
+def _step_seconds(name: str) -> float:
+    return 1.0 if name == "embedded" else 0.2
+
+
+def _embedded_side(request: pytest.FixtureRequest, namespace: str) -> Iterator[Side]:
+    cluster: LocalCluster = request.getfixturevalue("embedded_cluster")
+    clock: FakeClock = request.getfixturevalue("fake_clock")
+
+    def step() -> None:
+        clock.advance(1.0)
+        cluster.registry.materialise()
+
+    api = api_client_for(cluster)
+    try:
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+        yield Side("embedded", api, namespace, step)
+    finally:
+        api.close()
+
+
+def _real_side(request: pytest.FixtureRequest, namespace: str) -> Iterator[Side]:
+    plane: ControlPlane = request.getfixturevalue("control_plane")
+    api: Any = connect(plane.admin_kubeconfig).api  # as gitdeploy connects, as admin
+    core = client.CoreV1Api(api)
+    try:
+        core.create_namespace({"metadata": {"name": namespace}})
+        side = Side("real", api, namespace, lambda: time.sleep(0.2))
+        # pods are refused until the namespace's default ServiceAccount exists
+        side.wait_for("the default ServiceAccount", lambda: _has_default_account(core, namespace))
+        yield side
+        core.delete_namespace(namespace)
+    finally:
+        api.close()
+
+
+def _has_default_account(core: Any, namespace: str) -> bool:
+    names = [a.metadata.name for a in core.list_namespaced_service_account(namespace).items]
+    return "default" in names
+
+
+@pytest.fixture(params=["embedded", pytest.param("real", marks=REALK8S_GROUP)])
+def side(request: pytest.FixtureRequest) -> Iterator[Side]:
+    namespace = f"contract-{uuid.uuid4().hex[:8]}"
+    make = _embedded_side if request.param == "embedded" else _real_side
+    yield from make(request, namespace)

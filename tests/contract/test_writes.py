@@ -1,0 +1,148 @@
+"""The writes gitdeploy makes succeed on both servers, and what follows them looks the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.contract.conftest import Side
+from tests.contract.test_api_rules import configmap, event, lease, replicaset
+
+
+def test_replicaset_create_scale_patch(side: Side) -> None:
+    created = side.apps.create_namespaced_replica_set(side.namespace, replicaset("web", replicas=1))
+    assert created.metadata.generation == 1
+    side.apps.patch_namespaced_replica_set_scale("web", side.namespace, {"spec": {"replicas": 2}})
+    patched = side.apps.patch_namespaced_replica_set(
+        "web", side.namespace, {"metadata": {"annotations": {"gitdeploy.io/revision": "2"}}}
+    )
+    assert patched.spec.replicas == 2
+    assert patched.metadata.annotations == {"gitdeploy.io/revision": "2"}
+    assert patched.metadata.generation == 2
+
+
+def test_configmap_create_and_replace(side: Side) -> None:
+    created = side.core.create_namespaced_config_map(side.namespace, configmap("record"))
+    body = configmap("record", data={"history": "[]"}, resourceVersion=created.metadata.resource_version)
+    replaced = side.core.replace_namespaced_config_map("record", side.namespace, body)
+    assert replaced.data == {"history": "[]"}
+
+
+def test_pod_owned_by_a_replicaset(side: Side) -> None:
+    owner = side.apps.create_namespaced_replica_set(side.namespace, replicaset("web", replicas=0))
+    pod = {
+        "metadata": {
+            "name": "web-hook",
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "web",
+                    "uid": owner.metadata.uid,
+                    "controller": False,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "hook", "image": "busybox:1"}]},
+    }
+    created = side.core.create_namespaced_pod(side.namespace, pod)
+    assert created.metadata.owner_references[0].uid == owner.metadata.uid
+
+
+def test_event_and_lease(side: Side) -> None:
+    recorded = side.core.create_namespaced_event(side.namespace, event(side.namespace, side.namespace))
+    assert recorded.involved_object.name == "web"
+    created = side.coordination.create_namespaced_lease(side.namespace, lease(15))
+    created.spec.holder_identity = "b"
+    renewed = side.coordination.replace_namespaced_lease("leader", side.namespace, created)
+    assert renewed.spec.holder_identity == "b"
+
+
+def _pod(side: Side, name: str) -> Any:
+    found = side.core.list_namespaced_pod(side.namespace, field_selector=f"metadata.name={name}").items
+    return found[0] if found else None
+
+
+def test_a_deleted_pod_is_terminating_before_it_is_gone(side: Side) -> None:
+    pod = {
+        "metadata": {"name": "slow"},
+        "spec": {"terminationGracePeriodSeconds": 5, "containers": [{"name": "main", "image": "nginx:1"}]},
+    }
+    side.core.create_namespaced_pod(side.namespace, pod)
+    side.wait_for("the pod running", lambda: _pod(side, "slow").status.phase == "Running")
+    side.core.delete_namespaced_pod("slow", side.namespace)
+    terminating = _pod(side, "slow")
+    assert terminating is not None and terminating.metadata.deletion_timestamp is not None
+    assert terminating.metadata.deletion_grace_period_seconds == 5
+    side.wait_for("the pod gone", lambda: _pod(side, "slow") is None)
+
+
+def test_replicaset_status_catches_up_after_a_scale(side: Side) -> None:
+    side.apps.create_namespaced_replica_set(side.namespace, replicaset("web", replicas=1))
+    side.apps.patch_namespaced_replica_set_scale("web", side.namespace, {"spec": {"replicas": 3}})
+
+    def caught_up() -> bool:
+        found = side.apps.read_namespaced_replica_set("web", side.namespace)
+        status = found.status
+        return bool(
+            status.observed_generation == found.metadata.generation
+            and status.replicas == 3
+            and status.ready_replicas == 3
+        )
+
+    side.wait_for("3 ready replicas", caught_up)
+
+
+def test_deleting_a_replicaset_deletes_its_pods(side: Side) -> None:
+    side.apps.create_namespaced_replica_set(
+        side.namespace, replicaset("web", replicas=2, terminationGracePeriodSeconds=2)
+    )
+
+    def pods() -> list[Any]:
+        return list(side.core.list_namespaced_pod(side.namespace, label_selector="app=web").items)
+
+    side.wait_for("2 pods", lambda: len(pods()) == 2)
+    side.apps.delete_namespaced_replica_set("web", side.namespace, propagation_policy="Background")
+    side.wait_for("the pods gone", lambda: not pods())
+
+
+POD_DEFAULTS = {
+    "restartPolicy": "Always",
+    "terminationGracePeriodSeconds": 30,
+    "dnsPolicy": "ClusterFirst",
+    "schedulerName": "default-scheduler",
+}
+CONTAINER_DEFAULTS = {
+    "imagePullPolicy": "IfNotPresent",
+    "terminationMessagePath": "/dev/termination-log",
+    "terminationMessagePolicy": "File",
+}
+
+
+def _defaults_of(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    container = spec["containers"][0]
+    return (
+        {key: spec.get(key) for key in POD_DEFAULTS},
+        {key: container.get(key) for key in CONTAINER_DEFAULTS},
+        {"protocol": container["ports"][0].get("protocol")},
+    )
+
+
+def test_the_defaults_gitdeploy_reads(side: Side, request: pytest.FixtureRequest) -> None:
+    if side.name == "embedded":
+        # applying them makes 13 tests fail (exact templates, plan --live, image triggers, demo):
+        # what gitdeploy does with a defaulted template is the rest of issue 20
+        request.applymarker(pytest.mark.xfail(strict=True, reason="the embedded cluster applies no defaults"))
+    template = {"containers": [{"name": "main", "image": "nginx:1", "ports": [{"containerPort": 80}]}]}
+    pod = side.api.sanitize_for_serialization(
+        side.core.create_namespaced_pod(side.namespace, {"metadata": {"name": "p"}, "spec": template})
+    )
+    created = side.apps.create_namespaced_replica_set(
+        side.namespace, replicaset("web", replicas=0, **template)
+    )
+    rs = side.api.sanitize_for_serialization(created)
+    expected = (POD_DEFAULTS, CONTAINER_DEFAULTS, {"protocol": "TCP"})
+    assert _defaults_of(pod["spec"]) == expected
+    assert _defaults_of(rs["spec"]["template"]["spec"]) == expected
