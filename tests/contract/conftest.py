@@ -106,7 +106,16 @@ def _has_default_account(core: Any, namespace: str) -> bool:
     return "default" in names
 
 
-@pytest.fixture(params=["embedded", pytest.param("real", marks=REALK8S_GROUP)])
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the group into the node id
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real side of every contract test joins tests/realk8s's xdist group (one control plane)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("side") == "real":
+            item.add_marker(REALK8S_GROUP)
+
+
+@pytest.fixture(params=["embedded", "real"])
 def side(request: pytest.FixtureRequest) -> Iterator[Side]:
     namespace = f"contract-{uuid.uuid4().hex[:8]}"
     make = _embedded_side if request.param == "embedded" else _real_side
