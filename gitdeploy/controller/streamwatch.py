@@ -14,19 +14,13 @@ reads the followed streams again before it starts one (:meth:`ImageTriggers.conf
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.watcher import follow_once, keep_following, per_namespace
 from gitdeploy.core.observed import StoredRecord
-from gitdeploy.errors import ExpiredError, GitdeployError
-
-log = logging.getLogger("gitdeploy.watch")
-
-SUPERVISE_SECONDS = 2.0
-"""How often the namespaces of git's streams are looked at for one not watched yet."""
 
 
 def watch_streams(controller: Controller, stop: threading.Event, on_notice: Callable[[], None]) -> None:
@@ -37,27 +31,21 @@ def watch_streams(controller: Controller, stop: threading.Event, on_notice: Call
             on_notice()
 
     def follow(namespace: str) -> None:
-        version = ""
-        while not stop.is_set():
-            try:
-                version = follow_streams_once(
-                    controller.cluster, namespace, version, seen, timeout_seconds=60
-                )
-            except GitdeployError as problem:  # the API hiccupped: watch again from where it was
-                log.debug("image stream watch of %s restarts: %s", namespace, problem)
-                stop.wait(1.0)
+        keep_following(
+            stop,
+            f"image stream watch of {namespace}",
+            lambda version, reached: follow_streams_once(
+                controller.cluster, namespace, version, seen, timeout_seconds=60, reached=reached
+            ),
+        )
 
-    def supervise() -> None:
-        watched: set[str] = set()
-        while not stop.is_set():
-            for namespace in sorted({ns for ns, _ in list(controller.images.streams)} - watched):
-                threading.Thread(
-                    target=follow, args=(namespace,), name=f"watch-streams-{namespace}", daemon=True
-                ).start()
-                watched.add(namespace)
-            stop.wait(SUPERVISE_SECONDS)
-
-    threading.Thread(target=supervise, name="watch-streams", daemon=True).start()
+    per_namespace(
+        controller,
+        stop,
+        "watch-streams",
+        follow,
+        namespaces=lambda: {ns for ns, _ in list(controller.images.streams)},
+    )
 
 
 def follow_streams_once(
@@ -67,27 +55,19 @@ def follow_streams_once(
     seen: Callable[[StoredRecord], None],
     *,
     timeout_seconds: int,
+    reached: Callable[[str], None] | None = None,
 ) -> str:
-    """One watch of the stream states in ``namespace`` from ``version`` until the server ends it,
-    ``seen`` told of each state added or changed; returns the version to go on from.
-
-    Without a ``version`` the states are listed first (each one is ``seen``: a tag moved before
-    the watch began is news too) and the watch starts from the list's resourceVersion. A 410 Gone
-    returns ``""``: the next call lists again.
-    """
-    if not version:
-        states, version = cluster.list_stream_states_at(namespace)
-        for state in states:
-            seen(state)
-    try:
-        for kind, state in cluster.watch_stream_states(namespace, version, timeout_seconds=timeout_seconds):
-            version = state.resource_version or version
-            if kind != "DELETED":  # a deleted state is written again by the next refresh
-                seen(state)
-    except ExpiredError as gone:
-        log.info("image stream watch of %s: %s; listing again", namespace, gone)
-        return ""
-    return version
+    """One watch of the stream states in ``namespace`` (:func:`~gitdeploy.controller.watcher.follow_once`):
+    listed first without a ``version`` (a tag moved before the watch began is news too); a deleted
+    state is not news (the next refresh writes it again)."""
+    return follow_once(
+        f"image stream watch of {namespace}",
+        lambda: cluster.list_stream_states_at(namespace),
+        lambda since: cluster.watch_stream_states(namespace, since, timeout_seconds=timeout_seconds),
+        version,
+        seen,
+        reached=reached,
+    )
 
 
 __all__ = ["follow_streams_once", "watch_streams"]

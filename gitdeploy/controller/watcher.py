@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
@@ -35,12 +35,12 @@ log = logging.getLogger("gitdeploy.watch")
 
 def watch_records(controller: Controller, stop: threading.Event, on_notice: Callable[[], None]) -> None:
     """Follow app record changes until ``stop``; ``on_notice`` when an app became due."""
-    _per_namespace(controller, stop, "watch-records", lambda ns: _follow(controller, ns, stop, on_notice))
+    per_namespace(controller, stop, "watch-records", lambda ns: _follow(controller, ns, stop, on_notice))
 
 
 def watch_rollouts(controller: Controller, stop: threading.Event, on_notice: Callable[[], None]) -> None:
     """Follow ReplicaSet status until ``stop``; ``on_notice`` when a rollout became due."""
-    _per_namespace(
+    per_namespace(
         controller,
         stop,
         "watch-replicasets",
@@ -48,16 +48,25 @@ def watch_rollouts(controller: Controller, stop: threading.Event, on_notice: Cal
     )
 
 
-def _per_namespace(
-    controller: Controller, stop: threading.Event, name: str, follow: Callable[[str], None]
+def per_namespace(
+    controller: Controller,
+    stop: threading.Event,
+    name: str,
+    follow: Callable[[str], None],
+    namespaces: Callable[[], set[str]] | None = None,
 ) -> None:
-    """Run ``follow(namespace)`` on a thread per namespace gitdeploy deploys to, until ``stop``."""
+    """Run ``follow(namespace)`` on a thread per namespace, until ``stop``: each namespace of
+    ``namespaces()`` (default: the ones gitdeploy deploys to), as it appears."""
+
+    def deployed_to() -> set[str]:
+        return set(controller.namespaces) or {key.namespace for key in list(controller.apps)}
+
+    wanted_now = namespaces or deployed_to
 
     def supervise() -> None:
         watched: set[str] = set()
         while not stop.is_set():
-            wanted = set(controller.namespaces) or {key.namespace for key in list(controller.apps)}
-            for namespace in sorted(wanted - watched):
+            for namespace in sorted(wanted_now() - watched):
                 threading.Thread(
                     target=follow, args=(namespace,), name=f"{name}-{namespace}", daemon=True
                 ).start()
@@ -80,25 +89,32 @@ def _follow(
         if not stop.is_set() and controller.notice(AppKey(stored.namespace, stored.app), ""):
             on_notice()
 
+    keep_following(
+        stop,
+        f"record watch of {namespace}",
+        lambda version, reached: follow_records_once(
+            controller.cluster, namespace, version, seen, timeout_seconds=60, deleted=gone, reached=reached
+        ),
+    )
+
+
+def keep_following(
+    stop: threading.Event, what: str, follow_once: Callable[[str, Callable[[str], None]], str]
+) -> None:
+    """Call ``follow_once(version, reached)`` (one list-then-watch, see :func:`follow_once`) until
+    ``stop``, each from the version the last one reached: a watch that breaks off (a cut
+    connection, an API server restart) is resumed, not listed again; a 410 lists again, once."""
     version = ""
 
-    def reached(at: str) -> None:  # kept when a watch breaks off: resumed, not listed again
+    def reached(at: str) -> None:
         nonlocal version
         version = at
 
     while not stop.is_set():
         try:
-            version = follow_records_once(
-                controller.cluster,
-                namespace,
-                version,
-                seen,
-                timeout_seconds=60,
-                deleted=gone,
-                reached=reached,
-            )
+            version = follow_once(version, reached)
         except GitdeployError as problem:  # the API hiccupped: watch again from where it was
-            log.debug("record watch restarts: %s", problem)
+            log.debug("%s restarts: %s", what, problem)
             stop.wait(1.0)
 
 
@@ -123,14 +139,37 @@ def follow_records_once(
     from it would end at once in 410 Gone, over and over. A 410 Gone returns ``""``: the next call
     lists again, once, and goes on from that list.
     """
+    return follow_once(
+        f"record watch of {namespace}",
+        lambda: cluster.list_app_records_at(namespace),
+        lambda since: cluster.watch_app_records(namespace, since, timeout_seconds=timeout_seconds),
+        version,
+        seen,
+        deleted=deleted,
+        reached=reached,
+    )
+
+
+def follow_once(
+    what: str,
+    list_at: Callable[[], tuple[list[StoredRecord], str]],
+    watch: Callable[[str], Iterable[tuple[str, StoredRecord]]],
+    version: str,
+    seen: Callable[[StoredRecord], None],
+    *,
+    deleted: Callable[[StoredRecord], None] | None = None,
+    reached: Callable[[str], None] | None = None,
+) -> str:
+    """:func:`follow_records_once` for any kind of ConfigMap gitdeploy keeps: ``list_at()`` lists
+    them with the list's resourceVersion, ``watch(version)`` watches from one."""
     if not version:
-        records, version = cluster.list_app_records_at(namespace)
-        for stored in records:
+        items, version = list_at()
+        for stored in items:
             seen(stored)
         if reached is not None:
             reached(version)
     try:
-        for kind, stored in cluster.watch_app_records(namespace, version, timeout_seconds=timeout_seconds):
+        for kind, stored in watch(version):
             version = stored.resource_version or version
             if reached is not None:
                 reached(version)
@@ -139,7 +178,7 @@ def follow_records_once(
             elif deleted is not None:
                 deleted(stored)
     except ExpiredError as gone:
-        log.info("record watch of %s: %s; listing again", namespace, gone)
+        log.info("%s: %s; listing again", what, gone)
         return ""
     return version
 
@@ -173,4 +212,11 @@ def _follow_replica_sets(
     controller.watched.discard(namespace)
 
 
-__all__ = ["follow_records_once", "watch_records", "watch_rollouts"]
+__all__ = [
+    "follow_once",
+    "follow_records_once",
+    "keep_following",
+    "per_namespace",
+    "watch_records",
+    "watch_rollouts",
+]
