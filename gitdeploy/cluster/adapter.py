@@ -256,6 +256,7 @@ def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
         uid=str(meta.get("uid", "")),
         observed_generation_current=int(status.get("observedGeneration", 0) or 0)
         >= int(meta.get("generation", 0) or 0),
+        generation=int(meta.get("generation", 0) or 0),
         template=template if isinstance(template, dict) else None,
         owned_the_old_way=bool(_old_ownership(raw)),
     )

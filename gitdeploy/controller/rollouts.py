@@ -114,9 +114,9 @@ class RolloutRunner:
         self.statuses: dict[AppKey, DeploymentStatus] = {}
         self.record_versions: dict[AppKey, str] = {}
         """The resourceVersion of each app record this runner wrote last (its own changes)."""
-        self.replicas_known: dict[tuple[str, str], int] = {}
-        """``spec.replicas`` of each ReplicaSet (by namespace and name) as this runner last saw or
-        set it: a watch that shows another value saw a hand change (:meth:`changed_by_hand`)."""
+        self.replicas_known: dict[tuple[str, str], tuple[int, int]] = {}
+        """``spec.replicas`` and ``metadata.generation`` of each ReplicaSet (by namespace and name)
+        as this runner last saw or set them (:meth:`changed_by_hand`)."""
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
@@ -161,7 +161,7 @@ class RolloutRunner:
         app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
         now = self.clock.now()
         for rs in snapshot.replica_sets:
-            self.replicas_known[rs.namespace, rs.name] = rs.state.replicas
+            self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
         record = step.record or snapshot.record
         if amend is not None and not step.create_record:
@@ -185,15 +185,26 @@ class RolloutRunner:
 
     def changed_by_hand(self, kind: str, rs: ObservedReplicaSet) -> bool:
         """Whether a watch's news of ``rs`` (``kind``: ADDED, MODIFIED, DELETED) is a change this
-        runner did not make: a ``spec.replicas`` other than the one it last saw or set, or a
-        delete. A ReplicaSet it never saw tells nothing (the resync looks at it)."""
+        runner did not make: a delete, or a spec newer than any this runner saw or wrote with a
+        ``spec.replicas`` other than the one it set last. News of an older spec is late news of
+        what the runner saw already (a watch may deliver it after the runner's next write). A
+        ReplicaSet it never saw tells nothing (the resync looks at it)."""
         known = self.replicas_known.get((rs.namespace, rs.name))
         if known is None:
             return False
         if kind == "DELETED":
             del self.replicas_known[rs.namespace, rs.name]
             return True
-        return known != rs.state.replicas
+        replicas, generation = known
+        if rs.generation and rs.generation <= generation:
+            return False
+        return replicas != rs.state.replicas
+
+    def _know(self, namespace: str, name: str, replicas: int, generation: int = 0) -> None:
+        """Remember ``replicas`` as the ReplicaSet's, and the newest ``generation`` seen of it
+        (0 while a write that will bump it is under way)."""
+        seen = self.replicas_known.get((namespace, name), (0, 0))[1]
+        self.replicas_known[namespace, name] = (replicas, max(seen, generation))
 
     # -- execution -----------------------------------------------------------------------------------
 
@@ -215,15 +226,18 @@ class RolloutRunner:
         for action in step.actions:
             if isinstance(action, CreateReplicaSet):
                 spec = action.spec
-                self.replicas_known[ns, spec.name] = spec.replicas  # before: a watch may tell it first
+                self._know(ns, spec.name, spec.replicas)  # before: a watch may tell it first
                 try:
                     self.cluster.create_replica_set(spec)
                 except AlreadyExistsError:
                     log.info("[%s] ReplicaSet %s exists already; the next pass adopts it", app.key, spec.name)
             elif isinstance(action, PatchReplicaSet):
                 if action.replicas is not None:
-                    self.replicas_known[ns, action.name] = action.replicas
-                self.cluster.scale_replica_set(ns, action.name, action.replicas, dict(action.annotations))
+                    self._know(ns, action.name, action.replicas)  # before: a watch may tell it first
+                patched = self.cluster.scale_replica_set(
+                    ns, action.name, action.replicas, dict(action.annotations)
+                )
+                self._know(ns, action.name, patched.state.replicas, patched.generation)
             elif isinstance(action, DeleteReplicaSet):
                 self.replicas_known.pop((ns, action.name), None)
                 self.cluster.delete_replica_set(ns, action.name)

@@ -78,6 +78,8 @@ class ObservedReplicaSet:
     """Made by an earlier gitdeploy that let the app record own its ReplicaSets (deleting the
     record deleted them) and labelled them with the app's selector (a Deployment with that selector
     could adopt them): the loop releases it (see ``Cluster.release_replica_set``)."""
+    generation: int = field(default=0, compare=False)
+    """``metadata.generation``: bumped by the API server on every change of the spec (0: unknown)."""
 
     @property
     def name(self) -> str:

@@ -14,8 +14,10 @@ from kubernetes import client
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.controller.loop import Controller
+from gitdeploy.core.observed import ObservedReplicaSet
+from tests.fixtures.gitrepo import GitRemote
 from tests.integration.controller import test_watcher
-from tests.integration.controller.test_watcher import eventually, replicas, settle
+from tests.integration.controller.test_watcher import eventually, replicas, settle, web
 
 # the fixtures of test_watcher: a controller of shop/web (8 replicas) and its ReplicaSet watch
 controller = test_watcher.controller
@@ -52,3 +54,36 @@ def test_a_hand_scale_wakes_the_app_and_its_pass_scales_back(
     settle(controller, fake_clock)
     assert controller.next_due_in() is None
     assert len(_drift_events(kube_client)) == 1
+
+
+def test_news_of_the_loops_own_writes_heard_late_is_never_a_hand_change(
+    controller: Controller, fake_clock: FakeClock, git_remote: GitRemote, kube_client: Any
+) -> None:
+    # Given web settled at 8 replicas, and every change to its ReplicaSets recorded from a watch
+    settle(controller, fake_clock)
+    heard: list[tuple[str, ObservedReplicaSet]] = []
+    stop = threading.Event()
+
+    def listen() -> None:
+        for kind, rs in controller.cluster.watch_replica_sets("shop", timeout_seconds=30):
+            heard.append((kind, rs))
+            if stop.is_set():
+                return
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    time.sleep(0.5)  # the watch starts from the current resourceVersion
+
+    # When a new image rolls out through several scales of both ReplicaSets
+    git_remote.commit_and_push("web 1.26", {"apps/web.yaml": web("nginx:1.26")})
+    settle(controller, fake_clock)
+    assert replicas(controller) == [0, 8]
+    assert eventually(lambda: len({rs.state.replicas for _, rs in heard}) >= 3)
+    stop.set()
+
+    # Then news of those scales, heard after the loop made later ones (as a busy watch delivers
+    # it), is never taken for a hand change: the loop's own writes are not drift
+    assert [
+        (kind, rs.name, rs.state.replicas) for kind, rs in heard if controller.notice_drift(kind, rs)
+    ] == []
+    assert _drift_events(kube_client) == []
