@@ -1,8 +1,10 @@
 """gitdeploy next to the Kubernetes Deployment controller, on one real control plane (issue 18).
 
-``python bench/realk8s.py [--scenario NAME ...] [--pod-ready-seconds S] [--dir DIR]`` starts a
-control plane with ``scripts/realk8s up`` (etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, kwok), then runs each scenario three times on it with the same pod delays:
+``python bench/realk8s.py [--scenario NAME ...] [--repeat N] [--pod-ready-seconds S] [--dir DIR]``
+starts a control plane with ``scripts/realk8s up`` (etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, kwok), then runs each scenario three ways on it with the same pod delays (``N``
+rounds of the three, interleaved, each in namespaces of its own; the table shows the median of each
+figure and the JSON line every round):
 
 - **deployment**: ``Deployment`` objects applied with kubectl (admin), rolled out by
   kube-controller-manager's Deployment controller: the image changes in one ``kubectl apply``, and
@@ -32,6 +34,7 @@ import os
 import re
 import resource
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -258,9 +261,27 @@ def run_resident_gitdeploy(
             process.wait(30)
 
 
+def medians(figures: list[Figures]) -> dict[str, Figures]:
+    """Per controller, the median of each figure over its rounds."""
+    rounds: dict[str, list[Figures]] = {}
+    for f in figures:
+        rounds.setdefault(f.controller, []).append(f)
+    return {
+        controller: Figures(
+            controller,
+            *(
+                statistics.median(getattr(f, field.name) for f in taken)
+                for field in dataclasses.fields(Figures)[1:]
+            ),
+        )
+        for controller, taken in rounds.items()
+    }
+
+
 def print_table(name: str, figures: list[Figures]) -> None:
     print(json.dumps({"scenario": name, "figures": [f.__dict__ for f in figures]}))
-    by = {f.controller: f for f in figures}
+    by = medians(figures)
+    rounds = len(figures) // len(by)
     rows = [
         ("makespan s", "makespan_s"),
         ("ReplicaSet writes / rollout", "replica_set_writes"),
@@ -268,8 +289,9 @@ def print_table(name: str, figures: list[Figures]) -> None:
         ("kube-controller-manager CPU s", "controller_manager_cpu_s"),
         ("gitdeploy CPU s", "gitdeploy_cpu_s"),
     ]
-    ours = [f.controller for f in figures if f.controller != "deployment"]
-    print(f"\n{name}: {'':30} {'Deployment ctrl':>16}" + "".join(f"{c:>15} {'ratio':>6}" for c in ours))
+    ours = [c for c in by if c != "deployment"]
+    title = f"{name} (median of {rounds}):" if rounds > 1 else f"{name}:"
+    print(f"\n{title:38} {'Deployment ctrl':>16}" + "".join(f"{c:>15} {'ratio':>6}" for c in ours))
     for label, key in rows:
         dc = getattr(by["deployment"], key)
         values = [getattr(by[c], key) for c in ours]
@@ -280,6 +302,7 @@ def print_table(name: str, figures: list[Figures]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of each scenario (median shown)")
     parser.add_argument("--pod-ready-seconds", type=float, default=1.0)
     parser.add_argument(
         "--dir", type=Path, help="where the control plane and repos live (default: a temp dir)"
@@ -296,9 +319,11 @@ def main() -> None:
         for name in args.scenario or list(SCENARIOS):
             count, replicas = SCENARIOS[name]
             figures: list[Figures] = []
-            run_deployment_controller(plane, name, count, replicas, figures)
-            run_gitdeploy(plane, name, count, replicas, work, figures)
-            run_resident_gitdeploy(plane, name, count, replicas, work, figures)
+            for round_ in range(args.repeat):
+                label = name if round_ == 0 else f"{name}-{round_}"
+                run_deployment_controller(plane, label, count, replicas, figures)
+                run_gitdeploy(plane, label, count, replicas, work, figures)
+                run_resident_gitdeploy(plane, label, count, replicas, work, figures)
             print_table(name, figures)
     finally:
         subprocess.run([str(REALK8S), "down", str(plane_dir)], check=False)

@@ -36,7 +36,7 @@ from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
 from gitdeploy.core.syncstate import Health, Sync
-from gitdeploy.errors import PermanentError
+from gitdeploy.errors import GitdeployError, PermanentError
 from gitdeploy.server.http import (
     HttpServer,
     Readiness,
@@ -537,15 +537,17 @@ def sync(
         if wait and not all(r.settled for r in reports.values()):
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once, as `run`
         with RolloutProgress(err=True, name_apps=True) as progress:
-            while wait and time.monotonic() < deadline and not all(r.settled for r in reports.values()):
-                pending = [k for k, r in reports.items() if not r.settled]
-                followed.update(pending)
-                _show_progress(progress, controller, {k: reports[k] for k in followed})
-                wake.wait(min(max(controller.next_due_in() or 0.2, 0.05), 1.0))
-                wake.clear()
-                for report in controller.reconcile_due(only=pending):
-                    reports[report.key] = report
-            stop.set()
+            try:
+                while wait and time.monotonic() < deadline and not all(r.settled for r in reports.values()):
+                    pending = [k for k, r in reports.items() if not r.settled]
+                    followed.update(pending)
+                    _show_progress(progress, controller, {k: reports[k] for k in followed})
+                    wake.wait(min(max(controller.next_due_in() or 0.2, 0.05), 1.0))
+                    wake.clear()
+                    for report in controller.reconcile_due(only=pending):
+                        reports[report.key] = report
+            finally:
+                stop.set()  # the watch ends before the process does, however the wait ends
             if followed:
                 _show_progress(progress, controller, {k: reports[k] for k in followed})
         rows = [reports[k] for k in sorted(reports)]
@@ -601,9 +603,14 @@ def file_problems(controller: Controller) -> list[str]:
 def _show_progress(
     progress: RolloutProgress, controller: Controller, reports: dict[AppKey, AppReport]
 ) -> None:
-    """Where each rollout ``sync --wait`` follows stands (two list calls per namespace involved)."""
+    """Where each rollout ``sync --wait`` follows stands (two list calls per namespace involved);
+    a namespace that cannot be read shows nothing new (the app's report says why)."""
     for namespace in sorted({k.namespace for k in reports}):
-        for view in list_app_views(controller.cluster, namespace):
+        try:
+            views = list_app_views(controller.cluster, namespace)
+        except GitdeployError:
+            continue
+        for view in views:
             report = reports.get(view.key)
             if report is not None and report.settled:
                 progress.finish(view, report.phase or report.health)

@@ -14,6 +14,7 @@ answer cut mid-way is a TransientError as well.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Container, Iterator, Mapping
 from contextlib import contextmanager
@@ -111,6 +112,25 @@ def _missing_account(what: str, pod: PodSpec, detail: str) -> PermanentError:
     )
 
 
+_MISSING_ROLE = re.compile(r'RBAC: (cluster)?role\.rbac\.authorization\.k8s\.io "([^"]+)" not found')
+"""What RBAC adds to a 403 when a binding names a Role (or ClusterRole) it cannot find."""
+
+
+def _missing_role(what: str, found: re.Match[str], detail: str) -> TransientError:
+    """A 403 because a binding for gitdeploy names a role that does not exist (yet): the Role of
+    deploy/rbac.yaml not applied with its binding, or an API server still filling its RBAC cache
+    after a start. Both pass without a change to gitdeploy, so it is retried."""
+    kind = "ClusterRole" if found[1] else "Role"
+    return TransientError(
+        f"{what}: refused (403): a binding for gitdeploy's account names the {kind} "
+        f'"{found[2]}", which the API server cannot find ({detail})',
+        hint=f"apply the {kind} with its binding (for the namespaced Role: sed 's/namespace: apps$/"
+        "namespace: NS/' deploy/rbac.yaml | kubectl apply -f -); right after an API server starts "
+        "this passes by itself; gitdeploy retries",
+        retry_after=2.0,
+    )
+
+
 def _api_error(bad: ApiException, what: str, pod: PodSpec | None = None) -> GitdeployError:
     reason = ""
     try:
@@ -143,6 +163,8 @@ def _api_error(bad: ApiException, what: str, pod: PodSpec | None = None) -> Gitd
             "type RuntimeDefault; each container allowPrivilegeEscalation: false and capabilities drop "
             "[ALL]) and commit it; this is not an RBAC problem",
         )
+    if status == 403 and (missing := _MISSING_ROLE.search(detail)):
+        return _missing_role(what, missing, detail)
     if status == 403:
         return PermanentError(
             f"{what}: gitdeploy's account lacks a permission (403 {detail})",

@@ -558,8 +558,7 @@ class Controller:
             try:
                 listed = self._list_namespace(namespace, members)
             except GitdeployError as problem:
-                for key in members:
-                    self._failed(key, problem)
+                reports += [self._failed(key, problem) for key in members]  # never a silent pass
                 continue
             futures += [self._pool.submit(self._reconcile_one, key, *listed[key.name]) for key in members]
             del listed  # each step holds its own app's objects only, freed when it is done
@@ -631,8 +630,7 @@ class Controller:
             elif self._wants_pods(key):
                 pods = self.cluster.list_app_pods(key.namespace, key.name)
         except GitdeployError as problem:
-            self._failed(key, problem)
-            return self.reports.get(key)
+            return self._failed(key, problem)
         return self._reconcile_one(key, replica_sets, pods, records, census)
 
     def _reconcile_one(
@@ -660,9 +658,8 @@ class Controller:
             self._observe(self.reconcile_observers, time.perf_counter() - started, "error")
             return self._damaged(key, replica_sets, problem)
         except GitdeployError as problem:
-            self._failed(key, problem)
             self._observe(self.reconcile_observers, time.perf_counter() - started, "error")
-            return self.reports.get(key)
+            return self._failed(key, problem)
         self.failures.pop(key, None)
         self._observe(self.reconcile_observers, time.perf_counter() - started, "success")
         return report
@@ -821,7 +818,9 @@ class Controller:
         self._remember(report, None)
         return report
 
-    def _failed(self, key: AppKey, problem: GitdeployError) -> None:
+    def _failed(self, key: AppKey, problem: GitdeployError) -> AppReport:
+        """The pass over ``key`` failed: its report says so (unsettled), and it is due again after
+        a backoff."""
         self.failures[key] += 1
         delay = min(2.0 ** (self.failures[key] - 1), MAX_BACKOFF_SECONDS)
         if isinstance(problem, TransientError):
@@ -833,12 +832,13 @@ class Controller:
             previous.sync if previous else Sync.OUT_OF_SYNC,
             previous.health if previous else Health.DEGRADED,
             previous.phase if previous else AppPhase.PROGRESSING,
-            f"error: {problem.message} (retrying in {delay:.0f} s)",
+            f"error: {problem} (retrying in {delay:.0f} s)",  # with its hint: what to do
             previous.revision if previous else 0,
         )
         with self._lock:
             self.reports[key] = report
             self.due[key] = self.clock.now() + delay
+        return report
 
     def _source_note(self) -> str:
         last = self.head[:7] if self.head else "none"

@@ -319,3 +319,28 @@ def test_a_namespace_without_the_role_is_an_error_that_names_the_permission_and_
     assert len(errors) == 1, errors
     assert 'cannot list resource "configmaps"' in errors[0] and 'in the namespace "billing"' in errors[0]
     assert "deploy/rbac.yaml" in errors[0] and "kubectl apply" in errors[0]
+
+
+def test_an_app_whose_namespace_cannot_be_listed_gets_a_report_saying_so_never_none(
+    git_remote: GitRemote,
+    adapter: Cluster,
+    fake_clock: FakeClock,
+    tmp_path: Path,
+    embedded_cluster: LocalCluster,
+) -> None:
+    # Given an app in shop, where gitdeploy's Role is not bound
+    git_remote.commit_and_push(
+        "web",
+        {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web")},
+    )
+    adapter.ensure_namespace("shop")
+    embedded_cluster.role_namespaces = frozenset({"billing"})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        controller = Controller(repo, adapter, fake_clock, workers=2)
+        controller.poll()
+        # When a pass lists the namespace and is refused
+        reports = {r.key: r for r in controller.reconcile_due()}
+    # Then the app's report says so and is not settled (a `sync` cannot pass it as Synced)
+    report = reports[AppKey("shop", "web")]
+    assert not report.settled
+    assert report.message.startswith("error: ") and 'in the namespace "shop"' in report.message
