@@ -859,8 +859,8 @@ class Controller:
 
     # -- orphans -------------------------------------------------------------------------------------
 
-    def _resync_namespaces(self) -> Sequence[str | None]:
-        """Where the resync looks for app records: the namespaces gitdeploy was given, else those
+    def managed_namespaces(self) -> Sequence[str | None]:
+        """Where the resync (and the metrics of apps by state) look for app records: the namespaces gitdeploy was given, else those
         git names (and those of known apps). Not the whole cluster, which the Role that ``deploy/``
         ships refuses, unless nothing names a namespace yet (the first commit read was refused):
         then every namespace, if gitdeploy may list them (``None``)."""
@@ -875,7 +875,7 @@ class Controller:
             return
         self._next_resync = now + self.resync_seconds
         records: list[StoredRecord] = []
-        for namespace in self._resync_namespaces():
+        for namespace in self.managed_namespaces():
             try:
                 records += self.cluster.list_app_records(namespace)
             except GitdeployError as problem:  # loud: orphans there go unnoticed until it is fixed

@@ -152,3 +152,18 @@ def test_process_collectors_are_on_by_default() -> None:
 
     assert "python_info" in names
     assert "python_gc_collections_total" in names
+
+
+def test_followed_app_states_are_read_at_each_render_and_none_keeps_the_last(metrics: Metrics) -> None:
+    answers: list[tuple[dict[str, int], dict[str, int], int] | None] = [
+        ({"Synced": 2}, {"Healthy": 2}, 0),
+        None,  # the cluster could not be read
+        ({"Synced": 1, "OutOfSync": 1}, {"Healthy": 1, "Degraded": 1}, 1),
+    ]
+    metrics.follow_app_states(lambda: answers.pop(0))
+
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 2
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 2
+    assert value(metrics, "gitdeploy_apps_health_state", state="Degraded") == 1
+    assert value(metrics, "gitdeploy_apps_image_triggers_suspended") == 1
+    assert answers == []
