@@ -860,10 +860,11 @@ class Controller:
     # -- orphans -------------------------------------------------------------------------------------
 
     def managed_namespaces(self) -> Sequence[str | None]:
-        """Where the resync (and the metrics of apps by state) look for app records: the namespaces gitdeploy was given, else those
-        git names (and those of known apps). Not the whole cluster, which the Role that ``deploy/``
-        ships refuses, unless nothing names a namespace yet (the first commit read was refused):
-        then every namespace, if gitdeploy may list them (``None``)."""
+        """Where the resync (and the metrics of apps by state) look for app records: the
+        namespaces gitdeploy was given, else those git names (and those of known apps). Not the
+        whole cluster, which the Role that ``deploy/`` ships refuses, unless nothing names a
+        namespace yet (the first commit read was refused): then every namespace, if gitdeploy
+        may list them (``None``)."""
         if self.namespaces:
             return sorted(self.namespaces)
         known = {key.namespace for key in [*self.apps, *self.problems, *self.orphans]}

@@ -162,8 +162,13 @@ def test_followed_app_states_are_read_at_each_render_and_none_keeps_the_last(met
     ]
     metrics.follow_app_states(lambda: answers.pop(0))
 
-    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 2
-    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 2
-    assert value(metrics, "gitdeploy_apps_health_state", state="Degraded") == 1
-    assert value(metrics, "gitdeploy_apps_image_triggers_suspended") == 1
+    def scraped() -> dict[tuple[str, str], float]:
+        return {(s.name, s.labels.get("state", "")): s.value for s in samples(metrics)}
+
+    assert scraped()[("gitdeploy_apps_sync_state", "Synced")] == 2
+    assert scraped()[("gitdeploy_apps_sync_state", "Synced")] == 2  # kept: nothing could be read
+    last = scraped()
+    assert last[("gitdeploy_apps_sync_state", "Synced")] == 1
+    assert last[("gitdeploy_apps_health_state", "Degraded")] == 1
+    assert last[("gitdeploy_apps_image_triggers_suspended", "")] == 1
     assert answers == []
