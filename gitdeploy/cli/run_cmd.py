@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,7 +25,7 @@ from gitdeploy.cli.target import open_cluster, resolve_target
 from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.clock import SystemClock
 from gitdeploy.cluster.apirequests import observe_api_requests
-from gitdeploy.controller.inspect import list_app_views
+from gitdeploy.controller.inspect import count_app_states, list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.notify import Notifier
@@ -44,7 +44,7 @@ from gitdeploy.server.http import (
     parse_listen_address,
     read_secret_file,
 )
-from gitdeploy.server.metrics import Metrics
+from gitdeploy.server.metrics import AppStates, Metrics
 from gitdeploy.server.webhook import PushEvent
 from gitdeploy.source.repo import ConfigRepo
 
@@ -408,12 +408,12 @@ def run(
                 ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
             ) as acting,
         ):
-            instrument(controller, metrics, notifier)
+            instrument(controller, metrics, notifier, acting)
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
             watch_streams(controller, stop, wake.set)  # `gitdeploy tag`: followers roll out at once
             source = f"{controller.repo.url.display} ({branch})"
-            _loop(controller, stop, wake, pushed, interval, metrics, readiness, source, acting)
+            _loop(controller, stop, wake, pushed, interval, readiness, source, acting)
     finally:
         if notifier is not None:
             notifier.close()
@@ -421,25 +421,41 @@ def run(
             server.stop()
 
 
-def instrument(controller: Controller, metrics: Metrics, notifier: Notifier | None = None) -> None:
-    """Feed ``metrics`` (and ``notifier``) from the controller's observers and its API client."""
+def instrument(
+    controller: Controller,
+    metrics: Metrics,
+    notifier: Notifier | None = None,
+    acting: Callable[[], bool] = lambda: True,
+) -> None:
+    """Feed ``metrics`` (and ``notifier``) from the controller's observers and its API client; the
+    apps-by-state gauges are read from the cluster at each scrape while ``acting()`` (this process
+    leads: a standby exports zeros, so that a sum over replicas counts each app once)."""
     observe_api_requests(controller.cluster.api, metrics.api_request)
     controller.poll_observers.append(metrics.observe_poll)
     controller.reconcile_observers.append(metrics.observe_reconcile)
     controller.runner.observers.append(metrics.observe_rollout)
+    metrics.follow_app_states(lambda: live_app_states(controller) if acting() else ({}, {}, 0))
     if notifier is not None:
         notifier.start()
         controller.runner.observers.append(notifier)
 
 
+def live_app_states(controller: Controller) -> AppStates | None:
+    """The apps by state as ``gitdeploy status`` shows them now; None when the cluster cannot be
+    read (the gauges keep their previous values, and the log says why)."""
+    try:
+        counts = count_app_states(controller.cluster, controller.managed_namespaces())
+    except GitdeployError as problem:
+        logging.getLogger("gitdeploy").warning("apps by state for /metrics: %s", problem)
+        return None
+    return dict(counts.sync), dict(counts.health), counts.triggers_suspended
+
+
 def publish_app_states(controller: Controller, metrics: Metrics) -> None:
-    """Set the apps-by-state gauges from the controller's latest reports."""
-    reports = list(controller.reports.values())
-    metrics.set_app_states(
-        Counter(r.sync for r in reports),
-        Counter(r.health for r in reports),
-        sum(r.triggers_suspended for r in reports),
-    )
+    """Set the apps-by-state gauges from what the cluster shows now (:func:`live_app_states`)."""
+    states = live_app_states(controller)
+    if states is not None:
+        metrics.set_app_states(*states)
 
 
 def _loop(
@@ -448,7 +464,6 @@ def _loop(
     wake: threading.Event,
     pushed: deque[str],
     interval: float,
-    metrics: Metrics,
     readiness: Readiness,
     source: str,
     acting: Callable[[], bool],
@@ -471,8 +486,8 @@ def _loop(
             if controller.head is not None:
                 readiness.set_repo_read()
             next_poll = now + controller.poll_delay(interval)  # the source's backoff after a failure
-        if acting() and controller.reconcile_due():
-            publish_app_states(controller, metrics)
+        if acting():
+            controller.reconcile_due()  # the apps-by-state gauges are read at each scrape
         wait = controller.next_due_in() if acting() else None
         timeout = next_poll - time.monotonic()
         if wait is not None:

@@ -7,7 +7,8 @@ message comes from git (the config repo, or the mirror ``run``/``sync`` keep in 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,6 +153,26 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
             )
         )
     return views
+
+
+@dataclass(frozen=True)
+class AppStateCounts:
+    """How many apps ``status`` shows in each sync and health state, and with suspended triggers."""
+
+    sync: Mapping[str, int]
+    health: Mapping[str, int]
+    triggers_suspended: int
+
+
+def count_app_states(cluster: Cluster, namespaces: Iterable[str | None]) -> AppStateCounts:
+    """The apps of ``namespaces`` counted by state as :func:`list_app_views` shows them now (the
+    stored verdict checked against the cluster), never by the last pass's word."""
+    views = [view for namespace in namespaces for view in list_app_views(cluster, namespace)]
+    return AppStateCounts(
+        Counter(v.sync for v in views),
+        Counter(v.health for v in views),
+        sum(v.triggers_suspended for v in views),
+    )
 
 
 def _live(

@@ -859,11 +859,12 @@ class Controller:
 
     # -- orphans -------------------------------------------------------------------------------------
 
-    def _resync_namespaces(self) -> Sequence[str | None]:
-        """Where the resync looks for app records: the namespaces gitdeploy was given, else those
-        git names (and those of known apps). Not the whole cluster, which the Role that ``deploy/``
-        ships refuses, unless nothing names a namespace yet (the first commit read was refused):
-        then every namespace, if gitdeploy may list them (``None``)."""
+    def managed_namespaces(self) -> Sequence[str | None]:
+        """Where the resync (and the metrics of apps by state) look for app records: the
+        namespaces gitdeploy was given, else those git names (and those of known apps). Not the
+        whole cluster, which the Role that ``deploy/`` ships refuses, unless nothing names a
+        namespace yet (the first commit read was refused): then every namespace, if gitdeploy
+        may list them (``None``)."""
         if self.namespaces:
             return sorted(self.namespaces)
         known = {key.namespace for key in [*self.apps, *self.problems, *self.orphans]}
@@ -875,7 +876,7 @@ class Controller:
             return
         self._next_resync = now + self.resync_seconds
         records: list[StoredRecord] = []
-        for namespace in self._resync_namespaces():
+        for namespace in self.managed_namespaces():
             try:
                 records += self.cluster.list_app_records(namespace)
             except GitdeployError as problem:  # loud: orphans there go unnoticed until it is fixed

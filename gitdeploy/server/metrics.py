@@ -11,6 +11,7 @@ The loop reports through methods named for its events::
     metrics.observe_rollout(transition)               # a rollout began or ended (core.transitions)
     metrics.observe_reconcile(0.034, "success")       # one pass over one app
     metrics.set_app_states(sync={"Synced": 41, "OutOfSync": 1}, health={"Healthy": 42})
+    metrics.follow_app_states(read)                   # or: read() gives them at every scrape
     metrics.api_request("patch", 200)                 # one Kubernetes API call
     metrics.set_leader(True)
     body = metrics.render()                            # Prometheus text format, for GET /metrics
@@ -61,6 +62,10 @@ HealthState = Health
 # seconds to the 600 s default progress deadline and beyond.
 RECONCILE_BUCKETS: Final = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 POLL_BUCKETS: Final = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+AppStates = tuple[Mapping[str, int], Mapping[str, int], int]
+"""The arguments of :meth:`Metrics.set_app_states`: apps by sync state, by health state, and how
+many have suspended image triggers."""
+
 ROLLOUT_BUCKETS: Final = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0)
 
 
@@ -83,6 +88,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._clock = clock
         self._states_lock = threading.Lock()
+        self._read_app_states: Callable[[], AppStates | None] | None = None
         registry = self.registry
         if process_collectors:
             ProcessCollector(registry=registry)
@@ -240,6 +246,12 @@ class Metrics:
             self._replace_counts(self._apps_health, self._health_seen, health)
             self._apps_triggers_suspended.set(max(triggers_suspended, 0))
 
+    def follow_app_states(self, read: Callable[[], AppStates | None]) -> None:
+        """Take the app counts from ``read()`` at every :meth:`render` (each scrape), so that they
+        are as current as what ``gitdeploy status`` shows; ``read()`` returning None keeps the
+        previous counts (the cluster could not be read)."""
+        self._read_app_states = read
+
     @staticmethod
     def _replace_counts(gauge: Gauge, seen: set[str], counts: Mapping[str, int]) -> None:
         seen.update(str(state) for state in counts)
@@ -306,6 +318,10 @@ class Metrics:
 
     def render(self) -> bytes:
         """Every series in the Prometheus text format (serve it with :data:`CONTENT_TYPE`)."""
+        read = self._read_app_states
+        states = read() if read is not None else None
+        if states is not None:
+            self.set_app_states(*states)
         with self._states_lock:
             return generate_latest(self.registry)
 

@@ -9,8 +9,9 @@ registries only once an hour (``--image-interval 1h``):
 * ``gitdeploy tag`` D, then at once ``deploy --enable-triggers``: revision 7 runs D, never C;
 * ``gitdeploy tag`` E with the triggers on: revision 8 runs E, without waiting for the interval.
 
-The delay from the end of ``gitdeploy tag`` to the start of revision 8 is measured and printed
-(``pytest -s``); nothing asserts on it.
+The delay from the end of each CLI write (``rollback``, ``deploy --enable-triggers``, ``tag``) to
+its revision's ReplicaSet (6, 7, 8) is measured and printed (``pytest -s``) against the issue's
+target of under 1 s; nothing asserts on it.
 """
 
 from __future__ import annotations
@@ -139,10 +140,18 @@ def test_enable_triggers_after_a_rollback_rolls_out_the_tag_just_moved_not_the_o
         (1, image("A")), (2, image("X")), (3, image("Y")), (4, image("B")), (5, image("C")),
     ]  # fmt: skip
 
-    with running_loop(git_remote, tmp_path):
+    delays: dict[str, float] = {}
+    with running_loop(git_remote, tmp_path), replica_set_revisions(tmp_path) as revisions:
+
+        def written(revision: int, since: float, write: str) -> None:
+            """Wait for revision ``revision``'s ReplicaSet; keep the delay since ``write`` ended."""
+            eventually(lambda: str(revision) in revisions(), f"revision {revision}'s ReplicaSet is written")
+            delays[write] = time.monotonic() - since  # measured, reported, never asserted on
+
         # When web is rolled back to revision 4 (B) while run runs
         rolled = run_cli("rollback", "web", "-n", "shop", "-m", "C breaks checkout")
         assert rolled.returncode == 0, rolled.stderr
+        written(6, time.monotonic(), "gitdeploy rollback")
         eventually(lambda: _revision(run_cli, 6), "revision 6 (the rollback) completes")
         assert _images(run_cli)[-1] == (6, "Rollback", image("B"))
 
@@ -150,17 +159,17 @@ def test_enable_triggers_after_a_rollback_rolls_out_the_tag_just_moved_not_the_o
         _tag(run_cli, "D")
         resumed = run_cli("deploy", "shop/web", "--enable-triggers")
         assert resumed.returncode == 0, resumed.stderr
+        written(7, time.monotonic(), "gitdeploy deploy --enable-triggers")
 
         # Then revision 7 runs D: never C, the image rolled back from
         eventually(lambda: _revision(run_cli, 7), "revision 7 completes")
         assert _images(run_cli)[6:] == [(7, "ImageChange", image("D"))]
 
         # When E is tagged with the triggers on, run rolls it out without waiting for --image-interval
-        with replica_set_revisions(tmp_path) as revisions:
-            _tag(run_cli, "E")
-            tagged = time.monotonic()
-            eventually(lambda: "8" in revisions(), "revision 8's ReplicaSet is written")
-            delay = time.monotonic() - tagged  # measured, reported, never asserted on
+        _tag(run_cli, "E")
+        written(8, time.monotonic(), "gitdeploy tag")
         eventually(lambda: _revision(run_cli, 8), "revision 8 completes")
         assert _images(run_cli)[7:] == [(8, "ImageChange", image("E"))]
-    print(f"\nend of `gitdeploy tag` -> revision 8's ReplicaSet seen: {delay * 1000:.0f} ms")
+    print("\nend of the CLI write -> its revision's ReplicaSet seen (target: under 1 s):")
+    for write, delay in delays.items():
+        print(f"  {write}: {delay * 1000:.0f} ms")

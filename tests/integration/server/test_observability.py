@@ -12,10 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
+from kubernetes import client
 
 from gitdeploy.cli.run_cmd import instrument, publish_app_states
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.inspect import AppView, list_app_views
 from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.notify import Notifier
 from gitdeploy.core.models import AppKey
@@ -24,6 +26,7 @@ from gitdeploy.server.http import HttpServer, Readiness
 from gitdeploy.server.metrics import Metrics
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.waiting import eventually
 from tests.integration.server.notify_receiver import Receiver
 from tests.integration.server.scrape import Samples, parse, total
 
@@ -74,6 +77,11 @@ def settle(controller: Controller, clock: FakeClock, metrics: Metrics, limit: fl
             return
         clock.advance(min(max(wait, 0.5), 1.0))
     raise AssertionError(f"not settled: {controller.reports}")
+
+
+def status_views(controller: Controller) -> list[AppView]:
+    """What ``gitdeploy status -n shop`` shows."""
+    return list_app_views(controller.cluster, "shop")
 
 
 def scrape(metrics: Metrics) -> Samples:
@@ -182,3 +190,38 @@ def test_a_receiver_that_is_down_does_not_stop_rollouts(
     assert controller.reports[WEB].health == "Healthy"
     assert notifier.delivered == 0
     assert "not delivered: ConnectError" in caplog.text
+
+
+def test_the_app_state_gauges_follow_the_cluster_as_status_does_not_the_last_pass(
+    git_remote: GitRemote, controller: Controller, fake_clock: FakeClock, kube_client: Any
+) -> None:
+    # Given web settled, with gitdeploy wired as `run` wires it
+    metrics = Metrics(version="test", process_collectors=False)
+    instrument(controller, metrics)
+    git_remote.commit_and_push("Deploy web", {"apps/web.yaml": web("nginx:1.25")})
+    settle(controller, fake_clock, metrics)
+    samples = scrape(metrics)
+    assert total(samples, "gitdeploy_apps_sync_state", state="Synced") == 1
+    assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 1
+
+    # When its ReplicaSet is scaled to 0 by hand, and no pass has run since
+    apps = client.AppsV1Api(kube_client)
+    [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
+    apps.patch_namespaced_replica_set_scale(name, "shop", {"spec": {"replicas": 0}})
+    eventually(lambda: not any(s.ready for s in status_views(controller)), "the pods to go")
+
+    # Then the gauges say what `gitdeploy status` says, not the last pass's Synced Healthy
+    [shown] = status_views(controller)
+    assert (shown.sync, shown.health) == ("OutOfSync", "Degraded")
+    samples = scrape(metrics)
+    assert total(samples, "gitdeploy_apps_sync_state", state="OutOfSync") == 1
+    assert total(samples, "gitdeploy_apps_sync_state", state="Synced") == 0
+    assert total(samples, "gitdeploy_apps_health_state", state="Degraded") == 1
+    assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 0
+
+    # And once a pass scales it back and the pods are ready, they are green again
+    controller.mark_all_due()
+    settle(controller, fake_clock, metrics)
+    samples = scrape(metrics)
+    assert total(samples, "gitdeploy_apps_sync_state", state="Synced") == 1
+    assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 1

@@ -152,3 +152,23 @@ def test_process_collectors_are_on_by_default() -> None:
 
     assert "python_info" in names
     assert "python_gc_collections_total" in names
+
+
+def test_followed_app_states_are_read_at_each_render_and_none_keeps_the_last(metrics: Metrics) -> None:
+    answers: list[tuple[dict[str, int], dict[str, int], int] | None] = [
+        ({"Synced": 2}, {"Healthy": 2}, 0),
+        None,  # the cluster could not be read
+        ({"Synced": 1, "OutOfSync": 1}, {"Healthy": 1, "Degraded": 1}, 1),
+    ]
+    metrics.follow_app_states(lambda: answers.pop(0))
+
+    def scraped() -> dict[tuple[str, str], float]:
+        return {(s.name, s.labels.get("state", "")): s.value for s in samples(metrics)}
+
+    assert scraped()[("gitdeploy_apps_sync_state", "Synced")] == 2
+    assert scraped()[("gitdeploy_apps_sync_state", "Synced")] == 2  # kept: nothing could be read
+    last = scraped()
+    assert last[("gitdeploy_apps_sync_state", "Synced")] == 1
+    assert last[("gitdeploy_apps_health_state", "Degraded")] == 1
+    assert last[("gitdeploy_apps_image_triggers_suspended", "")] == 1
+    assert answers == []
