@@ -12,10 +12,12 @@ against the real control plane, through the official client, and expects the sam
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +28,8 @@ from gitdeploy.cluster.connection import connect
 from gitdeploy.localcluster import LocalCluster
 from tests.fixtures.cluster import api_client_for
 from tests.fixtures.controlplane import REALK8S_GROUP
-from tests.realk8s.controlplane import ControlPlane
+from tests.fixtures.rbac import service_account_client
+from tests.realk8s.controlplane import ControlPlane, apply_to_namespace, service_account_kubeconfig
 
 client: Any = kubernetes_client
 WAIT_SECONDS = 60.0
@@ -41,6 +44,12 @@ class Side:
     api: Any
     namespace: str
     _step: Callable[[], None]
+    _as_gitdeploy: Callable[[], Any]
+
+    def gitdeploy_api(self) -> Any:
+        """An ``ApiClient`` that is gitdeploy's ServiceAccount token, with deploy/rbac.yaml's Role
+        bound in ``namespace`` (and deploy/leader-election.yaml's in its own): close it when done."""
+        return self._as_gitdeploy()
 
     @property
     def core(self) -> Any:
@@ -81,7 +90,7 @@ def _embedded_side(request: pytest.FixtureRequest, namespace: str) -> Iterator[S
     api = api_client_for(cluster)
     try:
         client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
-        yield Side("embedded", api, namespace, step)
+        yield Side("embedded", api, namespace, step, lambda: service_account_client(cluster, [namespace]))
     finally:
         api.close()
 
@@ -92,13 +101,22 @@ def _real_side(request: pytest.FixtureRequest, namespace: str) -> Iterator[Side]
     core = client.CoreV1Api(api)
     try:
         core.create_namespace({"metadata": {"name": namespace}})
-        side = Side("real", api, namespace, lambda: time.sleep(0.2))
+        side = Side(
+            "real", api, namespace, lambda: time.sleep(0.2), lambda: _real_gitdeploy(plane, namespace)
+        )
         # pods are refused until the namespace's default ServiceAccount exists
         side.wait_for("the default ServiceAccount", lambda: _has_default_account(core, namespace))
         yield side
         core.delete_namespace(namespace)
     finally:
         api.close()
+
+
+def _real_gitdeploy(plane: ControlPlane, namespace: str) -> Any:
+    apply_to_namespace(plane, "rbac.yaml", namespace)
+    with tempfile.TemporaryDirectory() as scratch:
+        kubeconfig = service_account_kubeconfig(plane, Path(scratch) / "kubeconfig")
+        return connect(kubeconfig).api
 
 
 def _has_default_account(core: Any, namespace: str) -> bool:
