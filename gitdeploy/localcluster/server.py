@@ -43,7 +43,7 @@ from gitdeploy.localcluster.protowire import PROTOBUF, access_review_from_protob
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
 from gitdeploy.localcluster.stats import RequestStats
-from gitdeploy.localcluster.store import Store, dumps
+from gitdeploy.localcluster.store import Store, WatchWindow, dumps
 from gitdeploy.localcluster.tables import TableRequest, table_event, table_request, to_table, without_headers
 from gitdeploy.localcluster.tlscert import ensure_certificate
 from gitdeploy.localcluster.watch import ListResult, Query, list_objects, watch_events
@@ -490,7 +490,8 @@ class LocalCluster:
     ``tls`` serves HTTPS with a self-signed certificate (``ca_path``), as the daemon does
     because kubectl sends no token over plain HTTP; in-process tests may use plain HTTP.
     ``clock`` drives the simulation (share a ``FakeClock`` with the code under test);
-    ``config`` sets the simulation knobs; ``port`` 0 picks a free port (a previous port is
+    ``config`` sets the simulation knobs; ``watch_window`` how much watch history each resource
+    keeps (by default as kube-apiserver's watch cache does); ``port`` 0 picks a free port (a previous port is
     tried first by the daemon so addresses survive restarts when possible).
     """
 
@@ -501,7 +502,7 @@ class LocalCluster:
         clock: Clock | None = None,
         config: SimulationConfig | None = None,
         port: int = 0,
-        watch_history: int = 20_000,
+        watch_window: WatchWindow | None = None,
         write_kubeconfig_file: bool = True,
         tls: bool = False,
     ) -> None:
@@ -516,7 +517,7 @@ class LocalCluster:
         in a real API server's words. None: that token is allowed nothing but discovery."""
         self.service_account_token = secrets.token_urlsafe(32)
         self.write_gate = WriteGate()
-        self.store = Store(self.state_dir / "cluster.db", watch_history=watch_history)
+        self.store = Store(self.state_dir / "cluster.db", watch_window=watch_window, clock=self.clock.now)
         self.registry = Registry(self.store, self.clock, self.config)
         self.token = load_or_create_token(self.state_dir)
         self.kubeconfig_path = self.state_dir / "kubeconfig"

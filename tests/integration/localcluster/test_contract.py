@@ -14,7 +14,7 @@ from kubernetes import client as kubernetes_client
 from kubernetes import watch as kubernetes_watch
 
 from gitdeploy.clock import FakeClock
-from gitdeploy.localcluster import LocalCluster, SimulationConfig
+from gitdeploy.localcluster import LocalCluster, SimulationConfig, WatchWindow
 from gitdeploy.localcluster.resources import CONFIGMAPS
 from tests.fixtures.cluster import JOB_SECONDS, POD_START_SECONDS, api_client_for
 from tests.fixtures.rbac import service_account_client
@@ -280,7 +280,9 @@ def test_watch_sees_pods_become_ready_when_the_clock_moves(
 
 
 def test_watch_from_a_compacted_version_is_gone(tmp_path: Any, fake_clock: FakeClock) -> None:
-    with LocalCluster(tmp_path, clock=fake_clock, watch_history=10) as cluster:
+    with LocalCluster(
+        tmp_path, clock=fake_clock, watch_window=WatchWindow(events=10, fresh_seconds=0)
+    ) as cluster:
         for index in range(300):
             cluster.registry.create(
                 CONFIGMAPS,
