@@ -15,6 +15,7 @@ from kubernetes import watch as kubernetes_watch
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.localcluster import LocalCluster, SimulationConfig, WatchWindow
+from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.resources import CONFIGMAPS
 from tests.fixtures.cluster import JOB_SECONDS, POD_START_SECONDS, api_client_for
 from tests.fixtures.rbac import service_account_client
@@ -241,6 +242,27 @@ def test_an_owner_of_the_same_name_with_another_uid_counts_as_absent(core: Any, 
     apps.create_namespaced_replica_set(NS, owned)
     assert apps.list_namespaced_replica_set(NS).items == []
     assert pods_of(core) == []
+
+
+def test_the_collector_runs_at_the_next_tick_not_inside_the_write(
+    core: Any, embedded_cluster: LocalCluster
+) -> None:
+    # Given a dependent written with an owner that does not exist (straight to the registry: no
+    # request, so no tick of the simulation)
+    registry = embedded_cluster.registry
+    ghost = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "ghost",
+        "uid": "0b6f1a3e-2222-4e8e-9a52-2f7c0c0b3d01",
+    }
+    registry.create(CONFIGMAPS, NS, {"metadata": {"name": "child", "ownerReferences": [ghost]}})
+    # Then the write kept it; the collector deletes it at the next tick
+    assert registry.get(CONFIGMAPS, NS, "child")["metadata"]["ownerReferences"] == [ghost]
+    registry.materialise()
+    with pytest.raises(ApiError) as gone:
+        registry.get(CONFIGMAPS, NS, "child")
+    assert gone.value.code == 404
 
 
 def test_watch_sees_every_change_in_order(core: Any) -> None:
