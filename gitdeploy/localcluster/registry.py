@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gitdeploy.clock import Clock
-from gitdeploy.localcluster import podsecurity, simulation
+from gitdeploy.localcluster import garbage, podsecurity, simulation
 from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.patch import PatchError, apply_patch
@@ -85,6 +85,9 @@ class Registry:
         """Apply one transition; returns the uids of the ReplicaSets to look at for it."""
         if timer.action == simulation.RS_SYNC:
             return [timer.uid]
+        if timer.action == garbage.COLLECT:
+            self._collect(txn, timer, now)
+            return []
         pod = txn.get(timer.resource, timer.namespace, timer.name)
         if pod is None or pod["metadata"]["uid"] != timer.uid:
             return []
@@ -348,8 +351,7 @@ class Registry:
             for due, action in simulation.pod_timers(obj, self.config, now):
                 txn.add_timer(Timer(due, PODS.key, namespace, name, meta["uid"], action))
         txn.put(resource.key, obj, "ADDED")
-        if self._collect_if_owners_absent(txn, resource, obj, now):
-            return obj
+        self._collect_later_if_dangling(txn, resource, obj, now)
         if reconcile:
             # the answer is the object as created; reconciliation writes its own versions
             self._after_write(txn, resource, {**obj, "metadata": dict(meta)}, now)
@@ -410,8 +412,8 @@ class Registry:
             return current
         owners_changed = refs != old_meta.get("ownerReferences")
         txn.put(resource.key, new, "MODIFIED", owners_changed=owners_changed)
-        if owners_changed and self._collect_if_owners_absent(txn, resource, new, now):
-            return new
+        if owners_changed:
+            self._collect_later_if_dangling(txn, resource, new, now)
         # reconciliation may change it again (status): the answer is the object as stored last
         self._after_write(txn, resource, new, now)
         return new
@@ -486,33 +488,41 @@ class Registry:
         return pod
 
     def _collect_dependents(self, txn: Txn, owner_uid: str, policy: str, now: float) -> None:
-        """Garbage collection: dependents whose last owner is gone are deleted (or orphaned)."""
+        """Garbage collection of an owner's dependents: orphaned at once (``Orphan``), else looked
+        at by the collector at its next tick (see garbage.py)."""
         for key, dependent in txn.dependents(owner_uid):
-            resource = next(r for r in RESOURCES if r.key == key)
+            if policy != "Orphan":
+                garbage.schedule_collection(txn, key, dependent, now)
+                continue
             refs = dependent["metadata"].get("ownerReferences") or []
             remaining = [r for r in refs if r.get("uid") != owner_uid]
-            if policy == "Orphan" or any(txn.uid_exists(str(r.get("uid"))) for r in remaining):
-                dependent["metadata"]["ownerReferences"] = remaining
-                if not remaining:
-                    dependent["metadata"].pop("ownerReferences")
-                txn.put(key, dependent, "MODIFIED")
-            else:
-                self._remove(txn, resource, dependent, "Background", now, reconcile=False)
+            dependent["metadata"]["ownerReferences"] = remaining
+            if not remaining:
+                dependent["metadata"].pop("ownerReferences")
+            txn.put(key, dependent, "MODIFIED")
 
-    def _collect_if_owners_absent(
+    def _collect_later_if_dangling(
         self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float
-    ) -> bool:
-        """Garbage collection of an object written with owner references none of which exists: as
-        the real collector, an owner is absent when no object has its uid (one of the same name
-        with another uid, e.g. deleted and created again, is another object). The real one does it
-        moments after the write; this one in the same transaction."""
-        refs = obj["metadata"].get("ownerReferences") or []
-        if not refs or any(txn.uid_exists(str(r.get("uid"))) for r in refs):
-            return False
-        current = txn.get(resource.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-        if current is not None:
-            self._remove(txn, resource, current, "Background", now, reconcile=False)
-        return True
+    ) -> None:
+        """An object written with an owner reference that dangles is the collector's, a moment later."""
+        if obj["metadata"].get("ownerReferences") and garbage.split_references(txn, obj)[1]:
+            garbage.schedule_collection(txn, resource.key, obj, now)
+
+    def _collect(self, txn: Txn, timer: Timer, now: float) -> None:
+        """The collector's look at one object: deleted when all its owners are gone (its own
+        dependents follow at the next tick), else rid of the references that dangle."""
+        obj = txn.get(timer.resource, timer.namespace, timer.name)
+        if obj is None or obj["metadata"]["uid"] != timer.uid:
+            return
+        solid, dangling = garbage.split_references(txn, obj)
+        if not dangling:
+            return
+        if solid:
+            obj["metadata"]["ownerReferences"] = solid
+            txn.put(timer.resource, obj, "MODIFIED")
+            return
+        resource = next(r for r in RESOURCES if r.key == timer.resource)
+        self._remove(txn, resource, obj, "Background", now, reconcile=False)
 
     def _after_write(self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
         """Run the ReplicaSet controller for the ReplicaSet this write concerns."""

@@ -6,7 +6,9 @@
     ...  # cluster.url, cluster.token, cluster.kubeconfig_path, cluster.stats, cluster.write_gate
     cluster.stop()
 
-It binds to 127.0.0.1 only, and every request must carry ``Authorization: Bearer <token>``.
+It binds to 127.0.0.1 only, and every request must carry ``Authorization: Bearer <token>``: the
+cluster's ``token`` (its admin, allowed everything) or its ``service_account_token`` (authorised by
+the RBAC of ``access``, see access.py).
 Before serving any request it materialises the simulation transitions that are due by the clock,
 so reads always see pods and ReplicaSets as of ``clock.now()``; between requests a thread of its
 own does so when they are due (within 0.2 s on a fake clock), so that watches hear of them.
@@ -18,6 +20,7 @@ import contextlib
 import hmac
 import itertools
 import json
+import secrets
 import socket
 import ssl
 import sys
@@ -31,7 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from gitdeploy.clock import Clock, SystemClock
 from gitdeploy.localcluster import discovery, openapidocs
-from gitdeploy.localcluster.access import ACCESS_REVIEW_PATH, ROLE_SUBJECT, authorise, review_access
+from gitdeploy.localcluster.access import ACCESS_REVIEW_PATH, Access, authorise, request_info, review_access
 from gitdeploy.localcluster.apierrors import ApiError, status_object
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.fieldvalidation import refuse_unknown_fields
@@ -40,13 +43,13 @@ from gitdeploy.localcluster.protowire import PROTOBUF, access_review_from_protob
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
 from gitdeploy.localcluster.stats import RequestStats
-from gitdeploy.localcluster.store import Store, dumps
+from gitdeploy.localcluster.store import Store, WatchWindow, dumps
 from gitdeploy.localcluster.tables import TableRequest, table_event, table_request, to_table, without_headers
 from gitdeploy.localcluster.tlscert import ensure_certificate
 from gitdeploy.localcluster.watch import ListResult, Query, list_objects, watch_events
 from gitdeploy.localcluster.writegate import GatePhase, WriteGate
 
-__all__ = ["ROLE_SUBJECT", "LocalCluster", "Route", "parse_route"]
+__all__ = ["LocalCluster", "Route", "parse_route"]
 
 LOOPBACK = "127.0.0.1"
 _DEFAULT_WATCH_SECONDS = 1800
@@ -121,6 +124,8 @@ class _Handler(BaseHTTPRequestHandler):
     """The request's headers by lower-case name (``headers`` is not set for most requests)."""
     _body_read: bool = False
     """The body of the request being answered has been read (each request's is read once)."""
+    _access: Access | None = None
+    """Who the request being answered is: None for the admin, else a ServiceAccount's RBAC."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the daemon's log is for problems, not for every request."""
@@ -237,8 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
         query = {key: values[-1] for key, values in parse_qs(url.query, keep_blank_values=True).items()}
         self._body_read = False
         try:
-            if not cluster._authorised(self.fields.get("authorization", "")):
-                raise ApiError(401, "Unauthorized", "Unauthorized")
+            self._access = cluster._identify(self.fields.get("authorization", ""))
             self._route(cluster, method, url.path, query)
         except ApiError as problem:
             with contextlib.suppress(ApiError):
@@ -266,21 +270,16 @@ class _Handler(BaseHTTPRequestHandler):
             cluster.stats.record("create", "selfsubjectaccessreviews")
             protobuf = self.fields.get("content-type", "").startswith(PROTOBUF)  # kubectl sends it so
             review = access_review_from_protobuf(self._read_raw()) if protobuf else self._read_body()
-            self._send_json(201, review_access(cluster.role_namespaces, review))
+            self._send_json(201, review_access(self._access, review))
             return
+        asked = request_info(method, path, query.get("watch") in ("1", "true")) if self._access else None
+        if asked is not None:
+            authorise(self._access, asked)
         route = parse_route(path)
         if route is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = self._verb(method, route, query)
         cluster.stats.record(verb, route.resource_label)
-        authorise(
-            cluster.role_namespaces,
-            verb,
-            route.resource_label,
-            route.resource.group,
-            route.resource.namespaced,
-            route.namespace,
-        )
         cluster.registry.materialise()
         registry = cluster.registry
         namespace = route.namespace or ""
@@ -491,7 +490,8 @@ class LocalCluster:
     ``tls`` serves HTTPS with a self-signed certificate (``ca_path``), as the daemon does
     because kubectl sends no token over plain HTTP; in-process tests may use plain HTTP.
     ``clock`` drives the simulation (share a ``FakeClock`` with the code under test);
-    ``config`` sets the simulation knobs; ``port`` 0 picks a free port (a previous port is
+    ``config`` sets the simulation knobs; ``watch_window`` how much watch history each resource
+    keeps (by default as kube-apiserver's watch cache does); ``port`` 0 picks a free port (a previous port is
     tried first by the daemon so addresses survive restarts when possible).
     """
 
@@ -502,7 +502,7 @@ class LocalCluster:
         clock: Clock | None = None,
         config: SimulationConfig | None = None,
         port: int = 0,
-        watch_history: int = 20_000,
+        watch_window: WatchWindow | None = None,
         write_kubeconfig_file: bool = True,
         tls: bool = False,
     ) -> None:
@@ -511,12 +511,13 @@ class LocalCluster:
         self.clock: Clock = clock or SystemClock()
         self.config = config or SimulationConfig()
         self.stats = RequestStats()
-        self.role_namespaces: frozenset[str] | None = None
-        """When set, requests are authorised as gitdeploy's ServiceAccount with the Role of
-        ``deploy/rbac.yaml`` bound in these namespaces only: anything at the cluster scope or in
-        another namespace is 403 Forbidden, as a real API server answers it."""
+        self.access: Access | None = None
+        """The RBAC of the ServiceAccount whose token is ``service_account_token`` (gitdeploy's,
+        from deploy/ in the tests that model production): what it is not granted is 403 Forbidden,
+        in a real API server's words. None: that token is allowed nothing but discovery."""
+        self.service_account_token = secrets.token_urlsafe(32)
         self.write_gate = WriteGate()
-        self.store = Store(self.state_dir / "cluster.db", watch_history=watch_history)
+        self.store = Store(self.state_dir / "cluster.db", watch_window=watch_window, clock=self.clock.now)
         self.registry = Registry(self.store, self.clock, self.config)
         self.token = load_or_create_token(self.state_dir)
         self.kubeconfig_path = self.state_dir / "kubeconfig"
@@ -634,9 +635,16 @@ class LocalCluster:
             wait = _POLL_SECONDS if due_in is None else min(_POLL_SECONDS, max(due_in, 0.0) + 0.001)
             self._stopping.wait(wait)
 
-    def _authorised(self, header: str) -> bool:
+    def _identify(self, header: str) -> Access | None:
+        """Who a request is: None for the admin token, the ServiceAccount's access for its token
+        (empty when ``access`` is unset); 401 for anything else."""
         scheme, _, token = header.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.token.encode())
+        given = token.strip().encode()
+        if scheme.lower() == "bearer" and hmac.compare_digest(given, self.token.encode()):
+            return None
+        if scheme.lower() == "bearer" and hmac.compare_digest(given, self.service_account_token.encode()):
+            return self.access or Access("gitdeploy", "gitdeploy", ())
+        raise ApiError(401, "Unauthorized", "Unauthorized")
 
     def _track(self, connection: socket.socket, *, add: bool) -> None:
         with self._connections_lock:

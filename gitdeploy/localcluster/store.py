@@ -9,11 +9,13 @@ Layout (one database file, WAL mode, safe for several processes at once):
   a list of one app's objects (``gitdeploy.io/app=X``) reads only those rows.
 * ``owners``: owner uid → dependent uid (from ``ownerReferences``), for garbage collection and
   for "the pods of this ReplicaSet".
-* ``changes``: the watch log (``rv``, type, body), trimmed to the last ``watch_history`` entries;
-  a watch from before the trimmed point gets ``410 Gone``.
+* ``changes``: the watch log (``rv``, type, body, the time it was written), kept per resource as
+  kube-apiserver's watch cache keeps it (:class:`WatchWindow`); a watch of a resource from before
+  the point its log was trimmed to gets ``410 Gone``.
 * ``timers``: due simulation transitions (a pod becomes ready at t...). Reads materialise the
   timers that are due by the clock, so the state is a function of the clock.
-* ``meta``: the cluster-wide ``resourceVersion`` counter and the compaction point.
+* ``meta``: the cluster-wide ``resourceVersion`` counter and the compaction points (``compacted``
+  for all resources, ``compacted:<resource>`` for one).
 
 Every read-modify-write runs in ``BEGIN IMMEDIATE`` (:meth:`Store.write`): the write lock is
 taken before reading, so two processes never interleave a read and a write and lose an update.
@@ -33,13 +35,13 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Change", "Store", "Timer", "Txn", "dumps"]
+__all__ = ["Change", "Store", "Timer", "Txn", "WatchWindow", "dumps"]
 
 INDEXED_LABEL = "gitdeploy.io/app"
 """The label of the ``objects_app`` index: gitdeploy's lists of one app select by it."""
@@ -63,8 +65,9 @@ CREATE TABLE IF NOT EXISTS owners(
 CREATE INDEX IF NOT EXISTS owners_dep ON owners(dep_uid);
 CREATE TABLE IF NOT EXISTS changes(
     rv INTEGER PRIMARY KEY, resource TEXT NOT NULL, namespace TEXT NOT NULL,
-    type TEXT NOT NULL, body TEXT NOT NULL
+    type TEXT NOT NULL, body TEXT NOT NULL, at REAL NOT NULL DEFAULT 0
 );
+CREATE INDEX IF NOT EXISTS changes_resource ON changes(resource);
 CREATE TABLE IF NOT EXISTS timers(
     uid TEXT NOT NULL, action TEXT NOT NULL, due REAL NOT NULL,
     resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
@@ -73,7 +76,8 @@ CREATE TABLE IF NOT EXISTS timers(
 CREATE INDEX IF NOT EXISTS timers_due ON timers(due);
 """
 
-_COMPACT_EVERY = 256
+_COMPACT_EVERY = 32
+"""A resource's log is trimmed after every this many of its changes (by one process)."""
 #: how many of this process's latest changes watches can read without the database
 _RECENT_CHANGES = 2048
 #: SQLite's own busy handler backs off to long sleeps; the write lock is retried here instead.
@@ -84,6 +88,23 @@ _LOCK_WAIT_SECONDS = 30.0
 def dumps(value: Any) -> str:
     """Compact JSON, as stored and served."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class WatchWindow:
+    """How much watch history is kept per resource, as kube-apiserver's watch cache keeps it.
+
+    The watch cache of a resource (k8s.io/apiserver ``watchCacheHistory``) starts at 100 events,
+    doubles while all it holds is younger than 75 s (``DefaultEventFreshDuration``: the 1 min
+    bookmark period plus 15 s) and halves when its newest quarter is older, up to 102,400 events.
+    Here: a resource keeps its newest ``events`` changes and every change younger than
+    ``fresh_seconds`` by the cluster's clock, trimmed after every few of its changes (so up to
+    32 more); the 102,400 cap is not modelled. A watch of a resource from a version older than its
+    kept log is 410 Gone.
+    """
+
+    events: int = 100
+    fresh_seconds: float = 75.0
 
 
 @dataclass(frozen=True)
@@ -112,9 +133,10 @@ class Change:
 class Txn:
     """The operations of one transaction. Obtain it from :meth:`Store.read` or :meth:`Store.write`."""
 
-    def __init__(self, conn: sqlite3.Connection, watch_history: int, writable: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, writable: bool, now: float = 0.0) -> None:
         self._conn = conn
-        self._watch_history = watch_history
+        self.now = now
+        """The cluster's time of a write transaction: its changes are logged at it."""
         self.writable = writable
         #: the changes this transaction logged, in order
         self.logged: list[Change] = []
@@ -131,17 +153,37 @@ class Txn:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
         return int(row[0])
 
-    def compacted_rv(self) -> int:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'compacted'").fetchone()
+    def compacted_rv(self, resource: str) -> int:
+        """The version up to which ``resource``'s changes are no longer kept."""
+        row = self._conn.execute(
+            "SELECT MAX(value) FROM meta WHERE key IN ('compacted', ?)", (f"compacted:{resource}",)
+        ).fetchone()
         return int(row[0])
 
+    def compact(self, resource: str, window: WatchWindow) -> None:
+        """Trim ``resource``'s log to ``window``: drop what is neither among its newest
+        ``events`` changes nor younger than ``fresh_seconds``."""
+        kept = self._conn.execute(
+            "SELECT rv FROM changes WHERE resource = ? ORDER BY rv DESC LIMIT 1 OFFSET ?",
+            (resource, max(window.events - 1, 0)),
+        ).fetchone()
+        if kept is None:
+            return
+        fresh = self._conn.execute(
+            "SELECT rv FROM changes WHERE resource = ? AND at > ? ORDER BY rv LIMIT 1",
+            (resource, self.now - window.fresh_seconds),
+        ).fetchone()
+        floor = int(kept[0]) - 1 if fresh is None else min(int(kept[0]), int(fresh[0])) - 1
+        self._conn.execute("DELETE FROM changes WHERE resource = ? AND rv <= ?", (resource, floor))
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = MAX(value, excluded.value)",
+            (f"compacted:{resource}", floor),
+        )
+
     def _next_rv(self) -> int:
-        rv = self._rv = self.current_rv() + 1
-        if rv % _COMPACT_EVERY == 0 and rv > self._watch_history:
-            floor = rv - self._watch_history
-            self._conn.execute("DELETE FROM changes WHERE rv <= ?", (floor,))
-            self._conn.execute("UPDATE meta SET value = MAX(value, ?) WHERE key = 'compacted'", (floor,))
-        return rv
+        self._rv = self.current_rv() + 1
+        return self._rv
 
     def _store_rv(self) -> None:
         """Write the version counter back (at the end of a write transaction that moved it)."""
@@ -260,8 +302,8 @@ class Txn:
 
     def _log(self, change: Change) -> None:
         self._conn.execute(
-            "INSERT INTO changes(rv, resource, namespace, type, body) VALUES (?, ?, ?, ?, ?)",
-            (change.rv, change.resource, change.namespace, change.type, change.body),
+            "INSERT INTO changes(rv, resource, namespace, type, body, at) VALUES (?, ?, ?, ?, ?, ?)",
+            (change.rv, change.resource, change.namespace, change.type, change.body, self.now),
         )
         self.logged.append(change)
 
@@ -327,9 +369,13 @@ class Txn:
 class Store:
     """The database of one embedded cluster (``<state_dir>/cluster.db``)."""
 
-    def __init__(self, path: Path, *, watch_history: int = 20_000) -> None:
+    def __init__(
+        self, path: Path, *, watch_window: WatchWindow | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.path = path
-        self.watch_history = watch_history
+        self.watch_window = watch_window or WatchWindow()
+        self._clock = clock
+        self._unkempt: dict[str, int] = {}  # changes per resource since its log was last trimmed
         self._pool: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -344,6 +390,8 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
             conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+            if "at" not in [row[1] for row in conn.execute("PRAGMA table_info(changes)")]:
+                conn.execute("ALTER TABLE changes ADD COLUMN at REAL NOT NULL DEFAULT 0")  # an older db
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
@@ -375,11 +423,11 @@ class Store:
         consistent on its own (it saves the transaction's BEGIN and COMMIT)."""
         with self._connection() as conn:
             if not snapshot:
-                yield Txn(conn, self.watch_history, writable=False)
+                yield Txn(conn, writable=False)
                 return
             conn.execute("BEGIN")
             try:
-                yield Txn(conn, self.watch_history, writable=False)
+                yield Txn(conn, writable=False)
             finally:
                 conn.execute("COMMIT")
 
@@ -388,9 +436,10 @@ class Store:
         """A read-modify-write transaction holding the database write lock from its start."""
         with self._write_lock, self._connection() as conn:
             self._begin_immediate(conn)
-            txn = Txn(conn, self.watch_history, writable=True)
+            txn = Txn(conn, writable=True, now=self._clock())
             try:
                 yield txn
+                self._trim_logs(txn)
                 txn._store_rv()
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -402,6 +451,14 @@ class Store:
                 if txn.logged:  # still holding the write lock: commits are told in their order
                     self._committed_changes(txn.logged)
         self._last_write.encoded = txn.encoded
+
+    def _trim_logs(self, txn: Txn) -> None:
+        """Trim the log of each resource ``txn`` wrote once it has grown by ``_COMPACT_EVERY``."""
+        for change in txn.logged:
+            count = self._unkempt[change.resource] = self._unkempt.get(change.resource, 0) + 1
+            if count >= _COMPACT_EVERY:
+                self._unkempt[change.resource] = 0
+                txn.compact(change.resource, self.watch_window)
 
     @contextmanager
     def dry_run(self) -> Iterator[None]:

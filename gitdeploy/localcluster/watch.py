@@ -162,7 +162,8 @@ def watch_events(
     """Yield watch event lines (``{"type":...,"object":...}``) until ``keep_going()`` is false.
 
     ``resource_version`` empty or ``"0"``: start with the current objects as ``ADDED``. A version
-    older than the trimmed change log yields one ``ERROR`` event with a 410 ``Expired`` status.
+    older than the resource's kept change log (see ``WatchWindow``) yields one ``ERROR`` event with a
+    410 ``Expired`` status, in kube-apiserver's words.
     """
     if resource_version in (None, "", "0"):
         initial = list_objects(store, resource, namespace, query)
@@ -175,7 +176,7 @@ def watch_events(
         except ValueError as problem:
             raise ApiError.bad_request(f"invalid resourceVersion {resource_version!r}") from problem
         with store.read() as txn:
-            compacted = txn.compacted_rv()
+            compacted = txn.compacted_rv(resource.key)
         if last < compacted:
             status = status_object(410, "Expired", f"too old resource version: {last} ({compacted})")
             yield _event_line("ERROR", dumps(status))

@@ -12,10 +12,12 @@ against the real control plane, through the official client, and expects the sam
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,10 +25,17 @@ from kubernetes import client as kubernetes_client
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.connection import connect
-from gitdeploy.localcluster import LocalCluster
+from gitdeploy.localcluster import LocalCluster, WatchWindow
+from gitdeploy.localcluster.resources import CONFIGMAPS
 from tests.fixtures.cluster import api_client_for
 from tests.fixtures.controlplane import REALK8S_GROUP
-from tests.realk8s.controlplane import ControlPlane
+from tests.fixtures.rbac import service_account_client
+from tests.realk8s.controlplane import (
+    ControlPlane,
+    apply_to_namespace,
+    restart_apiserver,
+    service_account_kubeconfig,
+)
 
 client: Any = kubernetes_client
 WAIT_SECONDS = 60.0
@@ -41,6 +50,20 @@ class Side:
     api: Any
     namespace: str
     _step: Callable[[], None]
+    _as_gitdeploy: Callable[[], Any]
+    _forget: Callable[[], None]
+
+    def forget_watch_history(self) -> None:
+        """Let every resourceVersion written so far fall out of the server's watch window: on the
+        embedded cluster, twice 75 s pass and 200 other ConfigMap changes are made (its
+        default ``WatchWindow``); kube-apiserver is restarted, so that its watch cache starts anew at
+        etcd's revision (as tests/realk8s/test_api_faults.py does)."""
+        self._forget()
+
+    def gitdeploy_api(self) -> Any:
+        """An ``ApiClient`` that is gitdeploy's ServiceAccount token, with deploy/rbac.yaml's Role
+        bound in ``namespace`` (and deploy/leader-election.yaml's in its own): close it when done."""
+        return self._as_gitdeploy()
 
     @property
     def core(self) -> Any:
@@ -81,7 +104,17 @@ def _embedded_side(request: pytest.FixtureRequest, namespace: str) -> Iterator[S
     api = api_client_for(cluster)
     try:
         client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
-        yield Side("embedded", api, namespace, step)
+
+        def forget() -> None:  # changes that are stale and not among the newest are dropped
+            window = WatchWindow()
+            for index in range(4 * window.events):
+                if index % (2 * window.events) == 0:
+                    clock.advance(window.fresh_seconds + 1)
+                cluster.registry.create(CONFIGMAPS, "default", {"metadata": {"name": f"{namespace}-{index}"}})
+
+        yield Side(
+            "embedded", api, namespace, step, lambda: service_account_client(cluster, [namespace]), forget
+        )
     finally:
         api.close()
 
@@ -92,13 +125,27 @@ def _real_side(request: pytest.FixtureRequest, namespace: str) -> Iterator[Side]
     core = client.CoreV1Api(api)
     try:
         core.create_namespace({"metadata": {"name": namespace}})
-        side = Side("real", api, namespace, lambda: time.sleep(0.2))
+        side = Side(
+            "real",
+            api,
+            namespace,
+            lambda: time.sleep(0.2),
+            lambda: _real_gitdeploy(plane, namespace),
+            lambda: restart_apiserver(plane),
+        )
         # pods are refused until the namespace's default ServiceAccount exists
         side.wait_for("the default ServiceAccount", lambda: _has_default_account(core, namespace))
         yield side
         core.delete_namespace(namespace)
     finally:
         api.close()
+
+
+def _real_gitdeploy(plane: ControlPlane, namespace: str) -> Any:
+    apply_to_namespace(plane, "rbac.yaml", namespace)
+    with tempfile.TemporaryDirectory() as scratch:
+        kubeconfig = service_account_kubeconfig(plane, Path(scratch) / "kubeconfig")
+        return connect(kubeconfig).api
 
 
 def _has_default_account(core: Any, namespace: str) -> bool:

@@ -4,25 +4,29 @@ with a short watch history so that old versions are compacted away)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.watcher import follow_records_once
+from gitdeploy.controller.watcher import follow_records_once, keep_following
 from gitdeploy.core.observed import StoredRecord
-from gitdeploy.localcluster import LocalCluster
+from gitdeploy.localcluster import LocalCluster, WatchWindow
 from gitdeploy.localcluster.resources import CONFIGMAPS, NAMESPACES
 from tests.fixtures.cluster import api_client_for
+from tests.fixtures.waiting import eventually
 
 
 @pytest.fixture
 def forgetful_cluster(tmp_path: Path, fake_clock: FakeClock) -> Iterator[LocalCluster]:
-    """A cluster that keeps only the last 10 changes for watches, holding one app record (shop/web)
-    written before 300 other changes."""
-    with LocalCluster(tmp_path, clock=fake_clock, watch_history=10) as cluster:
+    """A cluster that keeps only the last 10 changes of a resource for watches, holding one app
+    record (shop/web) written before 300 other changes."""
+    with LocalCluster(
+        tmp_path, clock=fake_clock, watch_window=WatchWindow(events=10, fresh_seconds=0)
+    ) as cluster:
         cluster.registry.create(NAMESPACES, "", {"metadata": {"name": "shop"}})
         labels = {"gitdeploy.io/record": "true", "gitdeploy.io/app": "web"}
         cluster.registry.create(CONFIGMAPS, "shop", {"metadata": {"name": "gitdeploy.web", "labels": labels}})
@@ -71,3 +75,58 @@ def test_a_watch_from_a_forgotten_version_relists_once(forgetful_cluster: LocalC
         assert [s.app for s in seen] == ["web"]
     finally:
         api.close()
+
+
+def push_out_of_the_window(cluster: LocalCluster, clock: FakeClock, tag: str) -> None:
+    """Other namespaces' ConfigMaps change, 75 s apart, until every older version is out of the
+    default watch window."""
+    window = WatchWindow()
+    for index in range(4 * window.events):
+        if index % (2 * window.events) == 0:
+            clock.advance(window.fresh_seconds + 1)
+        cluster.registry.create(CONFIGMAPS, "default", {"metadata": {"name": f"cm-{tag}-{index}"}})
+
+
+def wait_for_watches(cluster: LocalCluster, more: int) -> None:
+    watches = requests(cluster, "watch")
+    eventually(lambda: requests(cluster, "watch") >= watches + more, f"{more} more watches")
+
+
+def test_a_running_record_watch_relists_once_per_slide_of_the_default_window(
+    tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    """The loop gitdeploy runs (keep_following), against the default window (as kube-apiserver's
+    watch cache): a quiet namespace's watch resumes from its last record's version, which other
+    namespaces' ConfigMap changes push out; each time, one 410 and one list, never a storm."""
+    with LocalCluster(tmp_path, clock=fake_clock) as embedded:
+        embedded.registry.create(NAMESPACES, "", {"metadata": {"name": "shop"}})
+        labels = {"gitdeploy.io/record": "true", "gitdeploy.io/app": "web"}
+        embedded.registry.create(
+            CONFIGMAPS, "shop", {"metadata": {"name": "gitdeploy.web", "labels": labels}}
+        )
+        api = api_client_for(embedded)
+        cluster, stop, seen = Cluster(api, "embedded"), threading.Event(), list[StoredRecord]()
+
+        def follow(version: str, reached: Callable[[str], None]) -> str:
+            return follow_records_once(
+                cluster, "shop", version, seen.append, timeout_seconds=1, reached=reached
+            )
+
+        following = threading.Thread(target=keep_following, args=(stop, "record watch", follow))
+        following.start()
+        try:
+            wait_for_watches(embedded, 2)
+            assert requests(embedded, "list") == 1
+            # When shop's version is pushed out of the window, twice
+            for slide in ("first", "second"):
+                lists = requests(embedded, "list")
+                push_out_of_the_window(embedded, fake_clock, slide)
+                # Then the resumed watch is told 410 and lists once, and goes on watching
+                eventually(lambda: requests(embedded, "list") > lists, "a relist")  # noqa: B023
+                wait_for_watches(embedded, 2)
+                assert requests(embedded, "list") == lists + 1
+        finally:
+            stop.set()
+            following.join(timeout=10)
+            api.close()
+        assert {s.app for s in seen} == {"web"}

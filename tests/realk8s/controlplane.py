@@ -601,11 +601,16 @@ def service_account_kubeconfig(
     return path
 
 
+def deploy_manifest_for(manifest: str, name: str) -> str:
+    """``sed 's/namespace: apps$/namespace: NAME/' deploy/MANIFEST``: a per-namespace manifest of
+    deploy/ for namespace ``name``, as the README tells users to make it."""
+    return re.sub(r"(?m)^(\s*)namespace: apps$", rf"\1namespace: {name}", (DEPLOY / manifest).read_text())
+
+
 def apply_to_namespace(plane: ControlPlane, manifest: str, name: str) -> None:
     """``sed 's/namespace: apps$/namespace: NAME/' deploy/MANIFEST | kubectl apply -f -``, as the
     README tells users to apply the per-namespace manifests of deploy/."""
-    text = re.sub(r"(?m)^(\s*)namespace: apps$", rf"\1namespace: {name}", (DEPLOY / manifest).read_text())
-    plane.kubectl("apply", "-f", "-", stdin=text)
+    plane.kubectl("apply", "-f", "-", stdin=deploy_manifest_for(manifest, name))
 
 
 def managed_namespace_for_gitdeploy(

@@ -20,6 +20,7 @@ from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import SETTINGS, controller_for, settle
 from tests.fixtures.manifests import deployment as shared_deployment
+from tests.fixtures.rbac import service_account_client
 
 
 def deployment(name: str, image: str = "nginx:1.25", replicas: int = 2) -> str:
@@ -35,6 +36,16 @@ def _no_machine_git_config(isolated_git_config: None) -> None:
 @pytest.fixture
 def adapter(kube_client: Any) -> Cluster:
     return Cluster(kube_client, "embedded")
+
+
+@pytest.fixture
+def as_gitdeploy(embedded_cluster: LocalCluster) -> Iterator[Cluster]:
+    """gitdeploy connected as its ServiceAccount, deploy/rbac.yaml's Role bound in shop only."""
+    account = service_account_client(embedded_cluster, ["shop"])
+    try:
+        yield Cluster(account, "embedded")
+    finally:
+        account.close()
 
 
 @pytest.fixture
@@ -276,7 +287,7 @@ def test_under_the_namespaced_role_a_restarted_gitdeploy_prunes_an_app_removed_w
     adapter: Cluster,
     fake_clock: FakeClock,
     tmp_path: Path,
-    embedded_cluster: LocalCluster,
+    as_gitdeploy: Cluster,
     caplog: pytest.LogCaptureFixture,
     configured: frozenset[str],
 ) -> None:
@@ -285,11 +296,10 @@ def test_under_the_namespaced_role_a_restarted_gitdeploy_prunes_an_app_removed_w
     )
     settle(controller, fake_clock)
     # Given gitdeploy runs as the ServiceAccount of deploy/, its Role bound in namespace shop only
-    embedded_cluster.role_namespaces = frozenset({"shop"})
     # And api was removed from git while gitdeploy was down
     git_remote.commit_and_push_changes("remove api", {"apps/api.yaml": None})
     with ConfigRepo(git_remote.url, state_dir=tmp_path / "restarted") as repo:
-        restarted = Controller(repo, adapter, fake_clock, workers=2, prune=True, namespaces=configured)
+        restarted = Controller(repo, as_gitdeploy, fake_clock, workers=2, prune=True, namespaces=configured)
         reports = settle(restarted, fake_clock)
     # Then its resync listed shop's records (no cluster-wide list), found api and pruned it
     assert AppKey("shop", "api") not in restarted.orphans
@@ -303,16 +313,17 @@ def test_a_namespace_without_the_role_is_an_error_that_names_the_permission_and_
     adapter: Cluster,
     fake_clock: FakeClock,
     tmp_path: Path,
-    embedded_cluster: LocalCluster,
+    as_gitdeploy: Cluster,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # Given gitdeploy is told to manage shop and billing, but the Role is bound in shop only
     git_remote.commit_and_push("web", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web")})
     adapter.ensure_namespace("shop")  # the administrator made it (gitdeploy's Role cannot)
-    embedded_cluster.role_namespaces = frozenset({"shop"})
     with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
         managed = frozenset({"shop", "billing"})
-        reports = settle(Controller(repo, adapter, fake_clock, workers=2, namespaces=managed), fake_clock)
+        reports = settle(
+            Controller(repo, as_gitdeploy, fake_clock, workers=2, namespaces=managed), fake_clock
+        )
     # Then shop's app deploys, and the resync says loudly what billing lacks and how to grant it
     assert reports[AppKey("shop", "web")].sync == "Synced"
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]

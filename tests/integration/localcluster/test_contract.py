@@ -14,9 +14,11 @@ from kubernetes import client as kubernetes_client
 from kubernetes import watch as kubernetes_watch
 
 from gitdeploy.clock import FakeClock
-from gitdeploy.localcluster import LocalCluster, SimulationConfig
+from gitdeploy.localcluster import LocalCluster, SimulationConfig, WatchWindow
+from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.resources import CONFIGMAPS
 from tests.fixtures.cluster import JOB_SECONDS, POD_START_SECONDS, api_client_for
+from tests.fixtures.rbac import service_account_client
 
 NS = "team"
 # The generated client's annotations (Optional everywhere) do not help tests: use it untyped.
@@ -242,6 +244,27 @@ def test_an_owner_of_the_same_name_with_another_uid_counts_as_absent(core: Any, 
     assert pods_of(core) == []
 
 
+def test_the_collector_runs_at_the_next_tick_not_inside_the_write(
+    core: Any, embedded_cluster: LocalCluster
+) -> None:
+    # Given a dependent written with an owner that does not exist (straight to the registry: no
+    # request, so no tick of the simulation)
+    registry = embedded_cluster.registry
+    ghost = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "ghost",
+        "uid": "0b6f1a3e-2222-4e8e-9a52-2f7c0c0b3d01",
+    }
+    registry.create(CONFIGMAPS, NS, {"metadata": {"name": "child", "ownerReferences": [ghost]}})
+    # Then the write kept it; the collector deletes it at the next tick
+    assert registry.get(CONFIGMAPS, NS, "child")["metadata"]["ownerReferences"] == [ghost]
+    registry.materialise()
+    with pytest.raises(ApiError) as gone:
+        registry.get(CONFIGMAPS, NS, "child")
+    assert gone.value.code == 404
+
+
 def test_watch_sees_every_change_in_order(core: Any) -> None:
     start = core.list_namespaced_config_map(NS).metadata.resource_version
     core.create_namespaced_config_map(NS, {"metadata": {"name": "one"}, "data": {"n": "1"}})
@@ -279,7 +302,9 @@ def test_watch_sees_pods_become_ready_when_the_clock_moves(
 
 
 def test_watch_from_a_compacted_version_is_gone(tmp_path: Any, fake_clock: FakeClock) -> None:
-    with LocalCluster(tmp_path, clock=fake_clock, watch_history=10) as cluster:
+    with LocalCluster(
+        tmp_path, clock=fake_clock, watch_window=WatchWindow(events=10, fresh_seconds=0)
+    ) as cluster:
         for index in range(300):
             cluster.registry.create(
                 CONFIGMAPS,
@@ -401,25 +426,30 @@ def test_objects_over_the_api_size_limits_are_invalid(core: Any, body: dict[str,
 def test_a_namespaced_role_refuses_the_cluster_scope_and_other_namespaces(
     core: Any, embedded_cluster: LocalCluster
 ) -> None:
-    # Given the API authorises as gitdeploy's ServiceAccount, its Role bound in NS only
-    embedded_cluster.role_namespaces = frozenset({NS})
-    core.create_namespaced_config_map(NS, {"metadata": {"name": "allowed"}, "data": {"k": "v"}})
-    # Then lists at the cluster scope and anything in another namespace are 403 Forbidden
+    # Given gitdeploy's ServiceAccount token, deploy/rbac.yaml's Role bound in NS only
+    account = service_account_client(embedded_cluster, [NS])
+    gitdeploy = client.CoreV1Api(account)
+    gitdeploy.create_namespaced_config_map(NS, {"metadata": {"name": "allowed"}, "data": {"k": "v"}})
+    # Then lists at the cluster scope, anything in another namespace and what the Role does not
+    # grant (Secrets; getting events) are 403 Forbidden
     attempts: list[Callable[[], Any]] = [
-        lambda: core.list_config_map_for_all_namespaces(),
-        lambda: core.create_namespaced_config_map("default", {"metadata": {"name": "x"}}),
-        lambda: core.read_namespace(NS),
+        lambda: gitdeploy.list_config_map_for_all_namespaces(),
+        lambda: gitdeploy.create_namespaced_config_map("default", {"metadata": {"name": "x"}}),
+        lambda: gitdeploy.read_namespace(NS),
+        lambda: gitdeploy.list_namespaced_secret(NS),
+        lambda: gitdeploy.read_namespaced_event("some", NS),
     ]
     for refused in attempts:
         with pytest.raises(client.ApiException) as caught:
             refused()
         status = json.loads(caught.value.body)
         assert (caught.value.status, status["reason"]) == (403, "Forbidden")
-        assert (
-            "cannot" in status["message"] and "system:serviceaccount:gitdeploy:gitdeploy" in status["message"]
-        )
+        assert 'User "system:serviceaccount:gitdeploy:gitdeploy" cannot' in status["message"]
     # And the connection still answers the next request (a refused body is not read as one)
-    assert [c.metadata.name for c in core.list_namespaced_config_map(NS).items] == ["allowed"]
+    assert [c.metadata.name for c in gitdeploy.list_namespaced_config_map(NS).items] == ["allowed"]
+    # And the admin token is still allowed everything
+    assert core.read_namespace(NS).metadata.name == NS
+    account.close()
 
 
 def test_kubelet_simulation(core: Any, fake_clock: FakeClock) -> None:

@@ -21,6 +21,7 @@ from gitdeploy.localcluster import LocalCluster
 from gitdeploy.localcluster.timefmt import format_time
 from tests.fixtures.cluster import POD_START_SECONDS
 from tests.fixtures.kubectl import Kubectl
+from tests.fixtures.rbac import gitdeploy_access
 
 client: Any = kubernetes_client
 NS = "default"
@@ -130,11 +131,22 @@ def test_events_sorted_by_last_timestamp(kubectl: Kubectl, api: Any, fake_clock:
 def test_auth_can_i_as_admin_and_as_the_role(kubectl: Kubectl, tls_cluster: LocalCluster) -> None:
     assert kubectl.run("auth", "can-i", "delete", "replicasets", "-n", NS).strip() == "yes"
     assert kubectl.run("auth", "can-i", "list", "pods", "--all-namespaces").strip() == "yes"
-    tls_cluster.role_namespaces = frozenset({"shop"})
-    assert kubectl.run("auth", "can-i", "patch", "rs", "-n", "shop").strip() == "yes"
-    assert kubectl.run("auth", "can-i", "patch", "rs", "-n", NS, expect=1).strip() == "no"
-    assert kubectl.run("auth", "can-i", "list", "namespaces", expect=1).strip() == "no"
-    assert kubectl.run("auth", "can-i", "list", "pods", "-A", expect=1).strip() == "no"
+    # As gitdeploy's ServiceAccount, deploy/'s Roles bound in shop (and its own namespace)
+    tls_cluster.access = gitdeploy_access(["shop"])
+    sa = ("--token", tls_cluster.service_account_token)
+    assert kubectl.run("auth", "can-i", "patch", "rs", "-n", "shop", *sa).strip() == "yes"
+    assert (
+        kubectl.run("auth", "can-i", "get", "pods", "--subresource=log", "-n", "shop", *sa).strip() == "yes"
+    )
+    assert kubectl.run("auth", "can-i", "patch", "rs", "-n", NS, *sa, expect=1).strip() == "no"
+    assert kubectl.run("auth", "can-i", "patch", "pods", "-n", "shop", *sa, expect=1).strip() == "no"
+    assert kubectl.run("auth", "can-i", "list", "namespaces", *sa, expect=1).strip() == "no"
+    assert kubectl.run("auth", "can-i", "list", "pods", "-A", *sa, expect=1).strip() == "no"
+    assert kubectl.run("auth", "can-i", "update", "lease/gitdeploy", "-n", "gitdeploy", *sa).strip() == "yes"
+    assert (
+        kubectl.run("auth", "can-i", "update", "lease/other", "-n", "gitdeploy", *sa, expect=1).strip()
+        == "no"
+    )
 
 
 def test_get_all_lists_pods_and_replica_sets(kubectl: Kubectl, api: Any) -> None:

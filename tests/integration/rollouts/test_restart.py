@@ -56,8 +56,9 @@ for _verb in (
 def roll_with_crashes(world: World, app: App, change: CommitRef, check: Any = None) -> int:
     """Roll ``app`` to ``change`` with a crash after every write; returns how many restarts it took."""
     restarts = 0
+    world.manage(app.namespace)
     for _ in range(3000):
-        adapter = CrashingCluster(world.api)
+        adapter = CrashingCluster(world.gitdeploy_api)  # as gitdeploy's ServiceAccount
         runner = RolloutRunner(adapter, world.clock)  # a new process: empty memory
         try:
             step = runner.reconcile(app, change)

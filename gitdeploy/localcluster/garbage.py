@@ -1,0 +1,52 @@
+"""The garbage collector's view of owner references: which are solid, which dangle, and when to look.
+
+As kube-controller-manager's garbage collector decides it, an owner reference is *solid* when an
+object of its kind, in the dependent's namespace (none for a cluster-scoped kind), has its name
+and its uid; it *dangles* otherwise: the owner never existed, was deleted, or was deleted and
+created again under the same name (another uid). A reference to a kind the cluster does not
+serve is left alone (the real collector cannot resolve it either). A dependent whose references
+all dangle is deleted (in the background); one with some solid ones loses only the dangling ones.
+
+The collector runs apart from the writes, as the real one does moments after: a write with owner
+references and the deletion of an owner schedule a :data:`COLLECT` timer for the dependent, due
+at once and fired by the simulation's next tick (before the next request is served, or by the
+kubelet thread within its poll), never inside the write that caused it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gitdeploy.localcluster.resources import RESOURCES
+from gitdeploy.localcluster.store import Timer, Txn
+
+__all__ = ["COLLECT", "schedule_collection", "split_references"]
+
+COLLECT = "gc-collect"
+
+
+def _is_solid(txn: Txn, namespace: str, ref: dict[str, Any]) -> bool:
+    group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+    kind = next((r for r in RESOURCES if r.group == group and r.kind == ref.get("kind")), None)
+    if kind is None:
+        return True  # not served here: unresolvable, so never collected
+    owner = txn.get(kind.key, namespace if kind.namespaced else "", str(ref.get("name") or ""))
+    return owner is not None and owner["metadata"].get("uid") == ref.get("uid")
+
+
+def split_references(txn: Txn, obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``obj``'s owner references as (solid, dangling)."""
+    namespace = str(obj["metadata"].get("namespace") or "")
+    solid: list[dict[str, Any]] = []
+    dangling: list[dict[str, Any]] = []
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        (solid if _is_solid(txn, namespace, ref) else dangling).append(ref)
+    return solid, dangling
+
+
+def schedule_collection(txn: Txn, resource_key: str, obj: dict[str, Any], now: float) -> None:
+    """Have the collector look at ``obj`` at its next tick."""
+    meta = obj["metadata"]
+    txn.add_timer(
+        Timer(now, resource_key, str(meta.get("namespace") or ""), meta["name"], meta["uid"], COLLECT)
+    )

@@ -1,0 +1,64 @@
+"""The watch window: a watch from a resourceVersion the server no longer keeps is 410 Gone, in
+kube-apiserver's words, on both servers; a watch from a fresh list's version goes on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client as kubernetes_client
+from kubernetes import watch as kubernetes_watch
+
+from tests.contract.conftest import Side
+from tests.contract.test_api_rules import configmap
+
+client: Any = kubernetes_client
+watch: Any = kubernetes_watch
+
+
+def _watch_error(side: Side, version: str) -> Any:
+    """The ApiException that a watch of the namespace's ConfigMaps from ``version`` ends in (a
+    restarted kube-apiserver answers 429 while its watch cache fills: asked again then)."""
+    answers: list[Any] = []
+
+    def ended() -> bool:
+        try:
+            for _ in watch.Watch().stream(
+                side.core.list_namespaced_config_map,
+                side.namespace,
+                resource_version=version,
+                timeout_seconds=5,
+            ):
+                pass
+        except client.ApiException as error:
+            if error.status == 429:
+                return False
+            answers.append(error)
+            return True
+        raise AssertionError(f"{side.name}: the watch from {version} ended without an error")
+
+    side.wait_for("a watch that is not told to wait", ended)
+    return answers[0]
+
+
+def test_a_watch_from_before_the_window_is_410_gone_and_a_relist_goes_on(side: Side) -> None:
+    # Given a ConfigMap written, then its version pushed out of the watch window
+    old = side.core.create_namespaced_config_map(side.namespace, configmap("old")).metadata.resource_version
+    side.forget_watch_history()
+    # When a watch starts from that version
+    gone = _watch_error(side, old)
+    # Then it is told 410 Gone: Expired, "too old resource version: <asked> (<oldest kept - 1>)"
+    assert gone.status == 410
+    assert gone.reason.startswith(f"Expired: too old resource version: {old} ("), gone.reason
+    # And a list, then a watch from the list's version, goes on (what a client does after a 410)
+    listed = side.core.list_namespaced_config_map(side.namespace)
+    assert "old" in [c.metadata.name for c in listed.items]
+    side.core.create_namespaced_config_map(side.namespace, configmap("new"))
+    stream = watch.Watch()
+    for event in stream.stream(
+        side.core.list_namespaced_config_map,
+        side.namespace,
+        resource_version=listed.metadata.resource_version,
+        timeout_seconds=30,
+    ):
+        assert (event["type"], event["object"].metadata.name) == ("ADDED", "new")
+        stream.stop()
