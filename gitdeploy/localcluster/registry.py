@@ -18,6 +18,7 @@ from gitdeploy.clock import Clock
 from gitdeploy.localcluster import podsecurity, simulation
 from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.config import SimulationConfig
+from gitdeploy.localcluster.defaults import with_defaults
 from gitdeploy.localcluster.patch import PatchError, apply_patch
 from gitdeploy.localcluster.resources import (
     CORE_EVENTS,
@@ -312,6 +313,7 @@ class Registry:
     def _insert(
         self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float, *, reconcile: bool = True
     ) -> dict[str, Any]:
+        obj = with_defaults(resource, obj)
         meta = obj["metadata"]
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
@@ -401,6 +403,7 @@ class Registry:
                 else:
                     new_meta.pop(immutable, None)
             new_meta.pop("managedFields", None)
+            new = with_defaults(resource, new)
             if "generation" in old_meta and new.get("spec") != current.get("spec"):
                 new_meta["generation"] = int(old_meta["generation"]) + 1
             validate_update(resource, current, new)
