@@ -518,15 +518,23 @@ class Registry:
         return True
 
     def _after_write(self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
-        """Run the ReplicaSet controller for the ReplicaSet this write concerns."""
+        """Have the ReplicaSet controller look at the ReplicaSet this write concerns a moment
+        after it, as the real one does: a timer due now, which the next materialise fires (the
+        server's, right after it answered the write), so the write's answer has the old status."""
         if resource is REPLICASETS:
-            self._reconcile_replicaset(txn, obj, now)
+            self._sync_later(txn, obj, now)
         elif resource is PODS:
             for ref in obj["metadata"].get("ownerReferences") or []:
                 if ref.get("controller") and ref.get("kind") == "ReplicaSet":
                     found = txn.get_by_uid(str(ref.get("uid")))
                     if found is not None and found[0] == REPLICASETS.key:
-                        self._reconcile_replicaset(txn, found[1], now)
+                        self._sync_later(txn, found[1], now)
+
+    @staticmethod
+    def _sync_later(txn: Txn, replicaset: dict[str, Any], now: float) -> None:
+        meta = replicaset["metadata"]
+        namespace = meta.get("namespace", "")
+        txn.add_timer(Timer(now, REPLICASETS.key, namespace, meta["name"], meta["uid"], simulation.RS_SYNC))
 
     def _reconcile_replicaset(self, txn: Txn, replicaset: dict[str, Any], now: float) -> None:
         meta = replicaset["metadata"]

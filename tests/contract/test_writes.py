@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tests.contract.conftest import Side
@@ -78,20 +79,28 @@ def test_a_deleted_pod_is_terminating_before_it_is_gone(side: Side) -> None:
     side.wait_for("the pod gone", lambda: _pod(side, "slow") is None)
 
 
-def test_replicaset_status_catches_up_after_a_scale(side: Side) -> None:
+def test_replicaset_status_catches_up_after_the_write(side: Side) -> None:
+    """The ReplicaSet controller acts after a write, not in it: the write's answer carries the
+    status of the spec before it (``observedGeneration`` behind), which catches up a moment later."""
     side.apps.create_namespaced_replica_set(side.namespace, replicaset("web", replicas=1))
-    side.apps.patch_namespaced_replica_set_scale("web", side.namespace, {"spec": {"replicas": 3}})
 
-    def caught_up() -> bool:
-        found = side.apps.read_namespaced_replica_set("web", side.namespace)
-        status = found.status
-        return bool(
-            status.observed_generation == found.metadata.generation
-            and status.replicas == 3
-            and status.ready_replicas == 3
-        )
+    def caught_up(generation: int, replicas: int) -> Callable[[], bool]:
+        def check() -> bool:
+            found = side.apps.read_namespaced_replica_set("web", side.namespace)
+            status = found.status
+            return bool(
+                found.metadata.generation == status.observed_generation == generation
+                and status.replicas == replicas
+                and status.ready_replicas == replicas
+            )
 
-    side.wait_for("3 ready replicas", caught_up)
+        return check
+
+    side.wait_for("1 ready replica", caught_up(1, 1))
+    scaled = side.apps.patch_namespaced_replica_set("web", side.namespace, {"spec": {"replicas": 3}})
+    assert scaled.metadata.generation == 2
+    assert (scaled.status.observed_generation, scaled.status.replicas) == (1, 1)
+    side.wait_for("3 ready replicas", caught_up(2, 3))
 
 
 def test_deleting_a_replicaset_deletes_its_pods(side: Side) -> None:
