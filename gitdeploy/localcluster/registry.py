@@ -522,7 +522,9 @@ class Registry:
         after it, as the real one does: a timer due now, which the next materialise fires (the
         server's, right after it answered the write), so the write's answer has the old status."""
         if resource is REPLICASETS:
-            self._sync_later(txn, obj, now)
+            # a write that left the spec as its controller last saw it (annotations) changes no status
+            if (obj.get("status") or {}).get("observedGeneration") != obj["metadata"].get("generation"):
+                self._sync_later(txn, obj, now)
         elif resource is PODS:
             for ref in obj["metadata"].get("ownerReferences") or []:
                 if ref.get("controller") and ref.get("kind") == "ReplicaSet":
