@@ -307,6 +307,12 @@ def _scale_event(actions: Sequence[ScaleAction]) -> Event | None:
     return Event("ScalingReplicaSet", "; ".join(scales)) if scales else None
 
 
+STATUS_BEHIND = "waiting for the ReplicaSet controller to catch up with the last scale"
+"""A step that scales nothing: a ReplicaSet's status is of an older spec (its
+``observedGeneration`` is behind), so its counts (available pods above all) may be stale, and
+scaling by them could take more pods down than the bounds allow. Its status update wakes the loop."""
+
+
 # -- the pass --------------------------------------------------------------------------------------
 
 
@@ -832,6 +838,8 @@ class _Pass:
         if gate is not None:
             return gate
         after_scale, waiting = self.rolling_intervals()
+        if not self.observed_current():
+            return self.step(AppPhase.PROGRESSING, STATUS_BEHIND, waiting, status)
         proportional: tuple[ScaleAction, ...] = ()
         if is_scaling_event(self.replicas, self.states):
             proportional = plan_proportional_scaling(
@@ -871,6 +879,8 @@ class _Pass:
         if gate is not None:
             return gate
         _, waiting = _intervals(self.app)
+        if not self.observed_current():
+            return self.step(AppPhase.PROGRESSING, STATUS_BEHIND, waiting, status)
         active_old = [rs for rs in self.old if rs.is_active]
         if active_old:
             self.scale([ScaleAction(rs.name, rs.replicas, 0) for rs in active_old])

@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 from gitdeploy.core.models import PodTemplate
+from gitdeploy.core.serverdefaults import with_server_defaults
 
 POD_SCOPE = "pod"
 SET_MARKER = "(set)"
@@ -178,6 +179,11 @@ def flatten_template(template: PodTemplate) -> dict[tuple[str, str], str]:
 def diff_templates(before: PodTemplate, after: PodTemplate) -> tuple[FieldChange, ...]:
     """The fields that differ between two templates; empty when they are equal.
 
+    One of them may be read back from the cluster, which stores a template with the API server's
+    defaults (:mod:`~gitdeploy.core.serverdefaults`): a field that one side sets and the other
+    leaves to the server is compared with the server's default for it (and shown with it). Only
+    fields either side sets are shown, so a new container shows its own fields, not its defaults.
+
     Order: scopes in the order of ``after`` (then scopes only ``before`` has), fields sorted.
 
     >>> old = PodTemplate('{"spec":{"containers":[{"image":"nginx:1.25","name":"web"}]}}')
@@ -193,12 +199,17 @@ def diff_templates(before: PodTemplate, after: PodTemplate) -> tuple[FieldChange
     if before.canonical_json == after.canonical_json:
         return ()
     old, new = flatten_template(before), flatten_template(after)
+    old_served, new_served = (
+        flatten_template(with_server_defaults(before)),
+        flatten_template(with_server_defaults(after)),
+    )
     scopes = list(dict.fromkeys([s for s, _ in new] + [s for s, _ in old]))
     changes: list[FieldChange] = []
     for scope in scopes:
         fields = sorted({f for s, f in old if s == scope} | {f for s, f in new if s == scope})
         for name in fields:
-            a, b = old.get((scope, name)), new.get((scope, name))
+            key = (scope, name)
+            a, b = old.get(key, old_served.get(key)), new.get(key, new_served.get(key))
             if a != b:
                 changes.append(FieldChange(scope, name, a, b))
     return tuple(changes)

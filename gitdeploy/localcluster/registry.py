@@ -18,6 +18,7 @@ from gitdeploy.clock import Clock
 from gitdeploy.localcluster import garbage, podsecurity, simulation
 from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.config import SimulationConfig
+from gitdeploy.localcluster.defaults import with_defaults
 from gitdeploy.localcluster.patch import PatchError, apply_patch
 from gitdeploy.localcluster.resources import (
     CORE_EVENTS,
@@ -315,6 +316,7 @@ class Registry:
     def _insert(
         self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float, *, reconcile: bool = True
     ) -> dict[str, Any]:
+        obj = with_defaults(resource, obj)
         meta = obj["metadata"]
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
@@ -403,6 +405,7 @@ class Registry:
                 else:
                     new_meta.pop(immutable, None)
             new_meta.pop("managedFields", None)
+            new = with_defaults(resource, new)
             if "generation" in old_meta and new.get("spec") != current.get("spec"):
                 new_meta["generation"] = int(old_meta["generation"]) + 1
             validate_update(resource, current, new)
@@ -525,15 +528,25 @@ class Registry:
         self._remove(txn, resource, obj, "Background", now, reconcile=False)
 
     def _after_write(self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
-        """Run the ReplicaSet controller for the ReplicaSet this write concerns."""
+        """Have the ReplicaSet controller look at the ReplicaSet this write concerns a moment
+        after it, as the real one does: a timer due now, which the next materialise fires (the
+        server's, right after it answered the write), so the write's answer has the old status."""
         if resource is REPLICASETS:
-            self._reconcile_replicaset(txn, obj, now)
+            # a write that left the spec as its controller last saw it (annotations) changes no status
+            if (obj.get("status") or {}).get("observedGeneration") != obj["metadata"].get("generation"):
+                self._sync_later(txn, obj, now)
         elif resource is PODS:
             for ref in obj["metadata"].get("ownerReferences") or []:
                 if ref.get("controller") and ref.get("kind") == "ReplicaSet":
                     found = txn.get_by_uid(str(ref.get("uid")))
                     if found is not None and found[0] == REPLICASETS.key:
-                        self._reconcile_replicaset(txn, found[1], now)
+                        self._sync_later(txn, found[1], now)
+
+    @staticmethod
+    def _sync_later(txn: Txn, replicaset: dict[str, Any], now: float) -> None:
+        meta = replicaset["metadata"]
+        namespace = meta.get("namespace", "")
+        txn.add_timer(Timer(now, REPLICASETS.key, namespace, meta["name"], meta["uid"], simulation.RS_SYNC))
 
     def _reconcile_replicaset(self, txn: Txn, replicaset: dict[str, Any], now: float) -> None:
         meta = replicaset["metadata"]

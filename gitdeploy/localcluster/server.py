@@ -318,6 +318,8 @@ class _Handler(BaseHTTPRequestHandler):
             with cluster.write_gate.passage(label, route.namespace), dry_run:
                 code, answer = self._write(cluster, verb, route, query, body)
             self._send_json(code, answer)
+            if not dry:
+                cluster.registry.materialise()  # the ReplicaSet controller, a moment after the write
 
     def _write(
         self, cluster: LocalCluster, verb: str, route: Route, query: dict[str, str], body: Any

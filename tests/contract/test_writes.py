@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from tests.contract.conftest import Side
 from tests.contract.test_api_rules import configmap, event, lease, replicaset
+from tests.fixtures.serverdefaults import DEFAULTED_TEMPLATE, POD_DEFAULTS, TEMPLATE
 
 
 def test_replicaset_create_scale_patch(side: Side) -> None:
@@ -79,20 +79,28 @@ def test_a_deleted_pod_is_terminating_before_it_is_gone(side: Side) -> None:
     side.wait_for("the pod gone", lambda: _pod(side, "slow") is None)
 
 
-def test_replicaset_status_catches_up_after_a_scale(side: Side) -> None:
+def test_replicaset_status_catches_up_after_the_write(side: Side) -> None:
+    """The ReplicaSet controller acts after a write, not in it: the write's answer carries the
+    status of the spec before it (``observedGeneration`` behind), which catches up a moment later."""
     side.apps.create_namespaced_replica_set(side.namespace, replicaset("web", replicas=1))
-    side.apps.patch_namespaced_replica_set_scale("web", side.namespace, {"spec": {"replicas": 3}})
 
-    def caught_up() -> bool:
-        found = side.apps.read_namespaced_replica_set("web", side.namespace)
-        status = found.status
-        return bool(
-            status.observed_generation == found.metadata.generation
-            and status.replicas == 3
-            and status.ready_replicas == 3
-        )
+    def caught_up(generation: int, replicas: int) -> Callable[[], bool]:
+        def check() -> bool:
+            found = side.apps.read_namespaced_replica_set("web", side.namespace)
+            status = found.status
+            return bool(
+                found.metadata.generation == status.observed_generation == generation
+                and status.replicas == replicas
+                and status.ready_replicas == replicas
+            )
 
-    side.wait_for("3 ready replicas", caught_up)
+        return check
+
+    side.wait_for("1 ready replica", caught_up(1, 1))
+    scaled = side.apps.patch_namespaced_replica_set("web", side.namespace, {"spec": {"replicas": 3}})
+    assert scaled.metadata.generation == 2
+    assert (scaled.status.observed_generation, scaled.status.replicas) == (1, 1)
+    side.wait_for("3 ready replicas", caught_up(2, 3))
 
 
 def test_deleting_a_replicaset_deletes_its_pods(side: Side) -> None:
@@ -108,41 +116,19 @@ def test_deleting_a_replicaset_deletes_its_pods(side: Side) -> None:
     side.wait_for("the pods gone", lambda: not pods())
 
 
-POD_DEFAULTS = {
-    "restartPolicy": "Always",
-    "terminationGracePeriodSeconds": 30,
-    "dnsPolicy": "ClusterFirst",
-    "schedulerName": "default-scheduler",
-}
-CONTAINER_DEFAULTS = {
-    "imagePullPolicy": "IfNotPresent",
-    "terminationMessagePath": "/dev/termination-log",
-    "terminationMessagePolicy": "File",
-}
-
-
-def _defaults_of(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    container = spec["containers"][0]
-    return (
-        {key: spec.get(key) for key in POD_DEFAULTS},
-        {key: container.get(key) for key in CONTAINER_DEFAULTS},
-        {"protocol": container["ports"][0].get("protocol")},
-    )
-
-
-def test_the_defaults_gitdeploy_reads(side: Side, request: pytest.FixtureRequest) -> None:
-    if side.name == "embedded":
-        # applying them makes 13 tests fail (exact templates, plan --live, image triggers, demo):
-        # what gitdeploy does with a defaulted template is the rest of issue 20
-        request.applymarker(pytest.mark.xfail(strict=True, reason="the embedded cluster applies no defaults"))
-    template = {"containers": [{"name": "main", "image": "nginx:1", "ports": [{"containerPort": 80}]}]}
-    pod = side.api.sanitize_for_serialization(
-        side.core.create_namespaced_pod(side.namespace, {"metadata": {"name": "p"}, "spec": template})
-    )
+def test_the_defaults_gitdeploy_reads(side: Side) -> None:
+    """A ReplicaSet's template reads back with exactly the API server's defaults; a pod's spec
+    carries the same (a real server's admission adds more to a pod: its ServiceAccount, tolerations)."""
     created = side.apps.create_namespaced_replica_set(
-        side.namespace, replicaset("web", replicas=0, **template)
+        side.namespace, replicaset("web", replicas=0, **TEMPLATE)
     )
     rs = side.api.sanitize_for_serialization(created)
-    expected = (POD_DEFAULTS, CONTAINER_DEFAULTS, {"protocol": "TCP"})
-    assert _defaults_of(pod["spec"]) == expected
-    assert _defaults_of(rs["spec"]["template"]["spec"]) == expected
+    assert rs["spec"]["template"]["spec"] == DEFAULTED_TEMPLATE
+    assert "minReadySeconds" not in rs["spec"]
+    pod = side.core.create_namespaced_pod(side.namespace, {"metadata": {"name": "p"}, "spec": TEMPLATE})
+    spec = side.api.sanitize_for_serialization(pod)["spec"]
+    assert {key: spec.get(key) for key in POD_DEFAULTS} == POD_DEFAULTS
+    assert [{k: c.get(k) for k in DEFAULTED_TEMPLATE["containers"][1]} for c in spec["containers"]][1] == (
+        DEFAULTED_TEMPLATE["containers"][1]
+    )
+    assert spec["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP"}]

@@ -24,7 +24,7 @@ spec:
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: registry.test/web:1}]}
+    spec: {containers: [{name: web, image: registry.test/web:1, ports: [{containerPort: 80}]}]}
 """
 
 
@@ -107,6 +107,21 @@ def test_get_all_explain_can_i_and_strict_apply_answer_alike(both: tuple[str, Ku
         refusals.append((head, rest[rest.index('": strict decoding error') :]))
     assert refusals[0] == refusals[1]
     assert refusals[0][0] == "The request is invalid: patch:"
+
+
+def _pod_template(described: str) -> list[str]:
+    """The "Pod Template:" section of ``kubectl describe rs``, which shows the defaulted fields."""
+    lines = described.splitlines()
+    start = lines.index("Pod Template:")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" "))
+    return [" ".join(line.split()) for line in lines[start:end]]
+
+
+def test_describe_shows_the_same_pod_template(both: tuple[str, Kubectl, Kubectl]) -> None:
+    namespace, real, embedded = both
+    sections = [_pod_template(k.run("describe", "rs", "web", "-n", namespace)) for k in (real, embedded)]
+    assert sections[0] == sections[1]
+    assert "Port: 80/TCP" in sections[0]
 
 
 def test_watch_keeps_the_same_columns(both: tuple[str, Kubectl, Kubectl]) -> None:

@@ -50,9 +50,17 @@ def test_a_listed_template_is_the_canonical_json_of_what_the_replica_set_holds(c
     (listed,) = cluster.list_replica_sets("shop", "web")
     hashed = template_hash(template_of("web"))
     labels = f'"app":"web","gitdeploy.io/app":"web","gitdeploy.io/template-hash":"{hashed}","tier":"front"'
+    # the server's defaults are part of what it holds (an untagged image is pulled Always)
+    container = (
+        '{"env":[{"name":"B","value":"1"}],"image":"x","imagePullPolicy":"Always","name":"main",'
+        '"resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File"}'
+    )
+    pod = (
+        '"dnsPolicy":"ClusterFirst","restartPolicy":"Always","schedulerName":"default-scheduler",'
+        '"securityContext":{},"terminationGracePeriodSeconds":30'
+    )
     assert listed.template == PodTemplate(
-        f'{{"metadata":{{"labels":{{{labels}}}}},'
-        '"spec":{"containers":[{"env":[{"name":"B","value":"1"}],"image":"x","name":"main"}]}}'
+        f'{{"metadata":{{"labels":{{{labels}}}}},"spec":{{"containers":[{container}],{pod}}}}}'
     )
 
 

@@ -271,3 +271,11 @@ def test_diff_and_server_dry_run_change_nothing(kubectl: Kubectl, api: Any) -> N
     apps = client.AppsV1Api(api)
     assert apps.read_namespaced_replica_set("web", NS).spec.replicas == 2
     assert len(client.CoreV1Api(api).list_namespaced_pod(NS).items) == 2
+
+
+def test_describe_shows_the_defaulted_template(kubectl: Kubectl, api: Any) -> None:
+    body = _replica_set("web", 0)
+    body["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    client.AppsV1Api(api).create_namespaced_replica_set(NS, body)
+    described = [line.split() for line in kubectl.run("describe", "rs", "web", "-n", NS).splitlines()]
+    assert ["Port:", "80/TCP"] in described  # not "80/": the server gave the port its protocol

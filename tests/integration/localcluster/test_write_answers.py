@@ -50,21 +50,26 @@ def test_create_answers_the_replica_set_before_its_controller_ran(kube_client: A
         ("application/json-patch+json", [{"op": "replace", "path": "/spec/replicas", "value": 3}]),
     ],
 )
-def test_a_patch_answers_the_replica_set_as_stored_after_its_controller_ran(
+def test_a_patch_answers_the_replica_set_before_its_controller_ran(
     kube_client: Any, content_type: str, patch: Any
 ) -> None:
-    """Given a ReplicaSet of 1 replica, when a patch scales it to 3, then the answer is what a read
-    returns next: generation 2, status of 3 pods, the last resourceVersion."""
+    """Given a ReplicaSet of 1 replica whose controller caught up, when a patch scales it to 3,
+    then the answer is the patch as stored: generation 2 with the status of generation 1 (the
+    ReplicaSet controller runs after the write, as Kubernetes'), and the next read has caught up."""
     apps = client.AppsV1Api(kube_client)
     apps.create_namespaced_replica_set(NS, _replica_set(1))
+    before = _json(apps.read_namespaced_replica_set("web", NS, _preload_content=False))
+    assert (before["status"]["observedGeneration"], before["status"]["replicas"]) == (1, 1)
     answer = _json(
         apps.patch_namespaced_replica_set(
             "web", NS, patch, _preload_content=False, _content_type=content_type
         )
     )
     stored = _json(apps.read_namespaced_replica_set("web", NS, _preload_content=False))
-    assert answer == stored
-    assert (answer["metadata"]["generation"], answer["status"]["replicas"]) == (2, 3)
+    assert (answer["metadata"]["generation"], answer["status"]) == (2, before["status"])
+    assert (stored["metadata"]["generation"], stored["status"]["observedGeneration"]) == (2, 2)
+    assert stored["status"]["replicas"] == 3
+    assert int(stored["metadata"]["resourceVersion"]) > int(answer["metadata"]["resourceVersion"])
     assert answer["metadata"]["annotations"]["note"] == "a"
 
 

@@ -1,5 +1,6 @@
 """The pod template gitdeploy writes to a ReplicaSet is the one in git plus gitdeploy's own labels:
-hashing normalises the template (empty values do not count), writing must not change it."""
+hashing normalises the template (empty values do not count), writing must not change it. What is
+read back also has the API server's defaults, filled in where git sets none (``server_side``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from gitdeploy.localcluster.defaults import with_defaults
+from gitdeploy.localcluster.resources import REPLICASETS
 from tests.fixtures.rollouts import World, commit, load_app
 
 MANIFEST = """\
@@ -24,6 +27,7 @@ spec:
     spec:
       terminationGracePeriodSeconds: 0
       securityContext: {}
+      nodeSelector: {}
       containers:
       - name: web
         image: nginx:1.25
@@ -41,6 +45,14 @@ spec:
 """
 
 
+def server_side(template: dict[str, Any]) -> dict[str, Any]:
+    """``template`` as the API server stores it: with its defaults where ``template`` sets none."""
+    defaulted: dict[str, Any] = with_defaults(REPLICASETS, {"spec": {"template": template}})["spec"][
+        "template"
+    ]
+    return defaulted
+
+
 def test_the_replica_set_template_is_gits_plus_gitdeploys_labels(world: World) -> None:
     app = load_app(MANIFEST)
 
@@ -53,7 +65,7 @@ def test_the_replica_set_template_is_gits_plus_gitdeploys_labels(world: World) -
     added = {"gitdeploy.io/template-hash": app.template_hash, "gitdeploy.io/app": "web"}
     assert template["metadata"]["labels"] == {**in_git["metadata"]["labels"], **added}
     template["metadata"]["labels"] = in_git["metadata"]["labels"]
-    assert template == in_git
+    assert template == server_side(in_git)
 
 
 NUMBERS = """\
@@ -91,6 +103,6 @@ def test_numbers_are_written_as_kubectl_reads_them(world: World) -> None:
     assert spec["volumes"][0]["configMap"]["items"][0]["mode"] == 0o400
     resources = spec["containers"][0].pop("resources")
     assert resources == {"requests": {"cpu": "0.25", "memory": "67108864"}, "limits": {"cpu": "0.5"}}
-    in_git = yaml.safe_load(NUMBERS)["spec"]["template"]["spec"]
+    in_git = server_side(yaml.safe_load(NUMBERS)["spec"]["template"])["spec"]
     del in_git["containers"][0]["resources"]
     assert spec == in_git

@@ -81,7 +81,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, str, str 
         ),
         [
             ("container web", "readinessProbe.httpGet.path", "/", "/healthz"),
-            ("container web", "readinessProbe.periodSeconds", None, "5"),
+            ("container web", "readinessProbe.periodSeconds", "10", "5"),  # 10: the server's default
         ],
     ),
     (
