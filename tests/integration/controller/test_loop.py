@@ -345,9 +345,9 @@ def test_an_app_whose_namespace_cannot_be_listed_gets_a_report_saying_so_never_n
         {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": deployment("web")},
     )
     adapter.ensure_namespace("shop")
-    embedded_cluster.role_namespaces = frozenset({"billing"})
-    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
-        controller = Controller(repo, adapter, fake_clock, workers=2)
+    account = service_account_client(embedded_cluster, ["billing"])
+    with account, ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        controller = Controller(repo, Cluster(account, "embedded"), fake_clock, workers=2)
         controller.poll()
         # When a pass lists the namespace and is refused
         reports = {r.key: r for r in controller.reconcile_due()}
