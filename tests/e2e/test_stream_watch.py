@@ -16,7 +16,6 @@ target of under 1 s; nothing asserts on it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import subprocess
@@ -33,27 +32,10 @@ from tests.e2e.test_rollback import _history
 from tests.e2e.test_sync_history import SETTINGS
 from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.imagestreams import pinned_image as image
+from tests.fixtures.imagestreams import pinned_stream
 from tests.fixtures.waiting import eventually
 from tests.integration.images.test_triggers import web_config
-
-REPO = "registry.example/shop/web"
-
-
-def image(marker: str) -> str:
-    """A digest-pinned image (``gitdeploy tag`` takes it as is, no registry asked)."""
-    return f"{REPO}@sha256:{hashlib.sha256(marker.encode()).hexdigest()}"
-
-
-def pinned_stream(source: str) -> str:
-    return f"""\
-apiVersion: image.openshift.io/v1
-kind: ImageStream
-metadata: {{name: web}}
-spec:
-  tags:
-  - name: prod
-    from: {{kind: DockerImage, name: "{source}"}}
-"""
 
 
 @pytest.fixture(autouse=True)

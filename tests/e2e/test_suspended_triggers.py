@@ -14,10 +14,12 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_stream_watch import _sync, _tag, image, pinned_stream
+from tests.e2e.test_stream_watch import _sync, _tag
 from tests.e2e.test_sync_history import SETTINGS, web
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.imagestreams import pinned_image as image
+from tests.fixtures.imagestreams import pinned_stream
 from tests.integration.images.test_triggers import web_config
 
 WAY_OUT = "`gitdeploy deploy shop/web --enable-triggers` resumes them"

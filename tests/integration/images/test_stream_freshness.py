@@ -9,7 +9,6 @@ out comes from the state as stored.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,8 @@ from gitdeploy.images.streams import TagEvent, TagHistory, histories_from_json, 
 from gitdeploy.server.metrics import Metrics
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.imagestreams import pinned_image as image
+from tests.fixtures.imagestreams import pinned_stream
 from tests.integration.images.test_triggers import (
     SETTINGS,
     WEB,
@@ -37,24 +38,6 @@ from tests.integration.images.test_triggers import (
     web_config,
 )
 from tests.integration.server.scrape import parse, total
-
-REPO = "registry.example/shop/web"
-
-
-def image(marker: str) -> str:
-    return f"{REPO}@sha256:{hashlib.sha256(marker.encode()).hexdigest()}"
-
-
-def pinned_stream(source: str) -> str:
-    return f"""\
-apiVersion: image.openshift.io/v1
-kind: ImageStream
-metadata: {{name: web}}
-spec:
-  tags:
-  - name: prod
-    from: {{kind: DockerImage, name: "{source}"}}
-"""
 
 
 @pytest.fixture(autouse=True)
