@@ -11,7 +11,8 @@ the ``N``-th one trips it:
 
 Once tripped, every later write (any namespace) is held too, before it is applied: the cluster is
 frozen exactly as of the ``N``-th write, with no write of another thread slipping in while the test
-kills the client. ``GET`` tells whether it tripped and which write it was; ``DELETE`` disarms and
+kills the client. ``GET`` tells whether it tripped, which write it was and how many requests
+it holds (``held``); ``DELETE`` disarms and
 lets the held requests go: the writes held before they were applied are answered 503 and never
 applied (their client is dead by then), the ``after`` one is answered as it was.
 
@@ -48,6 +49,7 @@ class _Arming:
     namespace: str | None = None
     writes: list[str] = field(default_factory=list)
     tripped_by: str | None = None
+    held: int = 0
 
 
 class WriteGate:
@@ -84,12 +86,13 @@ class WriteGate:
                 "writes": list(arming.writes),
                 "tripped": arming.tripped_by is not None,
                 "write": arming.tripped_by,
+                "held": arming.held,
             }
 
     @contextlib.contextmanager
     def passage(self, write: str, namespace: str | None) -> Iterator[None]:
         """Wrap the applying of one write (``write`` names it, e.g. ``patch replicasets/scale ns/x``)."""
-        hold_after = False
+        hold_after: _Arming | None = None
         with self._changed:
             arming = self._arming
             if arming is not None and arming.tripped_by is not None:
@@ -103,12 +106,16 @@ class WriteGate:
                     if arming.phase is GatePhase.BEFORE:
                         self._hold(arming)
                         raise ApiError(503, "ServiceUnavailable", "the write gate dropped this write")
-                    hold_after = True
+                    hold_after = arming
         yield
-        if hold_after:
+        if hold_after is not None:
             with self._changed:
-                self._hold(arming)
+                self._hold(hold_after)
 
-    def _hold(self, arming: _Arming | None) -> None:
+    def _hold(self, arming: _Arming) -> None:
         """Wait (the condition held) until ``arming`` is replaced or removed."""
-        self._changed.wait_for(lambda: self._arming is not arming, timeout=_HOLD_LIMIT_SECONDS)
+        arming.held += 1
+        try:
+            self._changed.wait_for(lambda: self._arming is not arming, timeout=_HOLD_LIMIT_SECONDS)
+        finally:
+            arming.held -= 1

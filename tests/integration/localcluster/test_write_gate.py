@@ -41,13 +41,14 @@ def names(http: httpx.Client, namespace: str) -> list[str]:
     return sorted(item["metadata"]["name"] for item in listed)
 
 
-def tripped(http: httpx.Client) -> dict[str, Any]:
-    for _ in range(200):
+def gate_when(http: httpx.Client, held: int) -> dict[str, Any]:
+    """The gate's state once it has tripped and holds ``held`` requests."""
+    for _ in range(500):
         gate: dict[str, Any] = http.get("/gitdeploy/v1/writegate").json()
-        if gate["tripped"]:
+        if gate["tripped"] and gate["held"] == held:
             return gate
         threading.Event().wait(0.02)
-    raise AssertionError("the gate never tripped")
+    raise AssertionError(f"the gate never tripped holding {held}: {gate}")
 
 
 @pytest.mark.parametrize(("phase", "kept"), [("before", ["a"]), ("after", ["a", "b"])])
@@ -59,9 +60,10 @@ def test_the_nth_write_trips_the_gate_and_later_writes_wait(
     assert http.post("/api/v1/namespaces/default/configmaps", json=configmap("a")).status_code == 201
     answers: list[int] = []
     second = create_in_background(http, "default", "b", answers)
-    gate = tripped(http)
+    gate = gate_when(http, held=1)
     assert (gate["seen"], gate["write"]) == (2, "create configmaps default/")
     third = create_in_background(http, "kube-system", "c", answers)  # frozen too, whatever namespace
+    gate_when(http, held=2)
     assert names(http, "default") == kept and answers == []
 
     http.delete("/gitdeploy/v1/writegate")
