@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from gitdeploy.core.replicasets import (
     ReplicaSetState,
@@ -34,6 +35,23 @@ from gitdeploy.core.replicasets import (
 
 Bound = int | str | None
 """An int-or-percent rollout bound, or ``None`` for the default ``"25%"``."""
+
+
+class RolloutBounds(NamedTuple):
+    """What every piece of the rollout math reads, as one value: the strategy (``RollingUpdate``,
+    ``Rolling`` or ``Recreate``), the desired ``replicas`` and the two bounds. A tuple in the order
+    the functions of this module take them, so ``plan_rolling_step(*bounds, new, old)``.
+
+    >>> bounds = RolloutBounds("RollingUpdate", 3, "25%", "25%")
+    >>> max_surge(*bounds), min_available(*bounds)
+    (1, 3)
+    """
+
+    strategy: str
+    replicas: int
+    max_surge: Bound
+    max_unavailable: Bound
+
 
 DEFAULT_BOUND = "25%"
 ROLLING_STRATEGIES = frozenset({"RollingUpdate", "Rolling"})
@@ -364,7 +382,7 @@ def plan_rolling_scale_down(
     active_old = [rs for rs in sort_by_creation(old_replica_sets) if rs.is_active]
     if not active_old:
         return ()
-    floor = replicas - _resolve_max_unavailable(strategy, replicas, max_surge, max_unavailable)
+    floor = min_available(strategy, replicas, max_surge, max_unavailable)
     budget = calculate_scale_down_budget(floor, new_rs, [*old_replica_sets, new_rs])
     if budget <= 0:
         return ()

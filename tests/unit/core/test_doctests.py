@@ -19,11 +19,26 @@ from gitdeploy.core import (
     syncstate,
     timestamps,
 )
+from gitdeploy.core.rollout import context as rollout_context
+from gitdeploy.core.rollout import inputs as rollout_inputs
 
 
 @pytest.mark.parametrize(
     "module",
-    [commitwait, drift, hooks, pruning, records, recovery, rollback, rollout, syncstate, timestamps],
+    [
+        commitwait,
+        drift,
+        hooks,
+        pruning,
+        records,
+        recovery,
+        rollback,
+        rollout,
+        rollout_context,
+        rollout_inputs,
+        syncstate,
+        timestamps,
+    ],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples(module: ModuleType) -> None:

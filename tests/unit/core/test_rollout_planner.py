@@ -50,6 +50,7 @@ from gitdeploy.core.replicasets import (
     MAX_REPLICAS_ANNOTATION,
     ReplicaSetState,
 )
+from gitdeploy.core.rolling import RolloutBounds
 from gitdeploy.core.rollout import (
     STATUS_BEHIND,
     AppPhase,
@@ -65,6 +66,8 @@ from gitdeploy.core.rollout import (
     effective_replicas,
     plan_pass,
 )
+from gitdeploy.core.rollout.context import RolloutContext
+from gitdeploy.core.rollout.strategies import STRATEGIES
 from gitdeploy.core.timestamps import format_timestamp
 
 T0 = 1_700_000_000.0
@@ -1661,3 +1664,14 @@ def test_a_failed_rollback_does_not_claim_the_replica_set_is_gone() -> None:
     assert step.phase == AppPhase.FAILED
     assert step.record is not None and step.record.pin is None
     assert step.message.endswith("; no earlier Complete revision to roll back to")
+
+
+def test_every_strategy_type_has_a_strategy() -> None:
+    assert set(STRATEGIES) == set(StrategyType)
+
+
+def test_a_pass_context_takes_no_undeclared_attribute() -> None:
+    ctx = RolloutContext.of(make_target(make_app()), snap(), T0, None, False)
+    with pytest.raises(AttributeError):
+        ctx.surge = 1  # type: ignore[attr-defined]
+    assert ctx.bounds == RolloutBounds("RollingUpdate", 3, "25%", "25%")

@@ -1,0 +1,76 @@
+"""What a pass reads: what the app should run (:class:`Target`) and what the cluster holds
+(:class:`Snapshot`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from gitdeploy.core.models import App, PodReplacementPolicy, PodTemplate, StrategyType
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus
+from gitdeploy.core.records import AppRecord, Cause, CommitRef, Pin
+from gitdeploy.core.replicasets import split_replica_sets
+
+
+@dataclass(frozen=True)
+class Target:
+    """What an app should run now: git's template, or a pinned revision's after a rollback.
+
+    ``auto_start`` is False when the template may not roll out by itself (a DeploymentConfig with no
+    ConfigChange trigger): a rollout then starts only on request; scaling still applies.
+    """
+
+    app: App
+    template: PodTemplate
+    template_hash: str
+    commit: CommitRef
+    cause: str = Cause.CONFIG_CHANGE.value
+    change_cause: str = ""
+    auto_start: bool = True
+    manifest_digest: str = ""
+    pin: Pin | None = None
+    """Set when the target comes from the record's pin rather than git."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the cluster holds for one app. ``record_uid`` is empty when there is no record (a new
+    app, or a record someone deleted); ``record_emptied``: the record exists but was emptied by hand."""
+
+    replica_sets: tuple[ObservedReplicaSet, ...] = ()
+    pods: tuple[ObservedPod, ...] = ()
+    record: AppRecord = dataclasses.field(default_factory=AppRecord)
+    record_uid: str = ""
+    record_emptied: bool = False
+    pod_census: PodCensus | None = None
+    """The app's pods per ReplicaSet, terminating ones included; None when they were not
+    listed (only strategies for which :func:`wants_pod_census` is true need them)."""
+
+
+def wants_pod_census(app: App) -> bool:
+    """Whether a pass over ``app`` needs its pods counted (:class:`PodCensus`): Recreate awaits
+    the removal of every old pod, not only what ReplicaSet status reports, before the mid hook
+    and before any new pod (seed 000: "Successful removal is awaited before any Pod of the new
+    revision is created")."""
+    return app.strategy.type is StrategyType.RECREATE or counts_terminating_pods(app)
+
+
+def counts_terminating_pods(app: App) -> bool:
+    """Whether terminating pods count against a rolling update's ``maxSurge``
+    (``podReplacementPolicy: TerminationComplete``)."""
+    return (
+        app.strategy.type.is_rolling
+        and app.pod_replacement_policy is PodReplacementPolicy.TERMINATION_COMPLETE
+    )
+
+
+def starts_rollout(template_hash: str, snap: Snapshot) -> bool:
+    """Whether a pass towards ``template_hash`` would start a new revision (a cheap pre-check).
+
+    >>> starts_rollout("5d8f", Snapshot())  # nothing runs yet
+    True
+    """
+    states = [rs.state for rs in snap.replica_sets]
+    new, _ = split_replica_sets(states, template_hash)
+    latest = max([snap.record.latest_revision, *(rs.revision for rs in states)])
+    return new is None or new.revision < latest or new.revision == 0
