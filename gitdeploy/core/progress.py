@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from gitdeploy.core.replicasets import ReplicaSetState, sum_available, sum_replicas
-from gitdeploy.core.rolling import Bound
+from gitdeploy.core.rolling import RolloutBounds
 from gitdeploy.core.rolling import max_unavailable as resolve_max_unavailable
 
 
@@ -127,10 +127,7 @@ def remove_condition(
 
 def calculate_status(
     *,
-    strategy: str,
-    replicas: int,
-    max_surge: Bound,
-    max_unavailable: Bound,
+    bounds: RolloutBounds,
     generation: int,
     new_rs: ReplicaSetState | None,
     replica_sets: Sequence[ReplicaSetState],
@@ -147,7 +144,7 @@ def calculate_status(
 
     >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=3, current=3, ready=3, available=3)
     >>> new = ReplicaSetState("web-new", "n", 2, 2.0, replicas=1, current=1)
-    >>> s = calculate_status(strategy="RollingUpdate", replicas=3, max_surge=None, max_unavailable=None,
+    >>> s = calculate_status(bounds=RolloutBounds("RollingUpdate", 3, None, None),
     ...                      generation=2, new_rs=new, replica_sets=[old, new],
     ...                      previous=DeploymentStatus(), now=0.0)
     >>> (s.updated_replicas, s.replicas, s.available_replicas, s.unavailable_replicas)
@@ -156,7 +153,8 @@ def calculate_status(
     MinimumReplicasAvailable
     """
     available = sum_available(replica_sets)
-    floor = replicas - resolve_max_unavailable(strategy, replicas, max_surge, max_unavailable)
+    replicas = bounds.replicas
+    floor = replicas - resolve_max_unavailable(bounds)
     if available >= floor:
         availability = make_condition(
             ConditionType.AVAILABLE,
@@ -266,10 +264,7 @@ def _subject(app: str, new_rs: ReplicaSetState | None) -> str:
 def calculate_rollout_status(
     *,
     app: str,
-    strategy: str,
-    replicas: int,
-    max_surge: Bound,
-    max_unavailable: Bound,
+    bounds: RolloutBounds,
     generation: int,
     progress_deadline_seconds: int | None,
     new_rs: ReplicaSetState | None,
@@ -286,10 +281,7 @@ def calculate_rollout_status(
     ReplicaSets, or removed. ``app`` names the app in messages when there is no new ReplicaSet.
     """
     status = calculate_status(
-        strategy=strategy,
-        replicas=replicas,
-        max_surge=max_surge,
-        max_unavailable=max_unavailable,
+        bounds=bounds,
         generation=generation,
         new_rs=new_rs,
         replica_sets=replica_sets,
@@ -307,7 +299,7 @@ def calculate_rollout_status(
     )
     subject = _subject(app, new_rs)
     if progress_deadline_seconds is not None and not already_complete:
-        if is_deployment_complete(replicas, generation, status):
+        if is_deployment_complete(bounds.replicas, generation, status):
             conditions = set_condition(
                 conditions,
                 make_condition(

@@ -31,7 +31,7 @@ from gitdeploy.core.replicasets import (
     sort_by_creation,
     sum_replicas,
 )
-from gitdeploy.core.rolling import Bound, is_rolling
+from gitdeploy.core.rolling import RolloutBounds, is_rolling
 from gitdeploy.core.rolling import max_surge as resolve_max_surge
 
 
@@ -50,18 +50,16 @@ class ReplicaAnnotations:
         )
 
 
-def compute_replica_annotations(
-    strategy: str, replicas: int, max_surge: Bound, max_unavailable: Bound
-) -> ReplicaAnnotations:
+def compute_replica_annotations(bounds: RolloutBounds) -> ReplicaAnnotations:
     """Annotations for every ReplicaSet scaled this pass (upstream ``SetReplicasAnnotations``).
 
-    >>> compute_replica_annotations("RollingUpdate", 15, 3, 2)
+    >>> compute_replica_annotations(RolloutBounds("RollingUpdate", 15, 3, 2))
     ReplicaAnnotations(desired_replicas=15, max_replicas=18)
-    >>> compute_replica_annotations("Recreate", 4, None, None)
+    >>> compute_replica_annotations(RolloutBounds("Recreate", 4, None, None))
     ReplicaAnnotations(desired_replicas=4, max_replicas=4)
     """
-    surge = resolve_max_surge(strategy, replicas, max_surge, max_unavailable)
-    return ReplicaAnnotations(desired_replicas=replicas, max_replicas=replicas + surge)
+    surge = resolve_max_surge(bounds)
+    return ReplicaAnnotations(desired_replicas=bounds.replicas, max_replicas=bounds.replicas + surge)
 
 
 def needs_annotation_update(rs: ReplicaSetState, annotations: ReplicaAnnotations) -> bool:
@@ -163,10 +161,7 @@ def _order_for_scaling(
 
 
 def plan_proportional_scaling(
-    strategy: str,
-    replicas: int,
-    max_surge: Bound,
-    max_unavailable: Bound,
+    bounds: RolloutBounds,
     new_rs: ReplicaSetState | None,
     old_replica_sets: Sequence[ReplicaSetState],
 ) -> tuple[ScaleAction, ...]:
@@ -188,11 +183,12 @@ def plan_proportional_scaling(
     ...                       desired_replicas_annotation=10, max_replicas_annotation=13)
     >>> new = ReplicaSetState("web-new", "n", 2, 2.0, replicas=5, available=0,
     ...                       desired_replicas_annotation=10, max_replicas_annotation=13)
-    >>> for action in plan_proportional_scaling("RollingUpdate", 15, 3, 2, new, [old]):
+    >>> for action in plan_proportional_scaling(RolloutBounds("RollingUpdate", 15, 3, 2), new, [old]):
     ...     print(action.name, action.from_replicas, "->", action.to_replicas)
     web-old 8 -> 11
     web-new 5 -> 7
     """
+    replicas = bounds.replicas
     only = find_active_or_latest(new_rs, old_replica_sets)
     if only is not None:
         return () if only.replicas == replicas else (ScaleAction(only.name, only.replicas, replicas),)
@@ -200,13 +196,11 @@ def plan_proportional_scaling(
         return tuple(
             ScaleAction(rs.name, rs.replicas, 0) for rs in sort_by_creation(old_replica_sets) if rs.is_active
         )
-    if not is_rolling(strategy):
+    if not is_rolling(bounds.strategy):
         return ()
     everything = [*old_replica_sets, *([new_rs] if new_rs is not None else [])]
     active = [rs for rs in everything if rs.is_active]
-    allowed_size = (
-        replicas + resolve_max_surge(strategy, replicas, max_surge, max_unavailable) if replicas else 0
-    )
+    allowed_size = replicas + resolve_max_surge(bounds) if replicas else 0
     to_add = allowed_size - sum_replicas(active)
     fallback_size = sum(rs.current for rs in everything) or sum_replicas(active)
     ordered = _order_for_scaling(active, to_add)

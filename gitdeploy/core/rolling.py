@@ -43,7 +43,7 @@ class RolloutBounds(NamedTuple):
     the functions of this module take them, so ``plan_rolling_step(*bounds, new, old)``.
 
     >>> bounds = RolloutBounds("RollingUpdate", 3, "25%", "25%")
-    >>> max_surge(*bounds), min_available(*bounds)
+    >>> max_surge(bounds), min_available(bounds)
     (1, 3)
     """
 
@@ -115,73 +115,72 @@ def resolve_fenceposts(max_surge: Bound, max_unavailable: Bound, desired: int) -
     return surge, unavailable
 
 
-def _resolve_max_surge(strategy: str, replicas: int, surge: Bound, unavailable: Bound) -> int:
+def _resolve_max_surge(bounds: RolloutBounds) -> int:
+    strategy, replicas, surge, unavailable = bounds
     _check_count("replicas", replicas)
     if not is_rolling(strategy):
         return 0
     return resolve_fenceposts(surge, unavailable, replicas)[0]
 
 
-def _resolve_max_unavailable(strategy: str, replicas: int, surge: Bound, unavailable: Bound) -> int:
+def _resolve_max_unavailable(bounds: RolloutBounds) -> int:
+    strategy, replicas, surge, unavailable = bounds
     _check_count("replicas", replicas)
     if not is_rolling(strategy) or replicas == 0:
         return 0
     return min(resolve_fenceposts(surge, unavailable, replicas)[1], replicas)
 
 
-def max_surge(strategy: str, replicas: int, max_surge: Bound, max_unavailable: Bound) -> int:
+def max_surge(bounds: RolloutBounds) -> int:
     """Pods allowed above ``replicas`` during a rollout; 0 for Recreate (upstream ``MaxSurge``).
 
-    >>> max_surge("RollingUpdate", 10, 3, 2)
+    >>> max_surge(RolloutBounds("RollingUpdate", 10, 3, 2))
     3
-    >>> max_surge("Recreate", 10, 3, 2)
+    >>> max_surge(RolloutBounds("Recreate", 10, 3, 2))
     0
     """
-    return _resolve_max_surge(strategy, replicas, max_surge, max_unavailable)
+    return _resolve_max_surge(bounds)
 
 
-def max_unavailable(strategy: str, replicas: int, max_surge: Bound, max_unavailable: Bound) -> int:
+def max_unavailable(bounds: RolloutBounds) -> int:
     """Pods allowed to be unavailable during a rollout (upstream ``MaxUnavailable``).
 
     0 for Recreate and for 0 replicas; never more than ``replicas``.
 
-    >>> max_unavailable("RollingUpdate", 3, None, None)
+    >>> max_unavailable(RolloutBounds("RollingUpdate", 3, None, None))
     0
-    >>> max_unavailable("Rolling", 4, 0, 0)      # both zero: one pod may go
+    >>> max_unavailable(RolloutBounds("Rolling", 4, 0, 0))      # both zero: one pod may go
     1
-    >>> max_unavailable("RollingUpdate", 2, 0, 5)  # capped at replicas
+    >>> max_unavailable(RolloutBounds("RollingUpdate", 2, 0, 5))  # capped at replicas
     2
-    >>> max_unavailable("Recreate", 4, None, None)
+    >>> max_unavailable(RolloutBounds("Recreate", 4, None, None))
     0
     """
-    return _resolve_max_unavailable(strategy, replicas, max_surge, max_unavailable)
+    return _resolve_max_unavailable(bounds)
 
 
-def min_available(strategy: str, replicas: int, max_surge: Bound, max_unavailable: Bound) -> int:
+def min_available(bounds: RolloutBounds) -> int:
     """Pods that must stay available during a rolling update (upstream ``MinAvailable``).
 
     ``replicas - max_unavailable`` for rolling strategies; 0 for Recreate, which by definition stops
     every old pod before starting new ones. (Availability of a finished Recreate rollout is judged
     against all ``replicas``: see :mod:`gitdeploy.core.progress`.)
 
-    >>> min_available("RollingUpdate", 3, "25%", "25%")
+    >>> min_available(RolloutBounds("RollingUpdate", 3, "25%", "25%"))
     3
-    >>> min_available("RollingUpdate", 10, 3, 2)
+    >>> min_available(RolloutBounds("RollingUpdate", 10, 3, 2))
     8
-    >>> min_available("Recreate", 10, None, None)
+    >>> min_available(RolloutBounds("Recreate", 10, None, None))
     0
     """
-    if not is_rolling(strategy):
-        _check_count("replicas", replicas)
+    if not is_rolling(bounds.strategy):
+        _check_count("replicas", bounds.replicas)
         return 0
-    return replicas - _resolve_max_unavailable(strategy, replicas, max_surge, max_unavailable)
+    return bounds.replicas - _resolve_max_unavailable(bounds)
 
 
 def new_replica_set_replicas(
-    strategy: str,
-    replicas: int,
-    max_surge: Bound,
-    max_unavailable: Bound,
+    bounds: RolloutBounds,
     new_replicas: int,
     all_replicas: int,
 ) -> int:
@@ -195,30 +194,31 @@ def new_replica_set_replicas(
 
     The docs example (3 replicas, 25%/25%, so at most 4 pods):
 
-    >>> new_replica_set_replicas("RollingUpdate", 3, "25%", "25%", 0, 3)   # old 3, new 0
+    >>> new_replica_set_replicas(RolloutBounds("RollingUpdate", 3, "25%", "25%"), 0, 3)   # old 3, new 0
     1
-    >>> new_replica_set_replicas("RollingUpdate", 3, "25%", "25%", 1, 4)   # at 4 pods: wait
+    >>> new_replica_set_replicas(RolloutBounds("RollingUpdate", 3, "25%", "25%"), 1, 4)   # at 4 pods: wait
     1
-    >>> new_replica_set_replicas("RollingUpdate", 3, "25%", "25%", 1, 3)   # old went to 2
+    >>> new_replica_set_replicas(RolloutBounds("RollingUpdate", 3, "25%", "25%"), 1, 3)   # old went to 2
     2
 
     Upstream test cases (10 replicas, maxSurge 2):
 
-    >>> new_replica_set_replicas("RollingUpdate", 10, 2, 0, 0, 10)
+    >>> new_replica_set_replicas(RolloutBounds("RollingUpdate", 10, 2, 0), 0, 10)
     2
-    >>> new_replica_set_replicas("RollingUpdate", 10, 2, 0, 0, 5)    # old 5: fill up to 10
+    >>> new_replica_set_replicas(RolloutBounds("RollingUpdate", 10, 2, 0), 0, 5)    # old 5: fill up to 10
     7
-    >>> new_replica_set_replicas("RollingUpdate", 10, 2, 0, 11, 13)  # too big: back to 10
+    >>> new_replica_set_replicas(RolloutBounds("RollingUpdate", 10, 2, 0), 11, 13)  # too big: back to 10
     10
-    >>> new_replica_set_replicas("Recreate", 10, None, None, 0, 0)
+    >>> new_replica_set_replicas(RolloutBounds("Recreate", 10, None, None), 0, 0)
     10
     """
     _check_count("new_replicas", new_replicas)
     _check_count("all_replicas", all_replicas)
     if all_replicas < new_replicas:
         raise ValueError(f"all_replicas ({all_replicas}) cannot be less than new_replicas ({new_replicas})")
-    surge = _resolve_max_surge(strategy, replicas, max_surge, max_unavailable)
-    if not is_rolling(strategy) or new_replicas >= replicas:
+    surge = _resolve_max_surge(bounds)
+    replicas = bounds.replicas
+    if not is_rolling(bounds.strategy) or new_replicas >= replicas:
         return replicas
     max_total = replicas + surge
     if all_replicas >= max_total:
@@ -323,10 +323,7 @@ def plan_old_replica_sets_scale_down(
 
 
 def plan_new_replica_set_scale(
-    strategy: str,
-    replicas: int,
-    max_surge: Bound,
-    max_unavailable: Bound,
+    bounds: RolloutBounds,
     new_rs: ReplicaSetState,
     old_replica_sets: Sequence[ReplicaSetState],
 ) -> ScaleAction | None:
@@ -334,7 +331,7 @@ def plan_new_replica_set_scale(
 
     >>> new = ReplicaSetState("web-new", "n", 2, 2.0)
     >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=3, available=3)
-    >>> plan_new_replica_set_scale("RollingUpdate", 3, None, None, new, [old])
+    >>> plan_new_replica_set_scale(RolloutBounds("RollingUpdate", 3, None, None), new, [old])
     ScaleAction(name='web-new', from_replicas=0, to_replicas=1)
 
     Counted pods that are still terminating take up room (``podReplacementPolicy:
@@ -342,23 +339,18 @@ def plan_new_replica_set_scale(
 
     >>> new = ReplicaSetState("web-new", "n", 2, 2.0, replicas=1, pods=1)
     >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=2, available=2, pods=3)
-    >>> plan_new_replica_set_scale("RollingUpdate", 3, None, None, new, [old]) is None
+    >>> plan_new_replica_set_scale(RolloutBounds("RollingUpdate", 3, None, None), new, [old]) is None
     True
     """
     all_replicas = sum(rs.occupied for rs in (new_rs, *old_replica_sets))
-    target = new_replica_set_replicas(
-        strategy, replicas, max_surge, max_unavailable, new_rs.replicas, all_replicas
-    )
+    target = new_replica_set_replicas(bounds, new_rs.replicas, all_replicas)
     if target == new_rs.replicas:
         return None
     return ScaleAction(new_rs.name, new_rs.replicas, target)
 
 
 def plan_rolling_scale_down(
-    strategy: str,
-    replicas: int,
-    max_surge: Bound,
-    max_unavailable: Bound,
+    bounds: RolloutBounds,
     new_rs: ReplicaSetState,
     old_replica_sets: Sequence[ReplicaSetState],
 ) -> tuple[ScaleAction, ...]:
@@ -374,15 +366,15 @@ def plan_rolling_scale_down(
 
     >>> new = ReplicaSetState("web-new", "n", 2, 2.0)
     >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=10, available=9)
-    >>> plan_rolling_scale_down("RollingUpdate", 10, 0, 2, new, [old])  # 1 unhealthy + 1 ready
+    >>> plan_rolling_scale_down(RolloutBounds("RollingUpdate", 10, 0, 2), new, [old])  # 1 unhealthy + 1 ready
     (ScaleAction(name='web-old', from_replicas=10, to_replicas=8),)
     """
-    if not is_rolling(strategy):
-        raise ValueError(f"{strategy} is not a rolling strategy: use plan_recreate_step")
+    if not is_rolling(bounds.strategy):
+        raise ValueError(f"{bounds.strategy} is not a rolling strategy: use plan_recreate_step")
     active_old = [rs for rs in sort_by_creation(old_replica_sets) if rs.is_active]
     if not active_old:
         return ()
-    floor = min_available(strategy, replicas, max_surge, max_unavailable)
+    floor = min_available(bounds)
     budget = calculate_scale_down_budget(floor, new_rs, [*old_replica_sets, new_rs])
     if budget <= 0:
         return ()
@@ -398,10 +390,7 @@ def plan_rolling_scale_down(
 
 
 def plan_rolling_step(
-    strategy: str,
-    replicas: int,
-    max_surge: Bound,
-    max_unavailable: Bound,
+    bounds: RolloutBounds,
     new_rs: ReplicaSetState,
     old_replica_sets: Sequence[ReplicaSetState],
 ) -> tuple[ScaleAction, ...]:
@@ -415,27 +404,22 @@ def plan_rolling_step(
 
     >>> new = ReplicaSetState("web-new", "n", 2, 2.0)
     >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=3, current=3, ready=3, available=3)
-    >>> plan_rolling_step("RollingUpdate", 3, "25%", "25%", new, [old])
+    >>> plan_rolling_step(RolloutBounds("RollingUpdate", 3, "25%", "25%"), new, [old])
     (ScaleAction(name='web-new', from_replicas=0, to_replicas=1),)
     >>> new = ReplicaSetState("web-new", "n", 2, 2.0, replicas=1, current=1, ready=1, available=1)
-    >>> plan_rolling_step("RollingUpdate", 3, "25%", "25%", new, [old])
+    >>> plan_rolling_step(RolloutBounds("RollingUpdate", 3, "25%", "25%"), new, [old])
     (ScaleAction(name='web-old', from_replicas=3, to_replicas=2),)
     """
-    if not is_rolling(strategy):
-        raise ValueError(f"{strategy} is not a rolling strategy: use plan_recreate_step")
-    scale_up = plan_new_replica_set_scale(
-        strategy, replicas, max_surge, max_unavailable, new_rs, old_replica_sets
-    )
+    if not is_rolling(bounds.strategy):
+        raise ValueError(f"{bounds.strategy} is not a rolling strategy: use plan_recreate_step")
+    scale_up = plan_new_replica_set_scale(bounds, new_rs, old_replica_sets)
     if scale_up is not None:
         return (scale_up,)
-    return plan_rolling_scale_down(strategy, replicas, max_surge, max_unavailable, new_rs, old_replica_sets)
+    return plan_rolling_scale_down(bounds, new_rs, old_replica_sets)
 
 
 def plan_rolling_passes(
-    strategy: str,
-    replicas: int,
-    max_surge: Bound,
-    max_unavailable: Bound,
+    bounds: RolloutBounds,
     new_rs: ReplicaSetState,
     old_replica_sets: Sequence[ReplicaSetState],
     *,
@@ -458,20 +442,18 @@ def plan_rolling_passes(
 
     >>> new = ReplicaSetState("web-new", "n", 2, 2.0, replicas=25)
     >>> old = ReplicaSetState("web-old", "o", 1, 1.0, replicas=100, current=100, available=100)
-    >>> for actions in plan_rolling_passes("RollingUpdate", 100, "25%", "25%", new, [old]):
+    >>> for actions in plan_rolling_passes(RolloutBounds("RollingUpdate", 100, "25%", "25%"), new, [old]):
     ...     print([(a.name, a.to_replicas) for a in actions])
     [('web-old', 75)]
     [('web-new', 50)]
     """
     states = (new_rs, *old_replica_sets)
     passes: list[tuple[ScaleAction, ...]] = []
-    actions = tuple(first) or plan_rolling_step(
-        strategy, replicas, max_surge, max_unavailable, new_rs, old_replica_sets
-    )
+    actions = tuple(first) or plan_rolling_step(bounds, new_rs, old_replica_sets)
     while actions:
         passes.append(actions)
         states = apply_scale_actions(states, actions)
-        actions = plan_rolling_step(strategy, replicas, max_surge, max_unavailable, states[0], states[1:])
+        actions = plan_rolling_step(bounds, states[0], states[1:])
     return tuple(passes)
 
 

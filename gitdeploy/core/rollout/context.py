@@ -197,7 +197,7 @@ class RolloutContext:
         )
 
     def replica_annotations(self) -> tuple[tuple[str, str], ...]:
-        marks = compute_replica_annotations(*self.bounds)
+        marks = compute_replica_annotations(self.bounds)
         return (*marks.as_pairs(), (PROGRESSED_AT_ANNOTATION, format_timestamp(self.now)))
 
     def patch(self, name: str, replicas: int | None, pairs: Sequence[tuple[str, str]]) -> None:
@@ -250,8 +250,8 @@ class RolloutContext:
         DeploymentConfig takes one pass per step: its ``updatePeriodSeconds`` paces the scales."""
         assert self.new is not None
         if self.app.kind is AppKind.DEPLOYMENT_CONFIG:
-            return tuple(first) or plan_rolling_step(*self.bounds, self.new, self.old)
-        return merge_passes(plan_rolling_passes(*self.bounds, self.new, self.old, first=first))
+            return tuple(first) or plan_rolling_step(self.bounds, self.new, self.old)
+        return merge_passes(plan_rolling_passes(self.bounds, self.new, self.old, first=first))
 
     # -- what the snapshot says --------------------------------------------------------------------
 

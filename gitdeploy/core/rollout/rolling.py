@@ -39,7 +39,7 @@ def start_rolling(ctx: RolloutContext, created: bool) -> float:
     assert ctx.new is not None
     if created and ctx.app.kind is AppKind.DEPLOYMENT_CONFIG:
         # A DeploymentConfig's step is one pass, besides the creation that sizes its ReplicaSet.
-        grown = plan_new_replica_set_scale(*ctx.bounds, ctx.new, ctx.old)
+        grown = plan_new_replica_set_scale(ctx.bounds, ctx.new, ctx.old)
         ctx.scale([grown] if grown is not None else [])
     ctx.scale(ctx.resync())
     return rolling_intervals(ctx)[0]
@@ -58,7 +58,7 @@ def rolling(ctx: RolloutContext) -> Step:
         return ctx.step(AppPhase.PROGRESSING, STATUS_BEHIND, waiting, status(ctx))
     proportional: tuple[ScaleAction, ...] = ()
     if is_scaling_event(ctx.replicas, ctx.states):
-        proportional = plan_proportional_scaling(*ctx.bounds, ctx.new, ctx.old)
+        proportional = plan_proportional_scaling(ctx.bounds, ctx.new, ctx.old)
     ctx.scale(ctx.resync(proportional))
     post = params.post if params else None
     if ctx.actions and post is None and drains_to_completion(ctx):

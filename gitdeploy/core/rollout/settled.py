@@ -27,7 +27,7 @@ def settled(ctx: RolloutContext) -> Step:
     drift = find_drift(ctx.new, ctx.old, ctx.replicas)
     drifted = bool(drift)
     if is_scaling_event(ctx.replicas, ctx.states):
-        ctx.scale(plan_proportional_scaling(*ctx.bounds, ctx.new, ctx.old))
+        ctx.scale(plan_proportional_scaling(ctx.bounds, ctx.new, ctx.old))
         drift = ()  # the app's size changed in git: not told apart from a hand change
     elif drifted and ctx.app.strategy.type.is_rolling:
         ctx.scale(ctx.resync())
@@ -35,7 +35,7 @@ def settled(ctx: RolloutContext) -> Step:
         ctx.scale([ScaleAction(rs.name, rs.replicas, 0) for rs in ctx.old if rs.is_active])
         if ctx.new.replicas != ctx.replicas:
             ctx.scale([ScaleAction(ctx.new.name, ctx.new.replicas, ctx.replicas)])
-    elif needs_annotation_update(ctx.new, compute_replica_annotations(*ctx.bounds)):
+    elif needs_annotation_update(ctx.new, compute_replica_annotations(ctx.bounds)):
         ctx.annotate(ctx.new.name, *ctx.replica_annotations()[:2])
     if drift:
         scaled_to = {action.name: action.to_replicas for action in ctx.scaled}
@@ -54,7 +54,7 @@ def held(ctx: RolloutContext, phase: str, message: str) -> Step:
     new = ctx.new if not ctx.needs_new_revision() else None
     old = [rs for rs in ctx.states if new is None or rs.name != new.name]
     if is_scaling_event(ctx.replicas, ctx.states):
-        ctx.scale(plan_proportional_scaling(*ctx.bounds, new, old))
+        ctx.scale(plan_proportional_scaling(ctx.bounds, new, old))
     counted = counts_status(ctx, new, ctx.states, ctx.previous or DeploymentStatus())
     paused = record_pause(
         counted,

@@ -25,13 +25,9 @@ from gitdeploy.core.timestamps import parse_timestamp
 
 def status(ctx: RolloutContext) -> DeploymentStatus:
     """The status after this pass's actions, with the progress deadline applied."""
-    bounds = ctx.bounds
     return calculate_rollout_status(
         app=ctx.app.name,
-        strategy=bounds.strategy,
-        replicas=bounds.replicas,
-        max_surge=bounds.max_surge,
-        max_unavailable=bounds.max_unavailable,
+        bounds=ctx.bounds,
         generation=0,
         progress_deadline_seconds=ctx.app.progress_deadline_seconds,
         new_rs=ctx.new,
@@ -49,12 +45,8 @@ def counts_status(
 ) -> DeploymentStatus:
     """The counts and the Available condition of ``replica_sets`` (``new`` the current one),
     other conditions carried over from ``previous`` (no progress estimate)."""
-    bounds = ctx.bounds
     return calculate_status(
-        strategy=bounds.strategy,
-        replicas=bounds.replicas,
-        max_surge=bounds.max_surge,
-        max_unavailable=bounds.max_unavailable,
+        bounds=ctx.bounds,
         generation=0,
         new_rs=new,
         replica_sets=replica_sets,

@@ -31,6 +31,7 @@ from gitdeploy.core.progress import (
     unblocks_rollout,
 )
 from gitdeploy.core.replicasets import ReplicaSetFailure, ReplicaSetState
+from gitdeploy.core.rolling import RolloutBounds
 
 P, A, F = ConditionType.PROGRESSING, ConditionType.AVAILABLE, ConditionType.REPLICA_FAILURE
 T, FALSE, U = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
@@ -154,10 +155,7 @@ def test_calculate_status(
     expected_available: tuple[ConditionStatus, str],
 ) -> None:
     result = calculate_status(
-        strategy=strategy,
-        replicas=replicas,
-        max_surge=None,
-        max_unavailable=None,
+        bounds=RolloutBounds(strategy, replicas, None, None),
         generation=4,
         new_rs=new,
         replica_sets=[old, new],
@@ -280,10 +278,7 @@ def rollout(
 ) -> DeploymentStatus:
     return calculate_rollout_status(
         app="nginx-deployment",
-        strategy="RollingUpdate",
-        replicas=replicas,
-        max_surge="25%",
-        max_unavailable="25%",
+        bounds=RolloutBounds("RollingUpdate", replicas, "25%", "25%"),
         generation=1,
         progress_deadline_seconds=deadline,
         new_rs=new,

@@ -21,7 +21,7 @@ from gitdeploy.core.proportional import (
     plan_proportional_scaling,
 )
 from gitdeploy.core.replicasets import ReplicaSetState, ScaleAction
-from gitdeploy.core.rolling import Bound
+from gitdeploy.core.rolling import Bound, RolloutBounds
 
 NEWER, OLD, OLDER = 3.0, 2.0, 1.0
 
@@ -58,12 +58,12 @@ def test_docs_example_ten_to_fifteen_replicas_while_stuck() -> None:
     old = rs("nginx-deployment-618515232", 8, OLD, desired=10, max_replicas=13)
     new = rs("nginx-deployment-1989198191", 5, NEWER, desired=10, max_replicas=13, available=0)
     assert is_scaling_event(15, [old, new])
-    actions = plan_proportional_scaling("RollingUpdate", 15, 3, 2, new, [old])
+    actions = plan_proportional_scaling(RolloutBounds("RollingUpdate", 15, 3, 2), new, [old])
     assert actions == (
         ScaleAction("nginx-deployment-618515232", 8, 11),
         ScaleAction("nginx-deployment-1989198191", 5, 7),
     )
-    annotations = compute_replica_annotations("RollingUpdate", 15, 3, 2)
+    annotations = compute_replica_annotations(RolloutBounds("RollingUpdate", 15, 3, 2))
     assert annotations == ReplicaAnnotations(desired_replicas=15, max_replicas=18)
     assert annotations.as_pairs() == (
         ("gitdeploy.io/desired-replicas", "15"),
@@ -182,7 +182,9 @@ def test_plan_proportional_scaling_upstream_table(
     new_rs = annotated([rs(*new)], previous, previous_surge)[0] if new else None
     old_rss = annotated([rs(*o) for o in olds], previous, previous_surge)
     unavailable: Bound = 0
-    actions = plan_proportional_scaling("RollingUpdate", replicas, surge, unavailable, new_rs, old_rss)
+    actions = plan_proportional_scaling(
+        RolloutBounds("RollingUpdate", replicas, surge, unavailable), new_rs, old_rss
+    )
     sizes = {r.name: r.replicas for r in [*old_rss, *([new_rs] if new_rs else [])]}
     sizes.update({a.name: a.to_replicas for a in actions})
     assert sizes == expected
@@ -191,7 +193,7 @@ def test_plan_proportional_scaling_upstream_table(
 def test_saturated_but_broken_new_replica_set_does_not_touch_old_pods() -> None:
     new = rs("v2", 2, NEWER, desired=2, max_replicas=3, available=0)
     old = rs("v1", 1, OLD, desired=2, max_replicas=3)
-    actions = plan_proportional_scaling("RollingUpdate", 2, 1, 1, new, [old])
+    actions = plan_proportional_scaling(RolloutBounds("RollingUpdate", 2, 1, 1), new, [old])
     assert [(a.name, a.from_replicas, a.to_replicas) for a in actions] == [("v1", 1, 1), ("v2", 2, 2)]
     assert all(a.direction == "" for a in actions)  # annotation refresh only
 
@@ -199,20 +201,22 @@ def test_saturated_but_broken_new_replica_set_does_not_touch_old_pods() -> None:
 def test_saturated_new_replica_set_scales_active_old_ones_to_zero() -> None:
     new = rs("v2", 4, NEWER, desired=4, max_replicas=5)
     old = rs("v1", 1, OLD, desired=4, max_replicas=5)
-    assert plan_proportional_scaling("RollingUpdate", 4, 1, 0, new, [old]) == (ScaleAction("v1", 1, 0),)
+    assert plan_proportional_scaling(RolloutBounds("RollingUpdate", 4, 1, 0), new, [old]) == (
+        ScaleAction("v1", 1, 0),
+    )
 
 
 def test_recreate_with_several_active_replica_sets_plans_nothing() -> None:
     new = rs("v2", 2, NEWER, desired=3)
     old = rs("v1", 1, OLD, desired=3)
-    assert plan_proportional_scaling("Recreate", 5, None, None, new, [old]) == ()
+    assert plan_proportional_scaling(RolloutBounds("Recreate", 5, None, None), new, [old]) == ()
 
 
 def test_missing_max_replicas_annotation_falls_back_to_current_pods() -> None:
     new = rs("v2", 2, NEWER)
     old = rs("v1", 2, OLD)
     # 4 pods now, allowed 8 + 0 surge: both double.
-    actions = plan_proportional_scaling("RollingUpdate", 8, 0, 1, new, [old])
+    actions = plan_proportional_scaling(RolloutBounds("RollingUpdate", 8, 0, 1), new, [old])
     assert {a.name: a.to_replicas for a in actions} == {"v1": 4, "v2": 4}
 
 
@@ -298,7 +302,9 @@ def test_find_active_or_latest(
 def test_compute_replica_annotations(
     strategy: str, replicas: int, surge: Bound, expected: tuple[int, int]
 ) -> None:
-    assert compute_replica_annotations(strategy, replicas, surge, 2) == ReplicaAnnotations(*expected)
+    assert compute_replica_annotations(RolloutBounds(strategy, replicas, surge, 2)) == ReplicaAnnotations(
+        *expected
+    )
 
 
 @pytest.mark.parametrize(
@@ -333,7 +339,7 @@ def test_proportional_scaling_places_exactly_the_difference(
     ]
     *old, new = replica_sets
     new = dataclasses.replace(new, available=0)  # never saturated
-    actions = plan_proportional_scaling("RollingUpdate", replicas, surge, 1, new, old)
+    actions = plan_proportional_scaling(RolloutBounds("RollingUpdate", replicas, surge, 1), new, old)
     active = [r for r in [*old, new] if r.is_active]
     if len(active) < 2:
         return  # the single-active-ReplicaSet rule applies, covered by the table

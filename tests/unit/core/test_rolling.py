@@ -10,6 +10,7 @@ from gitdeploy.core import replicasets, rolling
 from gitdeploy.core.replicasets import ReplicaSetState, ScaleAction
 from gitdeploy.core.rolling import (
     Bound,
+    RolloutBounds,
     calculate_scale_down_budget,
     max_surge,
     max_unavailable,
@@ -126,18 +127,18 @@ def test_strategy_bounds(
     expected_unavailable: int,
     expected_min: int,
 ) -> None:
-    assert max_surge(strategy, replicas, surge, unavailable) == expected_surge
-    assert max_unavailable(strategy, replicas, surge, unavailable) == expected_unavailable
-    assert min_available(strategy, replicas, surge, unavailable) == expected_min
+    assert max_surge(RolloutBounds(strategy, replicas, surge, unavailable)) == expected_surge
+    assert max_unavailable(RolloutBounds(strategy, replicas, surge, unavailable)) == expected_unavailable
+    assert min_available(RolloutBounds(strategy, replicas, surge, unavailable)) == expected_min
 
 
 @pytest.mark.parametrize("strategy", ["Custom", "rollingupdate", ""])
 def test_unknown_strategy_is_rejected(strategy: str) -> None:
     for function in (max_surge, max_unavailable, min_available):
         with pytest.raises(ValueError, match="unknown strategy"):
-            function(strategy, 3, None, None)
+            function(RolloutBounds(strategy, 3, None, None))
     with pytest.raises(ValueError, match="unknown strategy"):
-        new_replica_set_replicas(strategy, 3, None, None, 0, 3)
+        new_replica_set_replicas(RolloutBounds(strategy, 3, None, None), 0, 3)
 
 
 @pytest.mark.parametrize(
@@ -164,16 +165,18 @@ def test_new_replica_set_replicas(
 ) -> None:
     unavailable: Bound = "25%" if surge == "25%" else 0
     assert (
-        new_replica_set_replicas(strategy, replicas, surge, unavailable, new_replicas, all_replicas)
+        new_replica_set_replicas(
+            RolloutBounds(strategy, replicas, surge, unavailable), new_replicas, all_replicas
+        )
         == expected
     )
 
 
 def test_new_replica_set_replicas_rejects_inconsistent_totals() -> None:
     with pytest.raises(ValueError):
-        new_replica_set_replicas("RollingUpdate", 3, None, None, 2, 1)
+        new_replica_set_replicas(RolloutBounds("RollingUpdate", 3, None, None), 2, 1)
     with pytest.raises(ValueError):
-        new_replica_set_replicas("RollingUpdate", 3, None, None, -1, 3)
+        new_replica_set_replicas(RolloutBounds("RollingUpdate", 3, None, None), -1, 3)
 
 
 @pytest.mark.parametrize(
@@ -286,7 +289,7 @@ def test_plan_rolling_scale_down(
     new: ReplicaSetState,
     expected: list[tuple[str, int, int]],
 ) -> None:
-    actions = plan_rolling_scale_down("RollingUpdate", replicas, 0, unavailable, new, [old])
+    actions = plan_rolling_scale_down(RolloutBounds("RollingUpdate", replicas, 0, unavailable), new, [old])
     assert actions == tuple(ScaleAction(*e) for e in expected)
 
 
@@ -295,7 +298,7 @@ def test_plan_rolling_scale_down_ignores_available_pods_of_inactive_old_replica_
     draining = rs("draining", 0, available=3, current=3, created_at=0)
     old = rs("old", 2, created_at=1)
     new = rs("new", 2, available=0, created_at=2)
-    assert plan_rolling_scale_down("RollingUpdate", 4, 0, 1, new, [draining, old]) == ()
+    assert plan_rolling_scale_down(RolloutBounds("RollingUpdate", 4, 0, 1), new, [draining, old]) == ()
 
 
 @pytest.mark.parametrize(
@@ -310,7 +313,7 @@ def test_plan_rolling_scale_down_ignores_available_pods_of_inactive_old_replica_
 def test_plan_new_replica_set_scale(
     new: ReplicaSetState, old: list[ReplicaSetState], expected: tuple[str, int, int] | None
 ) -> None:
-    action = plan_new_replica_set_scale("RollingUpdate", 3, "25%", "25%", new, old)
+    action = plan_new_replica_set_scale(RolloutBounds("RollingUpdate", 3, "25%", "25%"), new, old)
     assert action == (ScaleAction(*expected) if expected else None)
 
 
@@ -326,7 +329,7 @@ def test_plan_new_replica_set_scale(
 def test_plan_rolling_step(
     new: ReplicaSetState, old: list[ReplicaSetState], expected: list[tuple[str, int, int]]
 ) -> None:
-    assert plan_rolling_step("RollingUpdate", 3, "25%", "25%", new, old) == tuple(
+    assert plan_rolling_step(RolloutBounds("RollingUpdate", 3, "25%", "25%"), new, old) == tuple(
         ScaleAction(*e) for e in expected
     )
 
@@ -362,6 +365,6 @@ def test_plan_recreate_step(
 def test_rolling_plans_refuse_recreate() -> None:
     new, old = rs("new", 0), rs("old", 3)
     with pytest.raises(ValueError, match="plan_recreate_step"):
-        plan_rolling_step("Recreate", 3, None, None, new, [old])
+        plan_rolling_step(RolloutBounds("Recreate", 3, None, None), new, [old])
     with pytest.raises(ValueError, match="plan_recreate_step"):
-        plan_rolling_scale_down("Recreate", 3, None, None, new, [old])
+        plan_rolling_scale_down(RolloutBounds("Recreate", 3, None, None), new, [old])

@@ -20,6 +20,7 @@ from gitdeploy.core.proportional import plan_proportional_scaling
 from gitdeploy.core.replicasets import ReplicaSetState, ScaleAction, sum_available, sum_replicas
 from gitdeploy.core.rolling import (
     Bound,
+    RolloutBounds,
     max_surge,
     max_unavailable,
     merge_passes,
@@ -68,7 +69,9 @@ def gitdeploy_steps(
     passes, the writes, and (old, new) sizes after it."""
     old, new = steady(OLD, replicas), steady(NEW, 0, revision=2)
     steps = []
-    while passes := plan_rolling_passes("RollingUpdate", replicas, surge, unavailable, new, [old]):
+    while passes := plan_rolling_passes(
+        RolloutBounds("RollingUpdate", replicas, surge, unavailable), new, [old]
+    ):
         writes = merge_passes(passes)
         sizes = {a.name: a.to_replicas for a in writes}
         old = pods_become_available(resized(old, sizes.get(OLD, old.replicas)))
@@ -83,7 +86,7 @@ def upstream_stops(replicas: int, surge: Bound, unavailable: Bound) -> list[tupl
     old, new = steady(OLD, replicas), steady(NEW, 0, revision=2)
     waits: list[tuple[int, int]] = []
     for _ in range(1000):
-        actions = plan_rolling_step("RollingUpdate", replicas, surge, unavailable, new, [old])
+        actions = plan_rolling_step(RolloutBounds("RollingUpdate", replicas, surge, unavailable), new, [old])
         for action in actions:
             if action.name == NEW:
                 new = resized(new, action.to_replicas)
@@ -200,8 +203,8 @@ def test_proportional_scaling_then_the_rolling_passes(
     passes: list[list[str]],
     writes: list[ScaleAction],
 ) -> None:
-    first = plan_proportional_scaling("RollingUpdate", replicas, 3, 2, new, [old])
-    planned = plan_rolling_passes("RollingUpdate", replicas, 3, 2, new, [old], first=first)
+    first = plan_proportional_scaling(RolloutBounds("RollingUpdate", replicas, 3, 2), new, [old])
+    planned = plan_rolling_passes(RolloutBounds("RollingUpdate", replicas, 3, 2), new, [old], first=first)
     assert [story(p) for p in planned] == passes
     assert list(merge_passes(planned)) == writes
 
@@ -213,7 +216,9 @@ def test_scale_downs_are_written_before_scale_ups() -> None:
 
 def test_nothing_to_do_is_no_pass() -> None:
     waiting = steady(NEW, 4, revision=2, available=0)  # the first wave, not ready yet
-    assert plan_rolling_passes("RollingUpdate", 8, "25%", "25%", waiting, [steady(OLD, 6)]) == ()
+    assert (
+        plan_rolling_passes(RolloutBounds("RollingUpdate", 8, "25%", "25%"), waiting, [steady(OLD, 6)]) == ()
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -230,12 +235,12 @@ def test_between_any_two_writes_the_bounds_hold(
     """From any mid-rollout state within the bounds, every prefix of a step's writes keeps at most
     replicas + maxSurge pods and, if the step started with enough, replicas - maxUnavailable
     available; and the step ends where upstream's passes end."""
-    limit = replicas + max_surge("RollingUpdate", replicas, surge, unavailable)
-    floor = replicas - max_unavailable("RollingUpdate", replicas, surge, unavailable)
+    limit = replicas + max_surge(RolloutBounds("RollingUpdate", replicas, surge, unavailable))
+    floor = replicas - max_unavailable(RolloutBounds("RollingUpdate", replicas, surge, unavailable))
     new_size = max(min(limit - old_size, replicas), 0)
     old = steady(OLD, old_size)
     new = steady(NEW, new_size, revision=2, available=min(new_available, new_size))
-    passes = plan_rolling_passes("RollingUpdate", replicas, surge, unavailable, new, [old])
+    passes = plan_rolling_passes(RolloutBounds("RollingUpdate", replicas, surge, unavailable), new, [old])
     states = {OLD: old, NEW: new}
     healthy = sum_available(states.values()) >= floor
     for write in merge_passes(passes):
@@ -243,4 +248,9 @@ def test_between_any_two_writes_the_bounds_hold(
         assert sum_replicas(states.values()) <= max(limit, old_size + new_size)
         if healthy:
             assert sum_available(states.values()) >= floor
-    assert plan_rolling_step("RollingUpdate", replicas, surge, unavailable, states[NEW], [states[OLD]]) == ()
+    assert (
+        plan_rolling_step(
+            RolloutBounds("RollingUpdate", replicas, surge, unavailable), states[NEW], [states[OLD]]
+        )
+        == ()
+    )

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitdeploy.core.replicasets import ReplicaSetState, ScaleAction, sum_available, sum_replicas
-from gitdeploy.core.rolling import Bound, max_surge, max_unavailable, plan_rolling_step
+from gitdeploy.core.rolling import Bound, RolloutBounds, max_surge, max_unavailable, plan_rolling_step
 
 OLD = "nginx-deployment-2035384211"
 NEW = "nginx-deployment-1564180365"
@@ -33,7 +33,9 @@ def simulate(
     new = ReplicaSetState(NEW, "1564180365", 2, 2.0)
     history: list[tuple[list[ScaleAction], ReplicaSetState, ReplicaSetState]] = []
     for _ in range(max_passes):
-        actions = list(plan_rolling_step("RollingUpdate", replicas, surge, unavailable, new, [old]))
+        actions = list(
+            plan_rolling_step(RolloutBounds("RollingUpdate", replicas, surge, unavailable), new, [old])
+        )
         if not actions:
             return history
         for action in actions:
@@ -48,8 +50,8 @@ def simulate(
 def assert_invariants(
     replicas: int, surge: Bound, unavailable: Bound, old: ReplicaSetState, new: ReplicaSetState
 ) -> None:
-    limit = replicas + max_surge("RollingUpdate", replicas, surge, unavailable)
-    floor = replicas - max_unavailable("RollingUpdate", replicas, surge, unavailable)
+    limit = replicas + max_surge(RolloutBounds("RollingUpdate", replicas, surge, unavailable))
+    floor = replicas - max_unavailable(RolloutBounds("RollingUpdate", replicas, surge, unavailable))
     assert sum_replicas([old, new]) <= limit
     assert sum_available([old, new]) >= floor
 

@@ -17,7 +17,7 @@ from gitdeploy.core.models import App, AppKind, RollingParams, Strategy, Strateg
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet
 from gitdeploy.core.records import AppRecord
 from gitdeploy.core.replicasets import ReplicaSetState
-from gitdeploy.core.rolling import max_surge, max_unavailable
+from gitdeploy.core.rolling import RolloutBounds, max_surge, max_unavailable
 from gitdeploy.core.rollout import AppPhase, CreateReplicaSet, PatchReplicaSet, Snapshot, Step, plan_pass
 from tests.unit.core.test_rollout_planner import RECORD_UID, T0, V1, V2, entry, make_app, make_target, rs
 
@@ -64,8 +64,8 @@ def word(action: CreateReplicaSet | PatchReplicaSet, old_name: str) -> str:
 
 def roll_out(app: App, replicas: int) -> list[list[str]]:
     """Steps from a Complete old revision of ``replicas`` to a Complete new one: each step's writes."""
-    limit = replicas + max_surge(app.strategy.type.value, replicas, *bounds_of(app))
-    floor = replicas - max_unavailable(app.strategy.type.value, replicas, *bounds_of(app))
+    limit = replicas + max_surge(RolloutBounds(app.strategy.type.value, replicas, *bounds_of(app)))
+    floor = replicas - max_unavailable(RolloutBounds(app.strategy.type.value, replicas, *bounds_of(app)))
     old = rs(V1, 1, replicas, desired=replicas, max_replicas=limit)
     cluster = {old.name: old}
     record = AppRecord(revisions=(entry(V1, 1),))
