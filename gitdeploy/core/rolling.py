@@ -491,7 +491,8 @@ def plan_recreate_step(
 
     1. scale every active old ReplicaSet to 0;
     2. then wait while old pods still exist: an old ReplicaSet reports ``current > 0``, or the
-       caller saw a non-terminal pod of an old ReplicaSet in the pod list (``old_pods_running``);
+       caller counted a pod of an old ReplicaSet, terminating ones included, which ReplicaSet
+       status leaves out (``old_pods_running``);
     3. then scale the new ReplicaSet to ``replicas`` (create it now if it does not exist yet).
 
     >>> new = ReplicaSetState("web-new", "n", 2, 2.0)
