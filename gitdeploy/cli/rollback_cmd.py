@@ -326,53 +326,71 @@ def rollback(
             "--change-* restore settings of the target revision's manifest, read from git: "
             "give the repo with --repo"
         )
-    cluster = open_cluster(get_context(ctx))
-    failed = False
-    results: list[dict[str, Any]] = []
     with optional_repo(ctx, repo, base, subpath) as source:
-        load_app = control.git_app_loader(source) if source is not None else None
-        for name in apps:
-            try:
-                key = find_app(cluster, name, namespace)
-                plan = control.plan_rollback(
-                    cluster,
-                    key,
-                    to_revision=to_revision,
-                    to_commit=to_commit,
-                    message=message,
-                    by=who(),
-                    now=time.time(),
-                    load_app=load_app,
-                    restore=restore,
-                )
-            except SkippedRollback as skipped:
-                click.echo(str(skipped))
-                continue
-            except GitdeployError as problem:
-                click.echo(f"error: {name}: {problem}", err=True)
-                failed = True
-                continue
-            if not dry_run:
-                try:
-                    control.write_record(cluster, plan.state, plan.record)
-                except GitdeployError as problem:
-                    click.echo(f"error: {key}: {problem}", err=True)
-                    failed = True
-                    continue
-            if output in MACHINE_FORMATS:
-                results.append(_plan_json(plan, not dry_run))
-                continue
-            for line in _describe(plan):
-                click.echo(line)
-            if dry_run:
-                click.echo(f"{key}: dry run, nothing changed")
-            else:
-                click.echo(
-                    f"{key} rolled back: revision {plan.next_revision} will run "
-                    f"revision {plan.choice.target.revision}'s template "
-                    f"(follow it: gitdeploy rollout status {key})"
-                )
-    if output in MACHINE_FORMATS:
-        print_data(results, output)
+        failed = _rollback_in_cluster(
+            ctx, apps, namespace, to_revision=to_revision, to_commit=to_commit, message=message,
+            dry_run=dry_run, restore=restore, source=source, output=output,
+        )  # fmt: skip
     if failed:
         ctx.exit(1)
+
+
+def _rollback_in_cluster(
+    ctx: click.Context,
+    apps: tuple[str, ...],
+    namespace: str | None,
+    *,
+    to_revision: int | None,
+    to_commit: str | None,
+    message: str,
+    dry_run: bool,
+    restore: tuple[str, ...],
+    source: ConfigRepo | None,
+    output: str,
+) -> bool:
+    """Pin each app to its target revision (see :func:`rollback`); whether any failed."""
+    cluster = open_cluster(get_context(ctx))
+    load_app = control.git_app_loader(source) if source is not None else None
+    failed = False
+    results: list[dict[str, Any]] = []
+    for name in apps:
+        try:
+            key = find_app(cluster, name, namespace)
+            plan = control.plan_rollback(
+                cluster, key, to_revision=to_revision, to_commit=to_commit, message=message,
+                by=who(), now=time.time(), load_app=load_app, restore=restore,
+            )  # fmt: skip
+        except SkippedRollback as skipped:
+            click.echo(str(skipped))
+            continue
+        except GitdeployError as problem:
+            click.echo(f"error: {name}: {problem}", err=True)
+            failed = True
+            continue
+        try:
+            if not dry_run:
+                control.write_record(cluster, plan.state, plan.record)
+        except GitdeployError as problem:
+            click.echo(f"error: {key}: {problem}", err=True)
+            failed = True
+            continue
+        if output in MACHINE_FORMATS:
+            results.append(_plan_json(plan, not dry_run))
+        else:
+            _say_rolled_back(key, plan, dry_run)
+    if output in MACHINE_FORMATS:
+        print_data(results, output)
+    return failed
+
+
+def _say_rolled_back(key: AppKey, plan: control.RollbackPlan, dry_run: bool) -> None:
+    for line in _describe(plan):
+        click.echo(line)
+    if dry_run:
+        click.echo(f"{key}: dry run, nothing changed")
+    else:
+        click.echo(
+            f"{key} rolled back: revision {plan.next_revision} will run "
+            f"revision {plan.choice.target.revision}'s template "
+            f"(follow it: gitdeploy rollout status {key})"
+        )

@@ -422,22 +422,36 @@ def plan_app(
         )
     if after is None:
         assert before is not None, "an app must exist on at least one side"
-        prune = settings.prune and not prune_opted_out(before.annotations)
-        if prune:
-            reason = "no longer in git: deleted from the cluster (prune is on)"
-        elif settings.prune:
-            reason = f'no longer in git: keeps running, never pruned ({PRUNE_ANNOTATION}: "false")'
-        else:
-            reason = "no longer in git: keeps running, no longer managed (prune is off)"
-        return replace(base, kind=ChangeKind.REMOVE, reason=reason, prune=prune)
+        return _removed(base, before, settings)
     if before is None:
-        rollout = plan_rollout(after, None)
-        if invalid_at_base:
-            reason = f"invalid at the baseline, valid now: deploys {_images(after)}"
-            return replace(base, kind=ChangeKind.ROLLOUT, reason=reason, rollout=rollout)
-        reason = f"new {after.kind.value}, {rollout.replicas} replica(s): {_images(after)}"
-        return replace(base, kind=ChangeKind.ADD, reason=reason, rollout=rollout)
+        return _added(base, after, invalid_at_base)
+    return _changed(base, before, after, earlier, pinned)
 
+
+def _removed(base: AppPlan, before: App, settings: RepoSettings) -> AppPlan:
+    prune = settings.prune and not prune_opted_out(before.annotations)
+    if prune:
+        reason = "no longer in git: deleted from the cluster (prune is on)"
+    elif settings.prune:
+        reason = f'no longer in git: keeps running, never pruned ({PRUNE_ANNOTATION}: "false")'
+    else:
+        reason = "no longer in git: keeps running, no longer managed (prune is off)"
+    return replace(base, kind=ChangeKind.REMOVE, reason=reason, prune=prune)
+
+
+def _added(base: AppPlan, after: App, invalid_at_base: bool) -> AppPlan:
+    rollout = plan_rollout(after, None)
+    if invalid_at_base:
+        reason = f"invalid at the baseline, valid now: deploys {_images(after)}"
+        return replace(base, kind=ChangeKind.ROLLOUT, reason=reason, rollout=rollout)
+    reason = f"new {after.kind.value}, {rollout.replicas} replica(s): {_images(after)}"
+    return replace(base, kind=ChangeKind.ADD, reason=reason, rollout=rollout)
+
+
+def _changed(
+    base: AppPlan, before: App, after: App, earlier: EarlierTemplate | None, pinned: str | None
+) -> AppPlan:
+    """An app on both sides: a new template, a scale, other settings, or nothing."""
     settings_changes = diff_settings(before, after)
     if before.replicas != after.replicas:
         replicas = SettingChange("replicas", _replicas_text(before.replicas), _replicas_text(after.replicas))

@@ -13,6 +13,7 @@ Inputs are never mutated; every function returns a new value.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["MERGE_KEYS", "PatchError", "apply_patch", "json_patch", "merge_patch", "strategic_merge_patch"]
@@ -143,6 +144,46 @@ def _add(document: JSON, path: str, value: JSON) -> JSON:
     return document
 
 
+def _op_add(document: JSON, path: str, operation: dict[str, Any]) -> JSON:
+    return _add(document, path, copy.deepcopy(operation["value"]))
+
+
+def _op_remove(document: JSON, path: str, operation: dict[str, Any]) -> JSON:
+    _remove(document, path)
+    return document
+
+
+def _op_replace(document: JSON, path: str, operation: dict[str, Any]) -> JSON:
+    _get(document, path)
+    if _pointer(path):
+        _remove(document, path)
+    return _add(document, path, copy.deepcopy(operation["value"]))
+
+
+def _op_move_or_copy(document: JSON, path: str, operation: dict[str, Any]) -> JSON:
+    op, source = operation["op"], operation.get("from")
+    if not isinstance(source, str):
+        raise PatchError(f"operation {op!r} needs 'from'")
+    value = _remove(document, source) if op == "move" else copy.deepcopy(_get(document, source))
+    return _add(document, path, value)
+
+
+def _op_test(document: JSON, path: str, operation: dict[str, Any]) -> JSON:
+    if _get(document, path) != operation["value"]:
+        raise PatchError(f"test failed at {path!r}")
+    return document
+
+
+_JSON_PATCH_OPERATIONS: dict[str, Callable[[JSON, str, dict[str, Any]], JSON]] = {
+    "add": _op_add,
+    "remove": _op_remove,
+    "replace": _op_replace,
+    "move": _op_move_or_copy,
+    "copy": _op_move_or_copy,
+    "test": _op_test,
+}
+
+
 def json_patch(target: JSON, operations: JSON) -> JSON:
     """Apply a JSON patch (a list of ``add``/``remove``/``replace``/``move``/``copy``/``test`` operations)."""
     if not isinstance(operations, list):
@@ -151,29 +192,13 @@ def json_patch(target: JSON, operations: JSON) -> JSON:
     for operation in operations:
         if not isinstance(operation, dict) or "op" not in operation or "path" not in operation:
             raise PatchError(f"invalid JSON patch operation {operation!r}")
-        op, path = operation["op"], operation["path"]
+        op = operation["op"]
+        apply = _JSON_PATCH_OPERATIONS.get(op)
+        if apply is None:
+            raise PatchError(f"unknown JSON patch operation {op!r}")
         if op in ("add", "replace", "test") and "value" not in operation:
             raise PatchError(f"operation {op!r} needs a value")
-        if op == "add":
-            document = _add(document, path, copy.deepcopy(operation["value"]))
-        elif op == "remove":
-            _remove(document, path)
-        elif op == "replace":
-            _get(document, path)
-            if _pointer(path):
-                _remove(document, path)
-            document = _add(document, path, copy.deepcopy(operation["value"]))
-        elif op in ("move", "copy"):
-            source = operation.get("from")
-            if not isinstance(source, str):
-                raise PatchError(f"operation {op!r} needs 'from'")
-            value = _remove(document, source) if op == "move" else copy.deepcopy(_get(document, source))
-            document = _add(document, path, value)
-        elif op == "test":
-            if _get(document, path) != operation["value"]:
-                raise PatchError(f"test failed at {path!r}")
-        else:
-            raise PatchError(f"unknown JSON patch operation {op!r}")
+        document = apply(document, operation["path"], operation)
     return document
 
 
@@ -227,25 +252,27 @@ def strategic_merge_patch(target: JSON, patch: JSON) -> JSON:
             if isinstance(current, list) and isinstance(value, list):
                 result[name] = [item for item in current if item not in value]
             continue
-        if value is None:
+        merged = _merged_field(field, result.get(field), value)
+        if merged is None:
             result.pop(field, None)
-        elif isinstance(value, list) and field in MERGE_KEYS and isinstance(result.get(field), list):
-            result[field] = _merge_keyed_list(field, result[field], value)
-        elif isinstance(value, list) and field in MERGE_KEYS:
-            result[field] = _merge_keyed_list(field, [], value)
-        elif isinstance(value, list) and field in MERGED_SCALAR_LISTS and isinstance(result.get(field), list):
-            merged = list(result[field])
-            merged.extend(item for item in value if item not in merged)
-            result[field] = merged
-        elif isinstance(value, dict):
-            merged_value = strategic_merge_patch(result.get(field), value)
-            if merged_value is None:
-                result.pop(field, None)
-            else:
-                result[field] = merged_value
         else:
-            result[field] = copy.deepcopy(value)
+            result[field] = merged
     return result
+
+
+def _merged_field(field: str, current: JSON, value: JSON) -> JSON:
+    """The value of one field after a strategic merge patch sets it to ``value`` (None: removed)."""
+    if value is None:
+        return None
+    if isinstance(value, list) and field in MERGE_KEYS:
+        return _merge_keyed_list(field, current if isinstance(current, list) else [], value)
+    if isinstance(value, list) and field in MERGED_SCALAR_LISTS and isinstance(current, list):
+        merged = list(current)
+        merged.extend(item for item in value if item not in merged)
+        return merged
+    if isinstance(value, dict):
+        return strategic_merge_patch(current, value)
+    return copy.deepcopy(value)
 
 
 def apply_patch(content_type: str, target: JSON, patch: JSON) -> JSON:

@@ -254,23 +254,30 @@ class _Handler(BaseHTTPRequestHandler):
             cluster._log(f"internal error on {method} {self.path}: {problem!r}")
             self._send_json(500, status_object(500, "InternalError", f"internal error: {problem}"))
 
-    def _route(self, cluster: LocalCluster, method: str, path: str, query: dict[str, str]) -> None:
+    def _route_beside_resources(self, cluster: LocalCluster, method: str, path: str) -> bool:
+        """Answer a request for something other than a resource (gitdeploy's own test support,
+        OpenAPI, discovery, access reviews); False if ``path`` is a resource's."""
         if path.startswith("/gitdeploy/v1/"):
             self._gitdeploy(cluster, method, path)
-            return
+            return True
         if path.startswith(openapidocs.PREFIX) and method == "GET":
             self._openapi(cluster, path)
-            return
+            return True
         document = self._discovery(path) if method == "GET" else None
         if document is not None:
             cluster.stats.record("get", "discovery")
             self._send_json(200, document)
-            return
+            return True
         if path.rstrip("/") == ACCESS_REVIEW_PATH and method == "POST":
             cluster.stats.record("create", "selfsubjectaccessreviews")
             protobuf = self.fields.get("content-type", "").startswith(PROTOBUF)  # kubectl sends it so
             review = access_review_from_protobuf(self._read_raw()) if protobuf else self._read_body()
             self._send_json(201, review_access(self._access, review))
+            return True
+        return False
+
+    def _route(self, cluster: LocalCluster, method: str, path: str, query: dict[str, str]) -> None:
+        if self._route_beside_resources(cluster, method, path):
             return
         asked = request_info(method, path, query.get("watch") in ("1", "true")) if self._access else None
         if asked is not None:
@@ -281,7 +288,6 @@ class _Handler(BaseHTTPRequestHandler):
         verb = self._verb(method, route, query)
         cluster.stats.record(verb, route.resource_label)
         cluster.registry.materialise()
-        registry = cluster.registry
         namespace = route.namespace or ""
         if verb == "watch":
             self._watch(cluster, route, query)
@@ -297,18 +303,8 @@ class _Handler(BaseHTTPRequestHandler):
                 continue_token=query.get("continue") or None,
             )
             self._send_list(cluster, route.resource, result, self._table_request(query))
-        elif verb == "get" and route.subresource == "log":
-            self._send(200, registry.pod_log(namespace, str(route.name)).encode(), "text/plain")
-        elif verb == "get" and route.subresource == "scale":
-            self._send_json(200, registry.get_scale(namespace, str(route.name)))
         elif verb == "get":
-            obj = registry.get(route.resource, namespace, str(route.name))
-            table = self._table_request(query)
-            if table is not None:
-                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
-                self._send_json(200, to_table(route.resource, [obj], cluster.clock.now(), meta, table))
-            else:
-                self._send_json(200, obj)
+            self._get(cluster, route, query)
         else:
             label = f"{verb} {route.resource_label} {namespace}/{route.name or ''}"
             body = self._read_write_body(route)  # before the gate: a dropped write leaves no bytes unread
@@ -320,6 +316,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(code, answer)
             if not dry:
                 cluster.registry.materialise()  # the ReplicaSet controller, a moment after the write
+
+    def _get(self, cluster: LocalCluster, route: Route, query: dict[str, str]) -> None:
+        registry, namespace, name = cluster.registry, route.namespace or "", str(route.name)
+        if route.subresource == "log":
+            self._send(200, registry.pod_log(namespace, name).encode(), "text/plain")
+        elif route.subresource == "scale":
+            self._send_json(200, registry.get_scale(namespace, name))
+        else:
+            obj = registry.get(route.resource, namespace, name)
+            table = self._table_request(query)
+            if table is not None:
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                self._send_json(200, to_table(route.resource, [obj], cluster.clock.now(), meta, table))
+            else:
+                self._send_json(200, obj)
 
     def _write(
         self, cluster: LocalCluster, verb: str, route: Route, query: dict[str, str], body: Any

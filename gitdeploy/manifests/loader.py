@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from gitdeploy.core.diagnostics import Diagnostic
@@ -216,60 +216,77 @@ def _app_label(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
+@dataclass
+class _Gathered:
+    """What the files of a repo define, before the repo-wide rules: drafts by app key (several
+    if an app is defined twice), image streams, and the keys already known to be invalid."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    drafts: dict[AppKey, list[tuple[Analysis, App]]] = field(default_factory=dict)
+    invalid: set[AppKey] = field(default_factory=set)
+    streams: dict[AppKey, ImageStream] = field(default_factory=dict)
+    ignored: list[Ignored] = field(default_factory=list)
+
+    def add(self, analysis: Analysis, namespace: str) -> None:
+        key = AppKey(namespace, analysis.name)
+        if analysis.ignored:
+            self.ignored.append(Ignored(analysis.kind, analysis.name, analysis.location))
+        elif analysis.diagnostics:
+            label = _app_label(namespace, analysis.name)
+            self.diagnostics.extend(replace(d, app=label) for d in analysis.diagnostics)
+            if analysis.name and analysis.kind != "ImageStream":
+                self.invalid.add(key)
+        elif analysis.image_stream is not None:
+            self.add_stream(key, analysis.image_stream)
+        elif analysis.draft is not None:
+            placed = place_in_namespace(analysis.draft.app, namespace)
+            self.drafts.setdefault(key, []).append((analysis, placed))
+
+    def add_stream(self, key: AppKey, stream: ImageStream) -> None:
+        if key in self.streams:
+            first = self.streams[key].location
+            self.diagnostics.append(
+                Diagnostic(
+                    stream.location.file,
+                    stream.location.line,
+                    stream.location.column,
+                    str(key),
+                    f"image stream {key} is also defined at {first}",
+                    "keep one definition",
+                )
+            )
+        self.streams.setdefault(key, replace(stream, key=key))
+
+
+def _defined_twice(key: AppKey, defined: list[tuple[Analysis, App]]) -> list[Diagnostic]:
+    """One diagnostic for each definition of ``key`` after the first."""
+    places = [str(app.location) for _, app in defined]
+    return [
+        Diagnostic(
+            app.location.file,
+            app.location.line,
+            app.location.column,
+            str(key),
+            f"{key} is defined more than once: {', '.join(places)}",
+            "keep one definition; until then neither deploys",
+        )
+        for _, app in defined[1:]
+    ]
+
+
 def assemble(files: Iterable[FileAnalysis], settings: RepoSettings) -> LoadResult:
     """The repo-wide pass: namespaces, duplicates, allowed namespaces, image stream references."""
-    diagnostics: list[Diagnostic] = []
-    drafts: dict[AppKey, list[tuple[Analysis, App]]] = {}
-    invalid: set[AppKey] = set()
-    streams: dict[AppKey, ImageStream] = {}
-    ignored: list[Ignored] = []
+    gathered = _Gathered()
     for file in files:
-        diagnostics.extend(file.diagnostics)
+        gathered.diagnostics.extend(file.diagnostics)
         for analysis in file.analyses:
-            namespace = analysis.namespace or settings.default_namespace
-            key = AppKey(namespace, analysis.name)
-            if analysis.ignored:
-                ignored.append(Ignored(analysis.kind, analysis.name, analysis.location))
-            elif analysis.diagnostics:
-                label = _app_label(namespace, analysis.name)
-                diagnostics.extend(replace(d, app=label) for d in analysis.diagnostics)
-                if analysis.name and analysis.kind != "ImageStream":
-                    invalid.add(key)
-            elif analysis.image_stream is not None:
-                stream = analysis.image_stream
-                if key in streams:
-                    first = streams[key].location
-                    diagnostics.append(
-                        Diagnostic(
-                            stream.location.file,
-                            stream.location.line,
-                            stream.location.column,
-                            str(key),
-                            f"image stream {key} is also defined at {first}",
-                            "keep one definition",
-                        )
-                    )
-                streams.setdefault(key, replace(stream, key=key))
-            elif analysis.draft is not None:
-                drafts.setdefault(key, []).append(
-                    (analysis, place_in_namespace(analysis.draft.app, namespace))
-                )
+            gathered.add(analysis, analysis.namespace or settings.default_namespace)
+    diagnostics, invalid, streams = gathered.diagnostics, gathered.invalid, gathered.streams
 
     apps: list[App] = []
-    for key, defined in drafts.items():
+    for key, defined in gathered.drafts.items():
         if len(defined) > 1 or key in invalid:
-            places = [str(app.location) for _, app in defined]
-            for _, app in defined[1:] if len(defined) > 1 else []:
-                diagnostics.append(
-                    Diagnostic(
-                        app.location.file,
-                        app.location.line,
-                        app.location.column,
-                        str(key),
-                        f"{key} is defined more than once: {', '.join(places)}",
-                        "keep one definition; until then neither deploys",
-                    )
-                )
+            diagnostics.extend(_defined_twice(key, defined))
             invalid.add(key)
             continue
         analysis, app = defined[0]
@@ -290,7 +307,7 @@ def assemble(files: Iterable[FileAnalysis], settings: RepoSettings) -> LoadResul
         image_streams=tuple(sorted(streams.values(), key=lambda s: s.key)),
         diagnostics=tuple(sorted(diagnostics, key=diagnostic_order)),
         invalid_apps=tuple(sorted(invalid)),
-        ignored=tuple(ignored),
+        ignored=tuple(gathered.ignored),
     )
 
 
