@@ -33,6 +33,7 @@ from bench.generate import generate_repo
 from gitdeploy.clock import FakeClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.scheduler import Scheduler
 from gitdeploy.localcluster import LocalCluster, SimulationConfig
 from gitdeploy.source.repo import ConfigRepo
 
@@ -56,16 +57,10 @@ def api_client_for(cluster: LocalCluster) -> Any:
 def settle(controller: Controller, clock: FakeClock, *, limit: float = 24 * 3600.0) -> int:
     """Poll, then pass after pass until nothing is due, moving the fake clock to the next due
     time (at least 0.1 s, so pods become ready); returns the number of passes."""
-    controller.poll()
-    start, passes = clock.now(), 0
-    while clock.now() - start < limit:
-        controller.reconcile_due()
-        passes += 1
-        wait = controller.next_due_in()
-        if wait is None:
-            return passes
-        clock.advance(max(wait, 0.1))
-    raise RuntimeError(f"the apps did not settle within {limit:.0f} s of fake time")
+    passes = Scheduler(controller).settle(clock.advance, limit=limit, shortest=0.1)
+    if passes is None:
+        raise RuntimeError(f"the apps did not settle within {limit:.0f} s of fake time")
+    return passes
 
 
 def fill(state: Path, apps: int, seed: int, workers: int = 4) -> dict[str, Any]:

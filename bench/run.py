@@ -29,11 +29,11 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 if __package__ in (None, ""):  # run as ``python bench/run.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -51,10 +51,12 @@ from gitdeploy.cluster.connection import connect
 from gitdeploy.controller import watcher
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.controller.reconcile import Result
+from gitdeploy.controller.scheduler import Scheduler
+from gitdeploy.controller.workers import PassHooks
 from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.hashing import canonical_template, template_hash
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.localcluster import ClusterInfo, LocalCluster, SimulationConfig, ensure_running, stop
 from gitdeploy.localcluster.daemon import ssl_context
 from gitdeploy.localcluster.registry import Registry
@@ -298,42 +300,40 @@ class TimedStats(RequestStats):
         return next((t for t, v, r in arrivals if t > after and v in verbs and r == resource), None)
 
 
-class TimedController(Controller):
-    """The loop's controller, timing each app's step (snapshot, plan, writes; wall-clock time,
-    its thread's CPU time and the time spent in requests as ``in_requests`` tells) and each pass
-    (divided by its steps) for step-overhead."""
+class StepTimings:
+    """The loop's pass hooks (:class:`PassHooks`) timing each app's step (snapshot, plan, writes;
+    wall-clock time, its thread's CPU time and the time spent in requests as ``in_requests``
+    tells) and each pass (divided by its steps) for step-overhead."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self) -> None:
         self.step_ms: list[float] = []
         self.step_cpu_ms: list[float] = []
         self.step_in_requests_ms: list[float] = []
         self.pass_ms_per_step: list[float] = []
         self.in_requests: Callable[[], float] = lambda: 0.0
         """Seconds the calling thread has spent in API requests (:meth:`SentRequests.waited`)."""
+        self._steps_before = 0
 
-    def clear_timings(self) -> None:
+    def clear(self) -> None:
         for timings in (self.step_ms, self.step_cpu_ms, self.step_in_requests_ms, self.pass_ms_per_step):
             timings.clear()
+        self._steps_before = 0
 
-    def reconcile_due(self, only: Iterable[AppKey] | None = None) -> list[AppReport]:
-        started, before = time.perf_counter(), len(self.step_ms)
-        reports = super().reconcile_due(only)
-        if len(self.step_ms) > before:
-            self.pass_ms_per_step.append(millis_since(started) / (len(self.step_ms) - before))
-        return reports
+    def hooks(self, after_pass: Callable[[], None] | None = None) -> PassHooks:
+        def passed(_reports: list[AppReport], seconds: float) -> None:
+            steps = len(self.step_ms) - self._steps_before
+            if steps:
+                self.pass_ms_per_step.append(seconds * 1000 / steps)
+            self._steps_before = len(self.step_ms)
+            if after_pass is not None:
+                after_pass()
 
-    def _reconcile_one(
-        self,
-        key: AppKey,
-        replica_sets: list[ObservedReplicaSet],
-        pods: list[ObservedPod],
-        records: Mapping[str, StoredRecord],
-        census: PodCensus | None = None,
-    ) -> AppReport | None:
+        return PassHooks(around_step=self.around_step, after_pass=passed)
+
+    def around_step(self, _key: AppKey, step: Callable[[], Result]) -> Result:
         started, cpu, waited = time.perf_counter(), time.thread_time(), self.in_requests()
         try:
-            return super()._reconcile_one(key, replica_sets, pods, records, census)
+            return step()
         finally:
             self.step_ms.append(millis_since(started))
             self.step_cpu_ms.append((time.thread_time() - cpu) * 1000)
@@ -341,15 +341,22 @@ class TimedController(Controller):
 
 
 class LoopThread:
-    """What ``gitdeploy run`` does, on the system clock: poll every ``interval``, run each pass
-    when apps are due, sleep until the next poll or due app (at least 50 ms). With
-    ``watch_rollouts``, ReplicaSets are watched as ``gitdeploy run`` does, and a rollout's pods
-    becoming ready wake the loop."""
+    """What ``gitdeploy run`` does (the one :class:`Scheduler`), on the system clock, in a thread.
+    With ``watch_rollouts``, ReplicaSets are watched as ``gitdeploy run`` does, and a rollout's
+    pods becoming ready wake the loop. ``timings``: each step and pass timed."""
 
-    def __init__(self, controller: Controller, interval: float, *, watch_rollouts: bool = False) -> None:
+    def __init__(
+        self,
+        controller: Controller,
+        interval: float,
+        *,
+        watch_rollouts: bool = False,
+        timings: StepTimings | None = None,
+    ) -> None:
         self.controller = controller
         self.interval = interval
         self.watch_rollouts = watch_rollouts
+        self.timings = timings
         self.polls: list[float] = []
         self.after_pass: Callable[[], None] | None = None
         self._stop = threading.Event()
@@ -367,20 +374,17 @@ class LoopThread:
         self._wake.set()
         self._thread.join()
 
+    def _passed(self) -> None:
+        if self.after_pass is not None:
+            self.after_pass()
+
     def _run(self) -> None:
-        next_poll = 0.0
-        while not self._stop.is_set():
-            self._wake.clear()
-            now = time.perf_counter()
-            if now >= next_poll:
-                self.polls.append(now)
-                self.controller.poll()
-                next_poll = now + self.interval
-            if self.controller.reconcile_due() and self.after_pass is not None:
-                self.after_pass()
-            wait = self.controller.next_due_in()
-            timeout = next_poll - time.perf_counter()
-            self._wake.wait(max(min(timeout, wait) if wait is not None else timeout, 0.05))
+        if self.timings is not None:
+            hooks = self.timings.hooks(self._passed)
+        else:
+            hooks = PassHooks(after_pass=lambda _reports, _seconds: self._passed())
+        scheduler = Scheduler(self.controller, hooks)
+        scheduler.run(self._stop, self._wake, self.interval, polled=self.polls.append)
 
 
 def deployment(name: str, replicas: int, version: int) -> str:
@@ -550,16 +554,13 @@ class OwnProcessCluster:
         return {f"{c['verb']} {c['resource']}": int(c["count"]) for c in counts}
 
 
-ControllerT = TypeVar("ControllerT", bound=Controller)
-
-
 @contextmanager
 def daemon_world(
-    bench: Bench, name: str, repo_url: str, pod_start_seconds: float, kind: type[ControllerT]
-) -> Iterator[tuple[ControllerT, OwnProcessCluster, SentRequests]]:
+    bench: Bench, name: str, repo_url: str, pod_start_seconds: float
+) -> Iterator[tuple[Controller, OwnProcessCluster, SentRequests]]:
     """The embedded cluster daemon of a fresh state dir (pods ready ``pod_start_seconds`` after
-    they start, on the system clock), and a controller of ``kind`` (the loop's, or
-    :class:`TimedController`) reading the config repo at ``repo_url`` and connected to the
+    they start, on the system clock), and the loop's controller reading the config repo at
+    ``repo_url`` and connected to the
     daemon through its kubeconfig as ``gitdeploy run`` is (the official client, HTTPS). The
     daemon is stopped at the end, also on error."""
     state_dir = bench.work / "cluster" / name
@@ -571,7 +572,7 @@ def daemon_world(
             sent = SentRequests(api)
             try:
                 cluster = Cluster(api, connection.description)
-                yield kind(source, cluster, SystemClock()), OwnProcessCluster(info), sent
+                yield Controller(source, cluster, SystemClock()), OwnProcessCluster(info), sent
             finally:
                 api.close()
     finally:
@@ -1031,12 +1032,13 @@ def step_overhead(bench: Bench) -> Measured:
     generated = generate_repo(bench.work / "step-overhead-repo", apps, bench.seed)
     keys = [AppKey(plan.namespace, plan.name) for plan in generated.apps]
     ready_after = SIMULATION.pod_start_seconds
-    with daemon_world(bench, "step-overhead", generated.url, ready_after, TimedController) as world:
+    timings = StepTimings()
+    with daemon_world(bench, "step-overhead", generated.url, ready_after) as world:
         controller, cluster, sent = world
-        controller.in_requests = sent.waited
-        with LoopThread(controller, 0.2, watch_rollouts=True) as loop:
+        timings.in_requests = sent.waited
+        with LoopThread(controller, 0.2, watch_rollouts=True, timings=timings) as loop:
             roll_out(loop, keys, "step-overhead: the first deploy", 600)
-            controller.clear_timings()
+            timings.clear()
             cluster.reset_stats()
             with cluster.cpu_used() as cpu:
                 started = time.perf_counter()
@@ -1044,15 +1046,15 @@ def step_overhead(bench: Bench) -> Measured:
                 roll_out(loop, keys, "step-overhead: the rollout", 600)
                 rollout_s = time.perf_counter() - started
         requests = cluster.requests()
-    samples = controller.step_ms
+    samples = timings.step_ms
     writes = sum(n for kind, n in requests.items() if kind.split()[0] in WRITE_VERBS)
     figures: dict[str, Any] = {
         **spread("step_", samples),
-        **spread("step_cpu_", controller.step_cpu_ms),
-        **spread("step_in_requests_", controller.step_in_requests_ms),
+        **spread("step_cpu_", timings.step_cpu_ms),
+        **spread("step_in_requests_", timings.step_in_requests_ms),
         "steps": len(samples),
         "apps": apps,
-        "per_step_of_pass_median_ms": round(statistics.median(controller.pass_ms_per_step), 2),
+        "per_step_of_pass_median_ms": round(statistics.median(timings.pass_ms_per_step), 2),
         "workers": controller.workers,
         "rollout_s": round(rollout_s, 2),
         "rollout_cpu_s": cpu,
@@ -1084,7 +1086,7 @@ def _rollout_seconds(
     keys = [AppKey("bench", n) for n in names]
     repo = PlainRepo(bench.work / "plain" / name)
     repo.commit({"README.md": "# bench\n"}, "start")
-    with daemon_world(bench, name, str(repo.root), ready_after, Controller) as (controller, cluster, sent):
+    with daemon_world(bench, name, str(repo.root), ready_after) as (controller, cluster, sent):
         repo.apps_at(names, replicas, 1)
         with LoopThread(controller, 0.2, watch_rollouts=True) as loop:
             roll_out(loop, keys, f"{name}: the first deploy", 600)

@@ -29,6 +29,7 @@ from gitdeploy.controller.inspect import count_app_states, list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.notify import Notifier
+from gitdeploy.controller.scheduler import Scheduler
 from gitdeploy.controller.streamwatch import watch_streams
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.diagnostics import printable
@@ -468,33 +469,16 @@ def _loop(
     source: str,
     acting: Callable[[], bool],
 ) -> None:
-    """Poll at ``interval`` (at once on a webhook push; after a failed poll, with the source's
-    backoff), and run each pass when apps are due, also while the repo cannot be read.
-
-    ``pushed`` holds the head the newest push named, for the next poll to fetch at once. Only
-    while ``acting()`` (this process leads): a standby polls git but reconciles nothing.
-    """
+    """Run the scheduler (:meth:`Scheduler.run`) until stopped, saying so in the log."""
     log = logging.getLogger("gitdeploy")
     where = controller.cluster.description
     log.info("gitdeploy run: %s on %s, polling every %.1f s", source, where, interval)
-    next_poll = 0.0
-    while not stop.is_set():
-        wake.clear()  # a push, a watch's notice or a leadership change sets it: no waiting then
-        now = time.monotonic()
-        if now >= next_poll or pushed:  # a watch's notice needs a pass, not a poll of git
-            controller.poll(pushed.pop() if pushed else None)  # only this thread pops
-            if controller.head is not None:
-                readiness.set_repo_read()
-            next_poll = now + controller.poll_delay(interval)  # the source's backoff after a failure
-        if acting():
-            controller.reconcile_due()  # the apps-by-state gauges are read at each scrape
-        wait = controller.next_due_in() if acting() else None
-        timeout = next_poll - time.monotonic()
-        if wait is not None:
-            timeout = min(timeout, wait)
-        wake.wait(max(timeout, 0.05))
-        if stop.is_set():
-            break
+
+    def polled(_started: float) -> None:
+        if controller.head is not None:
+            readiness.set_repo_read()
+
+    Scheduler(controller).run(stop, wake, interval, pushed=pushed, acting=acting, polled=polled)
     log.info("gitdeploy run: stopped; a restart resumes where this left off")
 
 
@@ -546,21 +530,18 @@ def sync(
             )
         keys = _select(controller, apps) if apps else None  # none named: every app, orphans too
         deadline = time.monotonic() + timeout
-        reports = {r.key: r for r in controller.reconcile_due(only=keys)}
+        scheduler = Scheduler(controller)
+        reports = {r.key: r for r in scheduler.pass_once(keys)}
         followed: set[AppKey] = set()  # the apps whose rollout --wait waits for
         stop, wake = threading.Event(), threading.Event()
         if wait and not all(r.settled for r in reports.values()):
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once, as `run`
         with RolloutProgress(err=True, name_apps=True) as progress:
             try:
-                while wait and time.monotonic() < deadline and not all(r.settled for r in reports.values()):
-                    pending = [k for k, r in reports.items() if not r.settled]
-                    followed.update(pending)
-                    _show_progress(progress, controller, {k: reports[k] for k in followed})
-                    wake.wait(min(max(controller.next_due_in() or 0.2, 0.05), 1.0))
-                    wake.clear()
-                    for report in controller.reconcile_due(only=pending):
-                        reports[report.key] = report
+                if wait:
+                    followed = scheduler.follow(
+                        reports, deadline, wake, lambda shown: _show_progress(progress, controller, shown)
+                    )
             finally:
                 stop.set()  # the watch ends before the process does, however the wait ends
             if followed:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +33,8 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.core.imagetriggers import ImageDecision, decide_images, stream_tag_key
 from gitdeploy.core.models import App, ImageStream
 from gitdeploy.core.observed import StoredRecord
-from gitdeploy.core.records import AppRecord, Cause
-from gitdeploy.core.rollout import AppPhase, Snapshot, Step, Target, starts_rollout
+from gitdeploy.core.records import Cause
+from gitdeploy.core.rollout import AppPhase, Snapshot, Target, starts_rollout
 from gitdeploy.errors import GitdeployError
 from gitdeploy.images.registry import RegistryClient
 from gitdeploy.images.streams import (
@@ -328,27 +328,3 @@ def image_message(message: str, phase: str, decision: ImageDecision, note: str) 
     if decision.waiting_for and phase == AppPhase.WAITING:
         message = waiting_message(decision)
     return f"{message}; {note}" if note else message
-
-
-def keep_note_current(
-    amend: Callable[[Step, AppRecord], AppRecord], note: str, message_of: Callable[[Step], str]
-) -> Callable[[Step, AppRecord], AppRecord]:
-    """``amend`` that also rewrites the stored status message when an image-trigger problem appeared
-    or went away (the loop rewrites the status only when sync or health change)."""
-
-    def amended(step: Step, record: AppRecord) -> AppRecord:
-        record = amend(step, record)
-        status = record.status
-        if status is None:
-            return record
-        message = message_of(step)
-        stale = (
-            (note in message) != (note in status.message)
-            if note
-            else IMAGE_NOTE_PREFIX in status.message and IMAGE_NOTE_PREFIX not in message
-        )
-        if not stale:
-            return record
-        return dataclasses.replace(record, status=dataclasses.replace(status, message=message))
-
-    return amended

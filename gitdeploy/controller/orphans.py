@@ -14,9 +14,11 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.verdicts import StatusVerdict
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord, record_name
@@ -54,6 +56,10 @@ class Verdict:
     message: str
 
 
+class RecordWriter(Protocol):
+    def __call__(self, key: AppKey, record: AppRecord, version: str | None) -> StoredRecord: ...
+
+
 def decide_gate(
     head: str, prune: bool, diagnostics: Iterable[Diagnostic], pending: int, apps: int, limit: PruneLimit
 ) -> PruneGate:
@@ -87,11 +93,6 @@ def unreadable_home(record: AppRecord, unreadable: Mapping[str, list[str]]) -> s
     return "; ".join(found) if found else None
 
 
-StatusWriter = Callable[[AppRecord, str, str, str, str], AppRecord]
-"""``(record, sync, health, message, location) -> record`` with that status (unchanged when the
-verdict is)."""
-
-
 def record_of(stored: StoredRecord | None) -> AppRecord | None:
     """The stored record; a damaged one → :class:`DamagedRecordError` that says what to do."""
     return None if stored is None else load_record(stored.namespace, stored.app, stored.payload)
@@ -104,87 +105,138 @@ def last_health(record: AppRecord | None, replica_sets: list[ObservedReplicaSet]
     return Health.HEALTHY if any(rs.state.replicas for rs in replica_sets) else Health.MISSING
 
 
-class OrphanHandler:
-    """Passes over apps the head does not hold validly: orphans, and apps known only from records."""
+@dataclass(frozen=True)
+class OrphanPlan:
+    """What one pass does to an app without a valid manifest (data; :class:`PruneExecutor` does it):
+    the record to write (its status), an event, and for a prune the ReplicaSets to scale to 0 and
+    delete, then the record to delete."""
 
-    def __init__(self, cluster: Cluster, clock: Clock, write_status: StatusWriter) -> None:
+    key: AppKey
+    verdict: Verdict
+    record: AppRecord | None = None
+    """The record to write, with the version it was read at (None: no write)."""
+    version: str = ""
+    uid: str = ""
+    event: str = ""
+    """The message of a ``PruneHeld`` Warning event on the record ('' for none)."""
+    scale_down: tuple[str, ...] = ()
+    delete: tuple[str, ...] = ()
+    delete_record: bool = False
+    log: str = ""
+    """What to log once it is done ('' for nothing)."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a pass read of an app without a valid manifest, and when."""
+
+    key: AppKey
+    replica_sets: list[ObservedReplicaSet]
+    stored: StoredRecord | None
+    now: float
+    head: str
+
+    def plan(
+        self, verdict: Verdict, change: Callable[[AppRecord], AppRecord] | None, **rest: Any
+    ) -> OrphanPlan:
+        """An :class:`OrphanPlan` writing ``change`` of the stored record (when it changes it)."""
+        stored, record = self.stored, record_of(self.stored)
+        if change is None or stored is None or record is None or change(record) == record:
+            return OrphanPlan(self.key, verdict, **rest)
+        return OrphanPlan(self.key, verdict, change(record), stored.resource_version, stored.uid, **rest)
+
+    def status(self, sync: str, health: str, message: str, location: str) -> Callable[[AppRecord], AppRecord]:
+        verdict = StatusVerdict(sync, health, message, location)
+        return lambda record: verdict.apply(record, self.now, self.head)
+
+
+def plan_without_manifest(seen: Seen, sync: str, message: str) -> OrphanPlan:
+    """An app that runs but that this pass cannot step: its manifest is invalid (and there is no
+    last good one, after a restart), or the head's settings cannot be used. Nothing is touched
+    but the record's status."""
+    record = record_of(seen.stored)
+    health = last_health(record, seen.replica_sets)
+    location = record.status.location if record is not None and record.status is not None else ""
+    return seen.plan(Verdict(sync, health, "", message), seen.status(sync, health, message, location))
+
+
+def plan_orphan(seen: Seen, note: str, gate: PruneGate, protected: bool) -> OrphanPlan:
+    """An app that left git: kept (and why), held, or pruned."""
+    record = record_of(seen.stored)
+    protected = protected or (record is not None and record.prune_protected)
+    health = last_health(record, seen.replica_sets)
+    if not gate.prune:
+        return _kept(seen, health, f"{note}; prune is off")
+    if protected:
+        return _kept(seen, health, f'{note}; kept: its manifest said {PRUNE_ANNOTATION}: "false"')
+    if gate.blocker:
+        return _kept(seen, health, f"{note}; {gate.blocker}")
+    if gate.held and (record is None or record.prune_confirmed != gate.head):
+        return _held(seen, record, health, gate)
+    own = [rs for rs in seen.replica_sets if rs.app == seen.key.name]
+    return OrphanPlan(
+        seen.key,
+        Verdict(Sync.ORPHANED, Health.MISSING, "Pruned", f"pruned ({note})"),
+        scale_down=tuple(rs.name for rs in own if rs.state.replicas),
+        delete=tuple(rs.name for rs in own),
+        delete_record=True,
+        log=f"pruned: {note}",
+    )
+
+
+def _kept(seen: Seen, health: str, message: str) -> OrphanPlan:
+    verdict = Verdict(Sync.ORPHANED, health, "Orphaned", message)
+    return seen.plan(verdict, seen.status(Sync.ORPHANED, health, message, ""))
+
+
+def _held(seen: Seen, record: AppRecord | None, health: str, gate: PruneGate) -> OrphanPlan:
+    """Write the held status against this head (a confirmation names it), and say so in an
+    event once per head."""
+    verdict = Verdict(Sync.PRUNE_HELD, health, "PruneHeld", gate.held)
+    current = record.status if record is not None else None
+    if current is not None and (current.sync, current.commit, current.message) == (
+        Sync.PRUNE_HELD,
+        gate.head,
+        gate.held,
+    ):
+        return OrphanPlan(seen.key, verdict)
+    status = SyncStatus(Sync.PRUNE_HELD, health, gate.held, gate.head, "", seen.now)
+    event = gate.held if seen.stored is not None else ""
+    return seen.plan(verdict, lambda r: dataclasses.replace(r, status=status), event=event, log=gate.held)
+
+
+class PruneExecutor:
+    """Carries out an :class:`OrphanPlan`: the one place where the loop writes to the cluster for an
+    app without a valid manifest. The record goes through ``write_record`` (the loop's one writer
+    of app records)."""
+
+    def __init__(self, cluster: Cluster, clock: Clock, write_record: RecordWriter) -> None:
         self.cluster = cluster
         self.clock = clock
-        self.write_status = write_status
+        self.write_record = write_record
 
-    def without_manifest(
-        self,
-        key: AppKey,
-        sync: str,
-        message: str,
-        replica_sets: list[ObservedReplicaSet],
-        stored: StoredRecord | None,
-    ) -> Verdict:
-        """An app that runs but that this pass cannot step: its manifest is invalid (and there is no
-        last good one, after a restart), or the head's settings cannot be used. Nothing is touched
-        but the record's status."""
-        record = record_of(stored)
-        health = last_health(record, replica_sets)
-        location = record.status.location if record is not None and record.status is not None else ""
-        self._write(key, stored, record, lambda r: self.write_status(r, sync, health, message, location))
-        return Verdict(sync, health, "", message)
+    def execute(self, plan: OrphanPlan) -> Verdict:
+        key = plan.key
+        if plan.record is not None:
+            self.write_record(key, plan.record, plan.version)
+        if plan.verdict.sync == Sync.PRUNE_HELD and plan.log:
+            log.warning("[%s] %s", key, plan.log)
+        if plan.event:
+            self._event(key, plan.uid, plan.event)
+        for name in plan.scale_down:
+            self.cluster.scale_replica_set(key.namespace, name, 0)
+        for name in plan.delete:
+            self.cluster.delete_replica_set(key.namespace, name)
+        if plan.delete_record:
+            self.cluster.delete_app_record(key.namespace, key.name)
+            log.info("[%s] %s", key, plan.log)
+        return plan.verdict
 
-    def orphan(
-        self,
-        key: AppKey,
-        note: str,
-        replica_sets: list[ObservedReplicaSet],
-        stored: StoredRecord | None,
-        gate: PruneGate,
-        protected: bool,
-    ) -> Verdict:
-        """An app that left git: kept (and why), held, or pruned."""
-        record = record_of(stored)
-        protected = protected or (record is not None and record.prune_protected)
-        health = last_health(record, replica_sets)
-        if not gate.prune:
-            return self._kept(key, stored, record, health, f"{note}; prune is off")
-        if protected:
-            return self._kept(
-                key, stored, record, health, f'{note}; kept: its manifest said {PRUNE_ANNOTATION}: "false"'
-            )
-        if gate.blocker:
-            return self._kept(key, stored, record, health, f"{note}; {gate.blocker}")
-        if gate.held and (record is None or record.prune_confirmed != gate.head):
-            return self._held(key, stored, record, health, gate)
-        self._delete(key, replica_sets)
-        log.info("[%s] pruned: %s", key, note)
-        return Verdict(Sync.ORPHANED, Health.MISSING, "Pruned", f"pruned ({note})")
-
-    def _kept(
-        self, key: AppKey, stored: StoredRecord | None, record: AppRecord | None, health: str, message: str
-    ) -> Verdict:
-        self._write(key, stored, record, lambda r: self.write_status(r, Sync.ORPHANED, health, message, ""))
-        return Verdict(Sync.ORPHANED, health, "Orphaned", message)
-
-    def _held(
-        self, key: AppKey, stored: StoredRecord | None, record: AppRecord | None, health: str, gate: PruneGate
-    ) -> Verdict:
-        """Write the held status against this head (a confirmation names it), and say so in an
-        event once per head."""
-        current = record.status if record is not None else None
-        if current is None or (current.sync, current.commit, current.message) != (
-            Sync.PRUNE_HELD,
-            gate.head,
-            gate.held,
-        ):
-            status = SyncStatus(Sync.PRUNE_HELD, health, gate.held, gate.head, "", self.clock.now())
-            self._write(key, stored, record, lambda r: dataclasses.replace(r, status=status))
-            log.warning("[%s] %s", key, gate.held)
-            if stored is not None:
-                self._event(key, stored, gate.held)
-        return Verdict(Sync.PRUNE_HELD, health, "PruneHeld", gate.held)
-
-    def _event(self, key: AppKey, stored: StoredRecord, message: str) -> None:
+    def _event(self, key: AppKey, uid: str, message: str) -> None:
         try:
             self.cluster.record_event(
                 key.namespace,
-                ("ConfigMap", record_name(key.name), stored.uid),
+                ("ConfigMap", record_name(key.name), uid),
                 HELD_EVENT,
                 message,
                 warning=True,
@@ -192,28 +244,6 @@ class OrphanHandler:
             )
         except GitdeployError as problem:  # an event is never worth failing a pass for
             log.warning("[%s] could not record event %s: %s", key, HELD_EVENT, problem.message)
-
-    def _write(
-        self,
-        key: AppKey,
-        stored: StoredRecord | None,
-        record: AppRecord | None,
-        change: Callable[[AppRecord], AppRecord],
-    ) -> None:
-        if stored is None or record is None:
-            return
-        updated = change(record)
-        if updated != record:
-            self.cluster.write_app_record(key.namespace, key.name, updated.to_json(), stored.resource_version)
-
-    def _delete(self, key: AppKey, replica_sets: list[ObservedReplicaSet]) -> None:
-        for rs in replica_sets:
-            if rs.app == key.name and rs.state.replicas:
-                self.cluster.scale_replica_set(key.namespace, rs.name, 0)
-        for rs in replica_sets:
-            if rs.app == key.name:
-                self.cluster.delete_replica_set(key.namespace, rs.name)
-        self.cluster.delete_app_record(key.namespace, key.name)
 
 
 @dataclass(frozen=True)

@@ -214,15 +214,7 @@ class RolloutRunner:
         if step.record is not None:
             record = self._with_logs(ns, step.record, step.log_pods)
             version = None if step.create_record or stored is None else stored.resource_version
-            try:
-                written = self.cluster.write_app_record(ns, app.name, record.to_json(), version)
-            except NotFoundError:
-                if not step.create_record:
-                    raise
-                self.cluster.ensure_namespace(ns)  # a new app in a new namespace
-                written = self.cluster.write_app_record(ns, app.name, record.to_json(), None)
-            record_uid = written.uid
-            self.record_versions[app.key] = written.resource_version
+            record_uid = self.write_record(app.key, record, version).uid
         for action in step.actions:
             if isinstance(action, CreateReplicaSet):
                 spec = action.spec
@@ -264,6 +256,19 @@ class RolloutRunner:
                 log.warning("[%s] could not record event %s: %s", app.key, event.reason, problem)
         if step.actions or step.record is not None:
             log.debug("[%s] %s: %s", app.key, step.phase, step.message)
+
+    def write_record(self, key: AppKey, record: AppRecord, version: str | None) -> StoredRecord:
+        """The loop's one write of an app record (``version`` None: create it, with its namespace
+        if that is missing); its resourceVersion is remembered as this runner's own change."""
+        try:
+            written = self.cluster.write_app_record(key.namespace, key.name, record.to_json(), version)
+        except NotFoundError:
+            if version is not None:
+                raise
+            self.cluster.ensure_namespace(key.namespace)  # a new app in a new namespace
+            written = self.cluster.write_app_record(key.namespace, key.name, record.to_json(), None)
+        self.record_versions[key] = written.resource_version
+        return written
 
     def _with_logs(self, namespace: str, record: AppRecord, pods: tuple[str, ...]) -> AppRecord:
         """Add the log tail of finished hook and deployer pods to the revisions that ran them."""

@@ -19,6 +19,7 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.scheduler import Scheduler
 from gitdeploy.controller.watcher import watch_rollouts
 from gitdeploy.core.models import AppKey
 from gitdeploy.localcluster import SimulationConfig
@@ -63,14 +64,8 @@ def wake(controller: Controller) -> Iterator[threading.Event]:
 
 
 def settle(controller: Controller, clock: FakeClock) -> None:
-    controller.poll()
-    for _ in range(100):
-        controller.reconcile_due()
-        wait = controller.next_due_in()
-        if wait is None:
-            return
-        clock.advance(max(wait, 0.1))
-    raise AssertionError(f"not settled: {controller.reports}")
+    passes = Scheduler(controller).settle(clock.advance, limit=600, shortest=0.1)
+    assert passes is not None, f"not settled: {controller.reports}"
 
 
 def eventually(condition: Callable[[], bool], seconds: float = 10.0) -> bool:

@@ -20,12 +20,14 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import AppView, list_app_views
 from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.notify import Notifier
+from gitdeploy.controller.workers import PassHooks
 from gitdeploy.core.models import AppKey
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.server.http import HttpServer, Readiness
 from gitdeploy.server.metrics import Metrics
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.loop import settle as shared_settle
 from tests.fixtures.waiting import eventually
 from tests.integration.server.notify_receiver import Receiver
 from tests.integration.server.scrape import Samples, parse, total
@@ -66,17 +68,10 @@ def controller(
 
 
 def settle(controller: Controller, clock: FakeClock, metrics: Metrics, limit: float = 600) -> None:
-    """What ``run`` does, with the fake clock following the requeue delays, until nothing is due."""
-    controller.poll()
-    start = clock.now()
-    while clock.now() - start < limit:
-        if controller.reconcile_due():
-            publish_app_states(controller, metrics)
-        wait = controller.next_due_in()
-        if wait is None:
-            return
-        clock.advance(min(max(wait, 0.5), 1.0))
-    raise AssertionError(f"not settled: {controller.reports}")
+    """What ``run`` does, with the fake clock following the requeue delays, until nothing is due;
+    the apps-by-state gauges are published after each pass."""
+    hooks = PassHooks(after_pass=lambda _reports, _seconds: publish_app_states(controller, metrics))
+    shared_settle(controller, clock, limit, hooks)
 
 
 def status_views(controller: Controller) -> list[AppView]:

@@ -1,0 +1,123 @@
+"""The one scheduler: what drives the controller's passes, for ``run``, ``sync``, the benchmarks
+and the tests.
+
+* :meth:`Scheduler.run` — until stopped: poll at ``interval`` (at once on a webhook push; after a
+  failed poll, with the source's backoff), and run a pass whenever apps are due.
+* :meth:`Scheduler.settle` — on a fake clock: poll, then pass after pass until nothing is due,
+  moving the clock to the next due time.
+* :meth:`Scheduler.follow` — ``sync --wait``: pass over the given apps until they settle.
+
+:class:`~gitdeploy.controller.workers.PassHooks` are its explicit hooks: what a benchmark times
+or a test slows down, without overriding the controller.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.controller.workers import NO_HOOKS, PassHooks
+from gitdeploy.core.models import AppKey
+
+log = logging.getLogger("gitdeploy")
+
+SHORTEST_WAIT = 0.05
+"""A loop on the system clock never waits less between passes (a busy loop helps nobody)."""
+
+
+class Scheduler:
+    """Drives one :class:`Controller` (see the module docstring)."""
+
+    def __init__(self, controller: Controller, hooks: PassHooks = NO_HOOKS) -> None:
+        self.controller = controller
+        self.hooks = hooks
+
+    def pass_once(self, only: Iterable[AppKey] | None = None) -> list[AppReport]:
+        """One pass over the due apps (or ``only`` those); ``after_pass`` hears of it."""
+        started = time.perf_counter()
+        reports = self.controller.reconcile_due(only, self.hooks)
+        if reports and self.hooks.after_pass is not None:
+            self.hooks.after_pass(reports, time.perf_counter() - started)
+        return reports
+
+    def settle(
+        self,
+        advance: Callable[[float], object],
+        *,
+        limit: float,
+        shortest: float,
+        longest: float = float("inf"),
+    ) -> int | None:
+        """Poll, then pass after pass until nothing is due; between passes ``advance`` the (fake)
+        clock to the next due time, by ``shortest`` to ``longest`` seconds. Returns the number of
+        passes, or None when apps were still due after ``limit`` seconds of that clock."""
+        controller = self.controller
+        controller.poll()
+        start, passes = controller.clock.now(), 0
+        while controller.clock.now() - start < limit:
+            self.pass_once()
+            passes += 1
+            wait = controller.next_due_in()
+            if wait is None:
+                return passes
+            advance(min(max(wait, shortest), longest))
+        return None
+
+    def run(
+        self,
+        stop: threading.Event,
+        wake: threading.Event,
+        interval: float,
+        *,
+        pushed: deque[str] | None = None,
+        acting: Callable[[], bool] = lambda: True,
+        polled: Callable[[float], None] | None = None,
+    ) -> None:
+        """Poll at ``interval`` and pass over due apps until ``stop``; ``wake`` cuts a wait short
+        (a push, a watch's notice, a leadership change). ``pushed`` holds the head the newest push
+        named, for the next poll to fetch at once. Only while ``acting()`` (this process leads): a
+        standby polls git but reconciles nothing. ``polled(started)`` is called after every poll
+        (``started``: when it began, on :func:`time.perf_counter`)."""
+        controller = self.controller
+        pushed = pushed if pushed is not None else deque(maxlen=1)
+        next_poll = 0.0
+        while not stop.is_set():
+            wake.clear()  # a push, a watch's notice or a leadership change sets it: no waiting then
+            now = time.perf_counter()
+            if now >= next_poll or pushed:  # a watch's notice needs a pass, not a poll of git
+                controller.poll(pushed.pop() if pushed else None)  # only this thread pops
+                if polled is not None:
+                    polled(now)
+                next_poll = now + controller.poll_delay(interval)  # the source's backoff after a failure
+            if acting():
+                self.pass_once()
+            wait = controller.next_due_in() if acting() else None
+            timeout = next_poll - time.perf_counter()
+            if wait is not None:
+                timeout = min(timeout, wait)
+            wake.wait(max(timeout, SHORTEST_WAIT))
+
+    def follow(
+        self,
+        reports: dict[AppKey, AppReport],
+        deadline: float,
+        wake: threading.Event,
+        show: Callable[[dict[AppKey, AppReport]], None],
+    ) -> set[AppKey]:
+        """``sync --wait``: pass over the unsettled apps of ``reports`` (updated in place) until all
+        settle or the monotonic ``deadline``; ``show`` the apps followed before each wait. Returns
+        the apps followed."""
+        followed: set[AppKey] = set()
+        while time.monotonic() < deadline and not all(r.settled for r in reports.values()):
+            pending = [k for k, r in reports.items() if not r.settled]
+            followed.update(pending)
+            show({k: reports[k] for k in followed})
+            wake.wait(min(max(self.controller.next_due_in() or 0.2, SHORTEST_WAIT), 1.0))
+            wake.clear()
+            for report in self.pass_once(pending):
+                reports[report.key] = report
+        return followed

@@ -1,0 +1,180 @@
+"""Workers: one pass over the due apps, listed per namespace (or per app), reconciled in parallel.
+
+A pass lists each namespace involved once (ReplicaSets, app records, and hook pods when an app
+there has hooks), or, when few of a namespace's apps are due (:func:`lists_per_app`), each of
+those apps' own objects, and runs :meth:`~gitdeploy.controller.reconcile.Reconciler.reconcile`
+for each app on a bounded pool of threads. :class:`PassHooks` let a benchmark or a test watch
+(or slow down) the lists and the steps without overriding anything.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.reconcile import AppReport, Listed, Reconciler, Result
+from gitdeploy.core.models import App, AppKey, StrategyType
+from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus
+from gitdeploy.core.rollout import wants_pod_census
+from gitdeploy.errors import GitdeployError
+
+PER_APP_LISTS_BELOW = 4
+"""See :func:`lists_per_app`. Measured on bench/run.py's cached cluster (833 apps and 1,666
+ReplicaSets per namespace, the embedded cluster in process, a busy 2-core machine): listing a
+namespace's ReplicaSets and app records takes 250–300 ms however few of its apps are due (most
+of it decoding the ReplicaSets' JSON), the lists of one app 0.7 ms (1.1 ms with hook pods); with
+the 4 workers, 100 due apps' own lists took 97 ms, 200 took 212 ms (as long as the namespace's
+lists), 400 took 484 ms."""
+
+
+def lists_per_app(due: int, apps_in_namespace: int) -> bool:
+    """Whether a pass reads ``due`` apps of a namespace through lists of each app's own objects
+    (ReplicaSets, record, hook pods by the ``gitdeploy.io/app`` label) rather than one list per
+    kind of the whole namespace: when the namespace holds at least :data:`PER_APP_LISTS_BELOW`
+    times more apps than are due. A pass over every app (a resync) lists namespaces.
+
+    >>> lists_per_app(1, 833), lists_per_app(208, 833), lists_per_app(209, 833), lists_per_app(1, 3)
+    (True, True, False, False)
+    """
+    return due * PER_APP_LISTS_BELOW <= apps_in_namespace
+
+
+@dataclass(frozen=True)
+class PassHooks:
+    """What a benchmark or a test watches of the passes the scheduler drives (all optional; they
+    run on the loop's threads, and must not raise)."""
+
+    before_list: Callable[[str, int], None] | None = None
+    """(namespace, apps due there) before a pass lists the namespace as a whole."""
+    around_step: Callable[[AppKey, Callable[[], Result]], Result] | None = None
+    """Runs each app's reconcile (after its lists): call the given function, return its result."""
+    after_pass: Callable[[list[AppReport], float], None] | None = None
+    """(the pass's reports, its seconds) after every pass that had apps due."""
+
+
+NO_HOOKS = PassHooks()
+
+Finish = Callable[[Result], AppReport | None]
+"""Takes a pass's result over one app in: its report (None when nothing of the app is known)."""
+
+
+class Workers:
+    """The pool that runs a pass's reconciles, and the lists that feed them."""
+
+    def __init__(
+        self, cluster: Cluster, reconciler: Reconciler, apps: Callable[[], dict[AppKey, App]], size: int
+    ) -> None:
+        self.cluster = cluster
+        self.reconciler = reconciler
+        self._apps = apps
+        self.size = max(1, size)
+        self._pool = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="reconcile")
+        """Kept between passes: starting its threads again for every pass cost about 2 ms a step."""
+        self._counted_apps: dict[AppKey, App] = {}
+        self._apps_per_namespace: Counter[str] = Counter()
+
+    def run(self, keys: list[AppKey], finish: Finish, hooks: PassHooks) -> list[AppReport]:
+        """Reconcile ``keys``; each result goes to ``finish`` on the thread that made it (a
+        namespace that cannot be listed fails its apps), and the reports it returns are the pass's."""
+        by_namespace: dict[str, list[AppKey]] = defaultdict(list)
+        for key in keys:
+            by_namespace[key.namespace].append(key)
+        reports: list[AppReport | None] = []
+        futures: list[Future[AppReport | None]] = []
+        earlier = 0
+        for namespace, members in sorted(by_namespace.items()):
+            # MEMORY: the next namespace is listed once the steps of all but the last one listed
+            # are done, so a pass holds what it listed of two namespaces, not of every one.
+            wait(futures[:earlier])
+            earlier = len(futures)
+            if lists_per_app(len(members), self._apps_in(namespace)):
+                futures += [
+                    self._pool.submit(self._list_and_reconcile, key, finish, hooks) for key in members
+                ]
+                continue
+            if hooks.before_list is not None:
+                hooks.before_list(namespace, len(members))
+            try:
+                listed = self._list_namespace(namespace, members)
+            except GitdeployError as problem:
+                reports += [finish(Result(key, error=problem)) for key in members]  # never a silent pass
+                continue
+            futures += [
+                self._pool.submit(self._reconcile, key, listed[key.name], finish, hooks) for key in members
+            ]
+            del listed  # each step holds its own app's objects only, freed when it is done
+        reports += [future.result() for future in futures]
+        return [report for report in reports if report is not None]
+
+    def _reconcile(self, key: AppKey, listed: Listed, finish: Finish, hooks: PassHooks) -> AppReport | None:
+        if hooks.around_step is None:
+            return finish(self.reconciler.reconcile(key, listed))
+        return finish(hooks.around_step(key, lambda: self.reconciler.reconcile(key, listed)))
+
+    def _apps_in(self, namespace: str) -> int:
+        """How many apps of git live in ``namespace`` (counted once per desired state)."""
+        apps = self._apps()
+        if self._counted_apps is not apps:
+            self._apps_per_namespace = Counter(key.namespace for key in apps)
+            self._counted_apps = apps
+        return self._apps_per_namespace[namespace]
+
+    def _wants_pods(self, key: AppKey) -> bool:
+        """Whether the app may have hook or deployer pods to look at."""
+        app = self._apps().get(key)
+        return app is not None and (bool(app.strategy.hooks) or app.strategy.type is StrategyType.CUSTOM)
+
+    def _wants_census(self, key: AppKey) -> bool:
+        """Whether the app's pods must be counted (:func:`wants_pod_census`)."""
+        app = self._apps().get(key)
+        return app is not None and wants_pod_census(app)
+
+    def _list_namespace(self, namespace: str, members: list[AppKey]) -> dict[str, Listed]:
+        """One list call per kind for the whole namespace (pods only when an app may have hook
+        pods, or is Recreate: then every app pod, to count them per ReplicaSet), split by app; only
+        the ReplicaSets of ``members`` are read from the list."""
+        names = {key.name for key in members}
+        replica_sets: dict[str, list[ObservedReplicaSet]] = {name: [] for name in names}
+        for rs in self.cluster.list_replica_sets(namespace, of_apps=names):
+            replica_sets[rs.app].append(rs)
+        records = {r.app: r for r in self.cluster.list_app_records(namespace)}
+        pods: dict[str, list[ObservedPod]] = {name: [] for name in names}
+        counted = {key.name for key in members if self._wants_census(key)}
+        census: dict[str, PodCensus] = {}
+        if counted or any(self._wants_pods(key) for key in members):
+            hook_pods, census = (
+                self.cluster.list_pods_with_census(namespace)
+                if counted
+                else (self.cluster.list_app_pods(namespace), {})
+            )
+            for pod in hook_pods:
+                if pod.app in pods:
+                    pods[pod.app].append(pod)
+        return {
+            name: (
+                replica_sets[name],
+                pods[name],
+                records,
+                census.get(name, PodCensus()) if name in counted else None,
+            )
+            for name in names
+        }
+
+    def _list_and_reconcile(self, key: AppKey, finish: Finish, hooks: PassHooks) -> AppReport | None:
+        """A pass over one app from lists of its own objects (when few apps of its namespace are due)."""
+        try:
+            replica_sets = self.cluster.list_replica_sets(key.namespace, key.name)
+            records = {r.app: r for r in self.cluster.list_app_records(key.namespace, key.name)}
+            pods: list[ObservedPod] = []
+            census = None
+            if self._wants_census(key):
+                pods, counted = self.cluster.list_pods_with_census(key.namespace, key.name)
+                census = counted.get(key.name, PodCensus())
+            elif self._wants_pods(key):
+                pods = self.cluster.list_app_pods(key.namespace, key.name)
+        except GitdeployError as problem:
+            return finish(Result(key, error=problem))
+        return self._reconcile(key, (replica_sets, pods, records, census), finish, hooks)
