@@ -61,7 +61,8 @@ def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str
 
     A pin holds while the app's manifest is the one it was set on (a pin set without a digest is
     bound to the manifest the loop sees first) and its template is at hand: on its ReplicaSet, or
-    rebuilt from git into the pin. A changed manifest rolls forward from git as usual.
+    rebuilt from git into the pin (never a template edited by hand). A changed manifest rolls
+    forward from git as usual.
     """
     digest = manifest_digest(app)
     record = snapshot.record
@@ -79,10 +80,10 @@ def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str
     if pin is None or pin.manifest_digest not in ("", digest):
         return git_target
     pinned = next((rs for rs in snapshot.replica_sets if rs.state.template_hash == pin.template_hash), None)
-    if pinned is not None and pinned.template is not None:
-        template = pinned.template
-    elif pin.template:
+    if pin.template:  # rebuilt from git: the revision's ReplicaSet was gone or edited by hand
         template = PodTemplate(pin.template)
+    elif pinned is not None and pinned.template is not None and not edited_by_hand(pinned):
+        template = pinned.template
     else:
         return git_target
     entry = record.entry(pin.revision)
