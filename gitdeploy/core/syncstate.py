@@ -89,7 +89,6 @@ def live_verdict(
     ``Suspended`` and ``Missing`` stay as they are.
 
     >>> from gitdeploy.core.drift import Drift
-from gitdeploy.core.templatedrift import TemplateDrift
     >>> hand = [Drift("web-a", 0, 2)]
     >>> sync, health, message = live_verdict("Synced", "Healthy", "ok", drift=hand, ready=0, desired=2)
     >>> sync, health, message.startswith("web-a was scaled to 0 by hand (gitdeploy set 2): the next")
