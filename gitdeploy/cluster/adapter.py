@@ -37,6 +37,7 @@ from gitdeploy.cluster.quantities import quantities_as_text
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.hooks import DEPLOYER_ROLE
 from gitdeploy.core.lease import LeaseSpec, ObservedLease, format_micro_time
+from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import (
     APP_LABEL,
     ATTEMPT_ANNOTATION,
@@ -61,6 +62,7 @@ from gitdeploy.core.replicasets import (
     ReplicaSetFailure,
     ReplicaSetState,
 )
+from gitdeploy.core.templatedrift import TemplatePod, pod_fingerprint
 from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 from gitdeploy.errors import (
     AlreadyExistsError,
@@ -281,6 +283,29 @@ def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
         generation=int(meta.get("generation", 0) or 0),
         template=template if isinstance(template, dict) else None,
         owned_the_old_way=bool(_old_ownership(raw)),
+    )
+
+
+def _written_template(template: PodTemplate, template_hash: str, app: str) -> dict[str, Any]:
+    """A ReplicaSet's pod template as gitdeploy writes it: git's, with only gitdeploy's labels added."""
+    written = template.to_written_dict()
+    written.setdefault("metadata", {}).setdefault("labels", {})[TEMPLATE_HASH_LABEL] = template_hash
+    written["metadata"]["labels"][APP_LABEL] = app
+    written["spec"] = quantities_as_text(written.get("spec") or {})
+    return written
+
+
+def _template_pod(raw: Mapping[str, Any]) -> TemplatePod:
+    meta = raw.get("metadata") or {}
+    conditions = (raw.get("status") or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return TemplatePod(
+        name=str(meta.get("name", "")),
+        fingerprint=pod_fingerprint(
+            dict(meta.get("labels") or {}), (raw.get("spec") or {}).get("containers") or []
+        ),
+        ready=ready,
+        deleting=meta.get("deletionTimestamp") is not None,
     )
 
 
@@ -676,10 +701,7 @@ class Cluster:
 
     def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
         selector = dict(spec.selector_labels) | {TEMPLATE_HASH_LABEL: spec.template_hash}
-        template = spec.template.to_written_dict()  # as in git: only gitdeploy's labels are added
-        template.setdefault("metadata", {}).setdefault("labels", {})[TEMPLATE_HASH_LABEL] = spec.template_hash
-        template["metadata"]["labels"][APP_LABEL] = spec.app
-        template["spec"] = quantities_as_text(template.get("spec") or {})
+        template = _written_template(spec.template, spec.template_hash, spec.app)
         body = {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
@@ -729,6 +751,49 @@ class Cluster:
             )
             patched = json.loads(response.data)
         return to_observed_replica_set(patched)
+
+    def restore_replica_set_template(
+        self, namespace: str, name: str, app: str, template_hash: str, template: PodTemplate
+    ) -> ObservedReplicaSet:
+        """Write ``template`` back as the ReplicaSet's whole pod template (as :meth:`create_replica_set`
+        writes it), replacing a hand-edited one; the answer is the ReplicaSet as stored."""
+        written = _written_template(template, template_hash, app)
+        patch = [{"op": "replace", "path": "/spec/template", "value": written}]
+        with _translated(f"restore the pod template of ReplicaSet {namespace}/{name}"):
+            response = self.apps.patch_namespaced_replica_set(
+                name,
+                namespace,
+                patch,
+                _preload_content=False,
+                _content_type="application/json-patch+json",
+                _request_timeout=self.timeout,
+            )
+            return to_observed_replica_set(json.loads(response.data))
+
+    def annotate_replica_set(
+        self, namespace: str, name: str, annotations: Mapping[str, str | None]
+    ) -> ObservedReplicaSet:
+        """Set (or, for None, remove) annotations of a ReplicaSet in one merge patch."""
+        patch = {"metadata": {"annotations": dict(annotations)}}
+        with _translated(f"annotate ReplicaSet {namespace}/{name}"):
+            response = self.apps.patch_namespaced_replica_set(
+                name,
+                namespace,
+                patch,
+                _preload_content=False,
+                _content_type="application/merge-patch+json",
+                _request_timeout=self.timeout,
+            )
+            return to_observed_replica_set(json.loads(response.data))
+
+    def list_replica_set_pods(self, namespace: str, app: str, template_hash: str) -> list[TemplatePod]:
+        """The pods of an app's ReplicaSet (by its template hash), as made from a template."""
+        selector = f"{APP_LABEL}={app},{TEMPLATE_HASH_LABEL}={template_hash}"
+        found = self._list_json(
+            self.core.list_namespaced_pod, f"list pods of {namespace}/{app}", namespace=namespace,
+            label_selector=selector,
+        )  # fmt: skip
+        return [_template_pod(raw) for raw in found]
 
     # -- hook and deployer pods ----------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.core.commitwait import CommitProgress, commit_progress
-from gitdeploy.core.drift import find_drift
+from gitdeploy.core.drift import Drift, find_drift
 from gitdeploy.core.imagetriggers import suspension_note
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import (
@@ -28,6 +28,7 @@ from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_recor
 from gitdeploy.core.recovery import revision_entry_of
 from gitdeploy.core.syncstate import Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
+from gitdeploy.core.templatedrift import TemplateDrift, find_template_drift
 from gitdeploy.errors import DamagedRecordError, NotFoundError
 from gitdeploy.source.gitcmd import GitFailure, GitRunner
 from gitdeploy.source.history import read_commit
@@ -185,7 +186,10 @@ def _live(
     """The stored verdict of an app whose revision is Complete, checked against its ReplicaSets now
     (:func:`~gitdeploy.core.syncstate.live_verdict`)."""
     others = [rs.state for rs in replica_sets if rs is not current]
-    drift = find_drift(current.state, others, desired)
+    drift: list[Drift | TemplateDrift] = [*find_drift(current.state, others, desired)]
+    edited = find_template_drift(current)
+    if edited is not None:
+        drift.append(edited)
     return live_verdict(*stored, drift=drift, ready=ready, desired=desired)
 
 

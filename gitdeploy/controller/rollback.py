@@ -27,6 +27,7 @@ from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_recor
 from gitdeploy.core.recovery import revision_entry_of
 from gitdeploy.core.rollback import RollbackChoice, apply_rollback, choose_rollback
 from gitdeploy.core.rollback import retry as decide_retry
+from gitdeploy.core.templatedrift import edited_by_hand
 from gitdeploy.core.timestamps import format_timestamp
 from gitdeploy.errors import NotFoundError, PermanentError
 from gitdeploy.source.repo import ConfigRepo
@@ -67,8 +68,13 @@ class AppState:
         return entry is not None and entry.outcome is Outcome.RUNNING
 
     def template_of(self, entry: RevisionEntry) -> PodTemplate | None:
-        found = next((rs for rs in self.replica_sets if rs.state.template_hash == entry.template_hash), None)
-        return found.template if found is not None else None
+        """The revision's template from its ReplicaSet; None when that is gone or its template was
+        changed by hand (then it is rebuilt from git: the revision's commit and images)."""
+        found = self.replica_set_of(entry)
+        return found.template if found is not None and not edited_by_hand(found) else None
+
+    def replica_set_of(self, entry: RevisionEntry) -> ObservedReplicaSet | None:
+        return next((rs for rs in self.replica_sets if rs.state.template_hash == entry.template_hash), None)
 
 
 def read_app(cluster: Cluster, key: AppKey) -> AppState:
@@ -146,8 +152,11 @@ def plan_rollback(
     template = state.template_of(target)
     rebuilt = template is None
     if load_app is None and (rebuilt or restore):
+        gone = state.replica_set_of(target) is None
         why = (
             f"revision {target.revision}'s ReplicaSet was removed by the history limit"
+            if rebuilt and gone
+            else f"the pod template of revision {target.revision}'s ReplicaSet was changed by hand"
             if rebuilt
             else f"restoring {' and '.join(restore)} settings needs revision {target.revision}'s manifest"
         )

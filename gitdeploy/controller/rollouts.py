@@ -32,6 +32,19 @@ from gitdeploy.core.rollout import (
     plan_pass,
     wants_pod_census,
 )
+from gitdeploy.core.templatedrift import (
+    REPLACING_PODS_ANNOTATION,
+    TEMPLATE_DIGEST_ANNOTATION,
+    TemplatePod,
+    edited_by_hand,
+    template_digest,
+)
+from gitdeploy.core.templaterepair import (
+    TemplateRepair,
+    current_replica_set,
+    plan_template_repair,
+    wants_template_pods,
+)
 from gitdeploy.core.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError
 
@@ -48,7 +61,8 @@ def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str
 
     A pin holds while the app's manifest is the one it was set on (a pin set without a digest is
     bound to the manifest the loop sees first) and its template is at hand: on its ReplicaSet, or
-    rebuilt from git into the pin. A changed manifest rolls forward from git as usual.
+    rebuilt from git into the pin (never a template edited by hand). A changed manifest rolls
+    forward from git as usual.
     """
     digest = manifest_digest(app)
     record = snapshot.record
@@ -66,10 +80,10 @@ def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str
     if pin is None or pin.manifest_digest not in ("", digest):
         return git_target
     pinned = next((rs for rs in snapshot.replica_sets if rs.state.template_hash == pin.template_hash), None)
-    if pinned is not None and pinned.template is not None:
-        template = pinned.template
-    elif pin.template:
+    if pin.template:  # rebuilt from git: the revision's ReplicaSet was gone or edited by hand
         template = PodTemplate(pin.template)
+    elif pinned is not None and pinned.template is not None and not edited_by_hand(pinned):
+        template = pinned.template
     else:
         return git_target
     entry = record.entry(pin.revision)
@@ -163,12 +177,13 @@ class RolloutRunner:
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
+        step, repair = plan_template_repair(target, snapshot, step, self._template_pods(target, snapshot))
         record = step.record or snapshot.record
         if amend is not None and not step.create_record:
             record = amend(step, record)
         if record != (step.record or snapshot.record):
             step = dataclasses.replace(step, record=record)
-        self.execute(target.app, snapshot, stored, step)
+        self.execute(target.app, snapshot, stored, step, repair)
         self.statuses[target.app.key] = step.status
         if self.observers:
             self._tell(rollout_transitions(target, snapshot.record, step, now))
@@ -198,7 +213,7 @@ class RolloutRunner:
         replicas, generation = known
         if rs.generation and rs.generation <= generation:
             return False
-        return replicas != rs.state.replicas
+        return replicas != rs.state.replicas or edited_by_hand(rs)
 
     def _know(self, namespace: str, name: str, replicas: int, generation: int = 0) -> None:
         """Remember ``replicas`` as the ReplicaSet's, and the newest ``generation`` seen of it
@@ -208,19 +223,62 @@ class RolloutRunner:
 
     # -- execution -----------------------------------------------------------------------------------
 
-    def execute(self, app: App, snapshot: Snapshot, stored: StoredRecord | None, step: Step) -> None:
+    def _template_pods(self, target: Target, snapshot: Snapshot) -> list[TemplatePod] | None:
+        """The pods of the current ReplicaSet while its hand-edited template is being repaired."""
+        rs = current_replica_set(target, snapshot)
+        if rs is None or not wants_template_pods(target, snapshot):
+            return None
+        return self.cluster.list_replica_set_pods(rs.namespace, rs.app, rs.state.template_hash)
+
+    def _repair(self, app: App, repair: TemplateRepair | None) -> None:
+        """Carry out a :class:`TemplateRepair`: the template first, then its digest (and the mark
+        of pods being replaced), then the pods made from the edited template."""
+        if repair is None:
+            return
+        ns, name = app.namespace, repair.name
+        marks: dict[str, str | None] = {}
+        if repair.restore is not None:
+            restored = self.cluster.restore_replica_set_template(
+                ns, name, app.name, repair.template_hash, repair.restore
+            )
+            self._know(ns, name, restored.state.replicas, restored.generation)  # not a hand change
+            assert restored.template is not None
+            marks[TEMPLATE_DIGEST_ANNOTATION] = template_digest(restored.template)
+            log.info("[%s] ReplicaSet %s: restored the pod template changed by hand", app.key, name)
+        if repair.digest:
+            marks[TEMPLATE_DIGEST_ANNOTATION] = repair.digest
+        if repair.replacing is not None:
+            marks[REPLACING_PODS_ANNOTATION] = "true" if repair.replacing else None
+        if marks:
+            self.cluster.annotate_replica_set(ns, name, marks)
+        for pod in repair.delete_pods:
+            self.cluster.delete_pod(ns, pod)
+            log.info("[%s] pod %s, made from a pod template changed by hand, deleted", app.key, pod)
+
+    def execute(
+        self,
+        app: App,
+        snapshot: Snapshot,
+        stored: StoredRecord | None,
+        step: Step,
+        repair: TemplateRepair | None = None,
+    ) -> None:
         ns = app.namespace
         record_uid = snapshot.record_uid
         if step.record is not None:
             record = self._with_logs(ns, step.record, step.log_pods)
             version = None if step.create_record or stored is None else stored.resource_version
             record_uid = self.write_record(app.key, record, version).uid
+        self._repair(app, repair)
         for action in step.actions:
             if isinstance(action, CreateReplicaSet):
                 spec = action.spec
                 self._know(ns, spec.name, spec.replicas)  # before: a watch may tell it first
                 try:
-                    self.cluster.create_replica_set(spec)
+                    created = self.cluster.create_replica_set(spec)
+                    if created.template is not None:  # the template as the server stored it
+                        digest = template_digest(created.template)
+                        self.cluster.annotate_replica_set(ns, spec.name, {TEMPLATE_DIGEST_ANNOTATION: digest})
                 except AlreadyExistsError:
                     log.info("[%s] ReplicaSet %s exists already; the next pass adopts it", app.key, spec.name)
             elif isinstance(action, PatchReplicaSet):

@@ -20,6 +20,7 @@ from enum import StrEnum
 from gitdeploy.core.drift import Drift
 from gitdeploy.core.progress import ConditionStatus, ConditionType, DeploymentStatus
 from gitdeploy.core.rollout import AppPhase, Step
+from gitdeploy.core.templatedrift import TemplateDrift
 
 
 class Sync(StrEnum):
@@ -71,7 +72,7 @@ def live_verdict(
     health: str,
     message: str,
     *,
-    drift: Sequence[Drift],
+    drift: Sequence[Drift | TemplateDrift],
     ready: int,
     desired: int,
 ) -> tuple[str, str, str]:
@@ -104,7 +105,7 @@ def live_verdict(
             sync = Sync.OUT_OF_SYNC.value
         if ready < desired:
             health = Health.DEGRADED.value
-        undone = "the next pass of `gitdeploy run` (or `gitdeploy sync`) scales it back"
+        undone = "the next pass of `gitdeploy run` (or `gitdeploy sync`) undoes it"
         return sync, health, _joined(f"{'; '.join(d.render() for d in drift)}: {undone}", message)
     if ready >= desired:
         return sync, Health.HEALTHY.value, message
