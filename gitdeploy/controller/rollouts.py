@@ -17,14 +17,23 @@ from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.restore import restore_settings
 from gitdeploy.core.models import App, AppKey, PodTemplate
-from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord, record_name
+from gitdeploy.core.observed import (
+    ObservedPod,
+    ObservedReplicaSet,
+    PodCensus,
+    ReplicaSetSpec,
+    StoredRecord,
+    record_name,
+)
 from gitdeploy.core.progress import DeploymentStatus
 from gitdeploy.core.records import AppRecord, CommitRef, is_emptied, load_record
 from gitdeploy.core.rollout import (
+    Action,
     CreatePod,
     CreateReplicaSet,
     DeletePod,
     DeleteReplicaSet,
+    Event,
     PatchReplicaSet,
     Snapshot,
     Step,
@@ -271,49 +280,59 @@ class RolloutRunner:
             record_uid = self.write_record(app.key, record, version).uid
         self._repair(app, repair)
         for action in step.actions:
-            if isinstance(action, CreateReplicaSet):
-                spec = action.spec
-                self._know(ns, spec.name, spec.replicas)  # before: a watch may tell it first
-                try:
-                    created = self.cluster.create_replica_set(spec)
-                    if created.template is not None:  # the template as the server stored it
-                        digest = template_digest(created.template)
-                        self.cluster.annotate_replica_set(ns, spec.name, {TEMPLATE_DIGEST_ANNOTATION: digest})
-                except AlreadyExistsError:
-                    log.info("[%s] ReplicaSet %s exists already; the next pass adopts it", app.key, spec.name)
-            elif isinstance(action, PatchReplicaSet):
-                if action.replicas is not None:
-                    self._know(ns, action.name, action.replicas)  # before: a watch may tell it first
-                patched = self.cluster.scale_replica_set(
-                    ns, action.name, action.replicas, dict(action.annotations)
-                )
-                self._know(ns, action.name, patched.state.replicas, patched.generation)
-            elif isinstance(action, DeleteReplicaSet):
-                self.replicas_known.pop((ns, action.name), None)
-                self.cluster.delete_replica_set(ns, action.name)
-            elif isinstance(action, CreatePod):
-                try:
-                    self.cluster.create_pod(action.spec)
-                except AlreadyExistsError:
-                    log.info(
-                        "[%s] pod %s is still being deleted; retrying next pass", app.key, action.spec.name
-                    )
-            elif isinstance(action, DeletePod):
-                self.cluster.delete_pod(ns, action.name)
+            self._apply(app.key, action)
         for event in step.events:
-            try:
-                self.cluster.record_event(
-                    ns,
-                    ("ConfigMap", record_name(app.name), record_uid),  # an object that exists
-                    event.reason,
-                    event.message,
-                    warning=event.warning,
-                    now=self.clock.now(),
-                )
-            except GitdeployError as problem:  # an event is never worth failing a step for
-                log.warning("[%s] could not record event %s: %s", app.key, event.reason, problem)
+            self._record_event(app, record_uid, event)
         if step.actions or step.record is not None:
             log.debug("[%s] %s: %s", app.key, step.phase, step.message)
+
+    def _apply(self, key: AppKey, action: Action) -> None:
+        """Carry out one action of a step."""
+        ns = key.namespace
+        if isinstance(action, CreateReplicaSet):
+            self._create_replica_set(key, action.spec)
+        elif isinstance(action, PatchReplicaSet):
+            if action.replicas is not None:
+                self._know(ns, action.name, action.replicas)  # before: a watch may tell it first
+            patched = self.cluster.scale_replica_set(
+                ns, action.name, action.replicas, dict(action.annotations)
+            )
+            self._know(ns, action.name, patched.state.replicas, patched.generation)
+        elif isinstance(action, DeleteReplicaSet):
+            self.replicas_known.pop((ns, action.name), None)
+            self.cluster.delete_replica_set(ns, action.name)
+        elif isinstance(action, CreatePod):
+            try:
+                self.cluster.create_pod(action.spec)
+            except AlreadyExistsError:
+                log.info("[%s] pod %s is still being deleted; retrying next pass", key, action.spec.name)
+        elif isinstance(action, DeletePod):
+            self.cluster.delete_pod(ns, action.name)
+
+    def _create_replica_set(self, key: AppKey, spec: ReplicaSetSpec) -> None:
+        """Create a revision's ReplicaSet and record the digest of its template as stored."""
+        self._know(key.namespace, spec.name, spec.replicas)  # before: a watch may tell it first
+        try:
+            created = self.cluster.create_replica_set(spec)
+        except AlreadyExistsError:
+            log.info("[%s] ReplicaSet %s exists already; the next pass adopts it", key, spec.name)
+            return
+        if created.template is not None:  # the template as the server stored it
+            digest = template_digest(created.template)
+            self.cluster.annotate_replica_set(key.namespace, spec.name, {TEMPLATE_DIGEST_ANNOTATION: digest})
+
+    def _record_event(self, app: App, record_uid: str, event: Event) -> None:
+        try:
+            self.cluster.record_event(
+                app.namespace,
+                ("ConfigMap", record_name(app.name), record_uid),  # an object that exists
+                event.reason,
+                event.message,
+                warning=event.warning,
+                now=self.clock.now(),
+            )
+        except GitdeployError as problem:  # an event is never worth failing a step for
+            log.warning("[%s] could not record event %s: %s", app.key, event.reason, problem)
 
     def write_record(self, key: AppKey, record: AppRecord, version: str | None) -> StoredRecord:
         """The loop's one write of an app record (``version`` None: create it, with its namespace

@@ -20,6 +20,7 @@ from gitdeploy.core.observed import ObservedReplicaSet
 from gitdeploy.core.replicasets import split_replica_sets
 from gitdeploy.core.rolling import min_available
 from gitdeploy.core.rollout import DEFAULT_REQUEUE_SECONDS, AppPhase, Event, Snapshot, Step, Target
+from gitdeploy.core.rollout.context import bounds_of
 from gitdeploy.core.templatedrift import (
     TemplatePod,
     find_template_drift,
@@ -77,11 +78,8 @@ def plan_template_repair(
         return _told(step, event, "restoring its pod template, changed by hand"), repair
     if step.phase != AppPhase.COMPLETE or pods is None:
         return step, None
-    rolling, replicas = target.app.strategy.rolling, rs.state.replicas
-    if rolling is not None and target.app.strategy.type.is_rolling:
-        floor = min_available("Rolling", replicas, rolling.max_surge, rolling.max_unavailable)
-    else:
-        floor = 0  # Recreate and Custom stop every pod of the old template at once
+    replicas = rs.state.replicas
+    floor = min_available(bounds_of(target.app, replicas))  # 0: Recreate and Custom stop all at once
     going, stale = pods_to_replace(
         pods, rs.template, ready=rs.state.ready, min_available=floor, replicas=replicas
     )
