@@ -31,6 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from gitdeploy.core.observed import record_name
+from gitdeploy.core.progress import ConditionReason
 from gitdeploy.errors import DamagedRecordError
 
 RECORD_VERSION = 1
@@ -58,6 +59,19 @@ class Outcome(StrEnum):
     FAILED = "Failed"
     CANCELLED = "Cancelled"
 
+    @classmethod
+    def parse(cls, text: str) -> Outcome:
+        """The outcome ``text`` names, as a ReplicaSet's phase annotation holds it (which anyone
+        may edit): Running when it names none.
+
+        >>> Outcome.parse("Complete"), Outcome.parse("done?")
+        (<Outcome.COMPLETE: 'Complete'>, <Outcome.RUNNING: 'Running'>)
+        """
+        try:
+            return cls(text)
+        except ValueError:
+            return cls.RUNNING
+
 
 class Cause(StrEnum):
     """Why a revision was rolled out."""
@@ -67,6 +81,14 @@ class Cause(StrEnum):
     ROLLBACK = "Rollback"
     AUTO_ROLLBACK = "AutoRollback"
     MANUAL = "Manual"
+
+
+class FailureReason(StrEnum):
+    """Why a revision failed, for machines (its entry's ``reason`` and the Warning event's)."""
+
+    PROGRESS_DEADLINE_EXCEEDED = ConditionReason.PROGRESS_DEADLINE_EXCEEDED.value
+    HOOK_FAILED = "HookFailed"
+    DEPLOYER_FAILED = "DeployerFailed"
 
 
 @dataclass(frozen=True)
@@ -109,7 +131,7 @@ class RevisionEntry:
     outcome: Outcome = Outcome.RUNNING
     message: str = ""
     reason: str = ""
-    """Why it failed, for machines: ``ProgressDeadlineExceeded``, ``HookFailed`` or ``DeployerFailed``."""
+    """Why it failed, for machines: a :class:`FailureReason` (empty unless it failed)."""
     hooks: tuple[HookResult, ...] = ()
     rolled_back_from: int | None = None
     rolled_back_to: int | None = None
@@ -203,10 +225,7 @@ class AppRecord:
         entry = self.entry(revision)
         if entry is not None and entry.outcome is not Outcome.RUNNING:
             return entry.outcome
-        try:
-            return Outcome(annotated_phase)
-        except ValueError:
-            return Outcome.RUNNING
+        return Outcome.parse(annotated_phase)
 
     def last_complete(self, *, before: int | None = None) -> RevisionEntry | None:
         """The newest Complete revision (below ``before`` when given)."""

@@ -7,7 +7,7 @@ from gitdeploy.core.hooks import HookStatus, HookVerdict, build_hook_pod, evalua
 from gitdeploy.core.models import Hook, PodTemplate
 from gitdeploy.core.observed import PodSpec
 from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import Cause
+from gitdeploy.core.records import Cause, FailureReason
 from gitdeploy.core.rollout.context import RolloutContext, intervals
 from gitdeploy.core.rollout.outcome import fail
 from gitdeploy.core.rollout.outputs import AppPhase, CreatePod, DeletePod, Event, Step
@@ -29,7 +29,7 @@ def hook_gate(ctx: RolloutContext, phase: str, hook: Hook | None, status: Deploy
         hung = pod is not None and (not pod.terminal or pod.reason == "DeadlineExceeded")
         what = f"did not finish within its deadline ({ctx.deadline_seconds()} s)" if hung else "failed"
         policy = hook.failure_policy.value
-        return fail(ctx, "HookFailed", f"the {phase} hook {what} ({policy} policy)", status)
+        return fail(ctx, FailureReason.HOOK_FAILED, f"the {phase} hook {what} ({policy} policy)", status)
     return ctx.step(
         AppPhase.PROGRESSING, f"revision {ctx.new.revision}: {phase} hook running", requeue, status
     )

@@ -9,7 +9,7 @@ import dataclasses
 from gitdeploy.core.models import FailurePolicy
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedPod, ObservedReplicaSet
 from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import AppRecord, Cause, HookResult, Outcome, Pin, RevisionEntry
+from gitdeploy.core.records import AppRecord, Cause, FailureReason, HookResult, Outcome, Pin, RevisionEntry
 from gitdeploy.core.recovery import revision_entry_of
 from gitdeploy.core.retention import select_replica_sets_to_delete
 from gitdeploy.core.rollout.context import DEFAULT_REQUEUE_SECONDS, RolloutContext
@@ -66,10 +66,10 @@ def finish(ctx: RolloutContext, status: DeploymentStatus) -> Step:
     return ctx.step(AppPhase.COMPLETE, f"revision {ctx.new.revision} complete", requeue, status)
 
 
-def fail(ctx: RolloutContext, reason: str, message: str, status: DeploymentStatus) -> Step:
+def fail(ctx: RolloutContext, reason: FailureReason, message: str, status: DeploymentStatus) -> Step:
     """Mark the current revision Failed; with auto-rollback, pin the last Complete revision."""
     assert ctx.new is not None
-    if ctx.current_outcome() == Outcome.FAILED.value:  # already recorded: keep waiting, write nothing
+    if ctx.current_outcome() is Outcome.FAILED:  # already recorded: keep waiting, write nothing
         return ctx.step(AppPhase.FAILED, f"revision {ctx.new.revision} failed: {message}", None, status)
     observed = ctx.by_name[ctx.new.name]
     entry = dataclasses.replace(entry_for(ctx, observed, Outcome.FAILED), message=message, reason=reason)

@@ -11,7 +11,7 @@ from gitdeploy.core import transitions
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.progress import DeploymentStatus
 from gitdeploy.core.records import AppRecord, Cause, CommitRef, Outcome, Pin, RevisionEntry
-from gitdeploy.core.rollout import Event, Step, Target
+from gitdeploy.core.rollout import AppPhase, Event, Step, Target
 from gitdeploy.core.transitions import RolloutEvent, rollout_transitions
 from tests.fixtures.rollouts import load_app
 
@@ -54,7 +54,7 @@ def record(*entries: RevisionEntry) -> AppRecord:
 
 
 def step(revision: int, *events: Event, after: AppRecord | None = None) -> Step:
-    return Step("Progressing", "", revision, DeploymentStatus(), events=events, record=after)
+    return Step(AppPhase.PROGRESSING, "", revision, DeploymentStatus(), events=events, record=after)
 
 
 ROLLBACK_PIN = Pin(2, "h2", "digest", cause=Cause.AUTO_ROLLBACK.value, rolled_back_from=3, by="gitdeploy")
