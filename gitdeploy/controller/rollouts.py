@@ -19,7 +19,7 @@ from gitdeploy.controller.restore import restore_settings
 from gitdeploy.core.models import App, AppKey, PodTemplate
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord, record_name
 from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import AppRecord, CommitRef, is_emptied, load_record
+from gitdeploy.core.records import AppRecord, Cause, CommitRef, is_emptied, load_record
 from gitdeploy.core.rollout import (
     CreatePod,
     CreateReplicaSet,
@@ -43,7 +43,9 @@ def manifest_digest(app: App) -> str:
     return hashlib.sha256(app.manifest_json.encode()).hexdigest()[:16]
 
 
-def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str = "ConfigChange") -> Target:
+def choose_target(
+    app: App, commit: CommitRef, snapshot: Snapshot, *, cause: Cause = Cause.CONFIG_CHANGE
+) -> Target:
     """What ``app`` should run: git's template, unless a rollback pinned a revision.
 
     A pin holds while the app's manifest is the one it was set on (a pin set without a digest is
@@ -141,7 +143,7 @@ class RolloutRunner:
         stored = self.cluster.read_app_record(key.namespace, key.name)
         return build_snapshot(key, replica_sets, pods, stored, counted), stored
 
-    def reconcile(self, app: App, commit: CommitRef, *, cause: str = "ConfigChange") -> Step:
+    def reconcile(self, app: App, commit: CommitRef, *, cause: Cause = Cause.CONFIG_CHANGE) -> Step:
         """Read the app's state, plan one step, execute it; returns the step."""
         snapshot, stored = self.read_snapshot(app.key, census=wants_pod_census(app))
         target = choose_target(app, commit, snapshot, cause=cause)

@@ -82,6 +82,19 @@ class Cause(StrEnum):
     AUTO_ROLLBACK = "AutoRollback"
     MANUAL = "Manual"
 
+    @classmethod
+    def parse(cls, text: str, default: Cause) -> Cause:
+        """The cause ``text`` names (from a record or an annotation, which anyone may edit):
+        ``default`` when it names none.
+
+        >>> Cause.parse("Rollback", Cause.CONFIG_CHANGE), Cause.parse("", Cause.CONFIG_CHANGE)
+        (<Cause.ROLLBACK: 'Rollback'>, <Cause.CONFIG_CHANGE: 'ConfigChange'>)
+        """
+        try:
+            return cls(text)
+        except ValueError:
+            return default
+
 
 class FailureReason(StrEnum):
     """Why a revision failed, for machines (its entry's ``reason`` and the Warning event's)."""
@@ -122,7 +135,7 @@ class RevisionEntry:
     template_hash: str
     replica_set: str
     commit: CommitRef
-    cause: str = Cause.CONFIG_CHANGE.value
+    cause: Cause = Cause.CONFIG_CHANGE
     change_cause: str = ""
     images: tuple[tuple[str, str], ...] = ()
     """``(container, image)`` as deployed, digests included when resolved."""
@@ -149,7 +162,7 @@ class Pin:
     manifest_digest: str
     """Digest of the app's manifest when the pin was set; another digest means git moved on."""
     reason: str = ""
-    cause: str = Cause.ROLLBACK.value
+    cause: Cause = Cause.ROLLBACK
     rolled_back_from: int | None = None
     by: str = ""
     template: str = ""
@@ -476,7 +489,7 @@ def _entry_from_json(raw: Mapping[str, Any]) -> RevisionEntry:
         commit=CommitRef(
             str(commit.get("sha", "")), str(commit.get("author", "")), str(commit.get("subject", ""))
         ),
-        cause=str(raw.get("cause", Cause.CONFIG_CHANGE.value)),
+        cause=Cause.parse(str(raw.get("cause", "")), Cause.CONFIG_CHANGE),
         change_cause=str(raw.get("changeCause", "")),
         images=tuple((str(i["container"]), str(i["image"])) for i in raw.get("images") or []),
         started_at=_optional_float(raw.get("startedAt")),
@@ -523,7 +536,7 @@ def _pin_from_json(raw: Mapping[str, Any]) -> Pin:
         template_hash=str(raw["templateHash"]),
         manifest_digest=str(raw.get("manifestDigest", "")),
         reason=str(raw.get("reason", "")),
-        cause=str(raw.get("cause", Cause.ROLLBACK.value)),
+        cause=Cause.parse(str(raw.get("cause", "")), Cause.ROLLBACK),
         rolled_back_from=_optional_int(raw.get("rolledBackFrom")),
         by=str(raw.get("by", "")),
         template=str(raw.get("template", "")),

@@ -19,7 +19,7 @@ def hook_gate(ctx: RolloutContext, phase: str, hook: Hook | None, status: Deploy
     An automatic rollback runs no hooks: like OpenShift scaling the last good deployment back up,
     it restores what ran, and the hooks (the failed revision's strategy) are what just failed; a
     failed mid hook would otherwise fail the rollback too, with every old pod already stopped."""
-    if hook is None or ctx.new is None or ctx.target.cause == Cause.AUTO_ROLLBACK.value:
+    if hook is None or ctx.new is None or ctx.target.cause is Cause.AUTO_ROLLBACK:
         return None
     verdict, requeue = run_hook(ctx, phase, hook, ctx.target.template)
     if verdict.verdict.done:

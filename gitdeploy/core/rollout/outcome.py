@@ -105,7 +105,7 @@ def _roll_back(ctx: RolloutContext, record: AppRecord, message: str) -> tuple[Ap
         template_hash=good.template_hash,
         manifest_digest=ctx.target.manifest_digest,
         reason=f"revision {ctx.new.revision} failed: {message}",
-        cause=Cause.AUTO_ROLLBACK.value,
+        cause=Cause.AUTO_ROLLBACK,
         rolled_back_from=ctx.new.revision,
         by="gitdeploy (autoRollback)",
     )
