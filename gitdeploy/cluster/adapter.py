@@ -49,6 +49,7 @@ from gitdeploy.core.observed import (
     ObservedPod,
     ObservedReplicaSet,
     PodCensus,
+    PodPhase,
     PodSpec,
     ReplicaSetSpec,
     StoredRecord,
@@ -327,7 +328,7 @@ def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
         name=str(meta["name"]),
         role=str((meta.get("labels") or {}).get(POD_ROLE_LABEL, "")),
         app=str((meta.get("labels") or {}).get(APP_LABEL, "")),
-        phase=str(status.get("phase", "Pending")),
+        phase=str(status.get("phase", PodPhase.PENDING)),
         revision=_int_annotation(annotations, REVISION_ANNOTATION) or 0,
         attempt=_int_annotation(annotations, ATTEMPT_ANNOTATION) or 1,
         created_at=_timestamp(meta.get("creationTimestamp")),
@@ -763,7 +764,7 @@ class Cluster:
             if POD_ROLE_LABEL in _labels(item):
                 hook_pods.append(to_observed_pod(item))
                 continue
-            if (item.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            if (item.get("status") or {}).get("phase") in (PodPhase.SUCCEEDED, PodPhase.FAILED):
                 continue
             owners = (item.get("metadata") or {}).get("ownerReferences") or []
             owner = next((r for r in owners if r.get("controller") and r.get("kind") == "ReplicaSet"), None)

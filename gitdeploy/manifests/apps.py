@@ -34,6 +34,7 @@ from gitdeploy.core.models import (
     EnvVar,
     FailurePolicy,
     Hook,
+    HookPhase,
     ImageChangeTrigger,
     ImageStream,
     ImageStreamTag,
@@ -248,7 +249,7 @@ def _check_hook_containers(
         return
     for params_name in ("rollingParams", "recreateParams"):
         params = strategy_raw.get(params_name) or {}
-        for phase in ("pre", "mid", "post"):
+        for phase in HookPhase:
             name = _get(params, phase, "execNewPod", "containerName")
             if name is not None and name not in containers:
                 problems.add(

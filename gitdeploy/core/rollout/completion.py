@@ -3,7 +3,7 @@ the progress deadline, or still waiting for pods."""
 
 from __future__ import annotations
 
-from gitdeploy.core.models import Hook
+from gitdeploy.core.models import Hook, HookPhase
 from gitdeploy.core.progress import DeploymentStatus, seconds_until_progress_check
 from gitdeploy.core.records import FailureReason, Outcome
 from gitdeploy.core.rollout.context import RolloutContext
@@ -17,7 +17,7 @@ def after_scaling(ctx: RolloutContext, post: Hook | None, status: DeploymentStat
     """No scaling to do: complete (after the post hook), failed by deadline, or still waiting."""
     assert ctx.new is not None
     if ctx.is_complete():
-        gate = hook_gate(ctx, "post", post, status)
+        gate = hook_gate(ctx, HookPhase.POST, post, status)
         if gate is not None:
             return gate
         return finish(ctx, status)

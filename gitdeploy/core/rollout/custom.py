@@ -4,6 +4,7 @@ revision, then waits for it to exit and for the new ReplicaSet to be available."
 from __future__ import annotations
 
 from gitdeploy.core.hooks import DEPLOYER_ACTIVE_DEADLINE_SECONDS, DEPLOYER_ROLE, build_deployer_pod
+from gitdeploy.core.observed import PodPhase
 from gitdeploy.core.progress import DeploymentStatus
 from gitdeploy.core.records import FailureReason, Outcome
 from gitdeploy.core.rollout.context import RolloutContext, intervals
@@ -22,10 +23,10 @@ def custom(ctx: RolloutContext) -> Step:
     pod = ctx.pod(DEPLOYER_ROLE)
     if pod is None or pod.revision != ctx.new.revision:
         return start_deployer(ctx, waiting, now)
-    if pod.phase == "Failed":
+    if pod.phase == PodPhase.FAILED:
         code = f" with exit code {pod.exit_code}" if pod.exit_code is not None else ""
         return fail(ctx, FailureReason.DEPLOYER_FAILED, f"the custom deployer failed{code}", now)
-    if pod.phase != "Succeeded":
+    if pod.phase != PodPhase.SUCCEEDED:
         if timed_out(now):
             deadline = FailureReason.PROGRESS_DEADLINE_EXCEEDED
             return fail(ctx, deadline, "the custom deployer did not finish in time", now)

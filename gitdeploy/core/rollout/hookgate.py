@@ -4,8 +4,8 @@ rollout by its failure policy) before the strategy goes past it."""
 from __future__ import annotations
 
 from gitdeploy.core.hooks import HookStatus, HookVerdict, build_hook_pod, evaluate_hook, hook_role
-from gitdeploy.core.models import Hook, PodTemplate
-from gitdeploy.core.observed import PodSpec
+from gitdeploy.core.models import Hook, HookPhase, PodTemplate
+from gitdeploy.core.observed import POD_DEADLINE_EXCEEDED, PodSpec
 from gitdeploy.core.progress import DeploymentStatus
 from gitdeploy.core.records import Cause, FailureReason
 from gitdeploy.core.rollout.context import RolloutContext, intervals
@@ -13,7 +13,9 @@ from gitdeploy.core.rollout.outcome import fail
 from gitdeploy.core.rollout.outputs import AppPhase, CreatePod, DeletePod, Event, Step
 
 
-def hook_gate(ctx: RolloutContext, phase: str, hook: Hook | None, status: DeploymentStatus) -> Step | None:
+def hook_gate(
+    ctx: RolloutContext, phase: HookPhase, hook: Hook | None, status: DeploymentStatus
+) -> Step | None:
     """None when the hook is absent or done; otherwise the Step to return this pass.
 
     An automatic rollback runs no hooks: like OpenShift scaling the last good deployment back up,
@@ -26,7 +28,7 @@ def hook_gate(ctx: RolloutContext, phase: str, hook: Hook | None, status: Deploy
         return None
     if verdict.verdict is HookVerdict.FAILED:
         pod = ctx.pod(hook_role(phase))
-        hung = pod is not None and (not pod.terminal or pod.reason == "DeadlineExceeded")
+        hung = pod is not None and (not pod.terminal or pod.reason == POD_DEADLINE_EXCEEDED)
         what = f"did not finish within its deadline ({ctx.deadline_seconds()} s)" if hung else "failed"
         policy = hook.failure_policy.value
         return fail(ctx, FailureReason.HOOK_FAILED, f"the {phase} hook {what} ({policy} policy)", status)
@@ -36,7 +38,7 @@ def hook_gate(ctx: RolloutContext, phase: str, hook: Hook | None, status: Deploy
 
 
 def run_hook(
-    ctx: RolloutContext, phase: str, hook: Hook, template: PodTemplate
+    ctx: RolloutContext, phase: HookPhase, hook: Hook, template: PodTemplate
 ) -> tuple[HookStatus, float | None]:
     """Advance the hook of ``phase``; returns its status and, unless done, when to look again."""
     assert ctx.new is not None
@@ -72,7 +74,12 @@ def run_hook(
 
 
 def hook_pod(
-    ctx: RolloutContext, phase: str, hook: Hook, template: PodTemplate, attempt: int, first_attempt_at: float
+    ctx: RolloutContext,
+    phase: HookPhase,
+    hook: Hook,
+    template: PodTemplate,
+    attempt: int,
+    first_attempt_at: float,
 ) -> PodSpec:
     assert ctx.new is not None
     observed = ctx.new_observed()
