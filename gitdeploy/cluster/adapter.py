@@ -55,6 +55,7 @@ from gitdeploy.core.observed import (
     StoredRecord,
     record_name,
 )
+from gitdeploy.core.progress import ConditionStatus, ConditionType
 from gitdeploy.core.records import LOG_WINDOW_BYTES, MAX_LOG_BYTES, log_tail
 from gitdeploy.core.replicasets import (
     DESIRED_REPLICAS_ANNOTATION,
@@ -251,7 +252,8 @@ def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     failure = None
     for condition in status.get("conditions") or []:
-        if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
+        replica_failure = condition.get("type") == ConditionType.REPLICA_FAILURE
+        if replica_failure and condition.get("status") == ConditionStatus.TRUE:
             failure = ReplicaSetFailure(
                 str(condition.get("reason", "")),
                 str(condition.get("message", "")),

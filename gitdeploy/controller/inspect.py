@@ -26,7 +26,7 @@ from gitdeploy.core.observed import (
 )
 from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_record
 from gitdeploy.core.recovery import revision_entry_of
-from gitdeploy.core.syncstate import Sync, live_verdict
+from gitdeploy.core.syncstate import Health, Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import DamagedRecordError, NotFoundError
 from gitdeploy.source.gitcmd import GitFailure, GitRunner
@@ -123,8 +123,8 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
         desired = 0
         if current is not None:
             desired = current.state.desired_replicas_annotation or current.state.replicas
-        sync = status.sync if status is not None else "Unknown"
-        health = status.health if status is not None else "Unknown"
+        sync = status.sync if status is not None else Sync.UNKNOWN
+        health = status.health if status is not None else Health.UNKNOWN
         message = status.message if status is not None else ""
         ready = sum(rs.state.ready for rs in replica_sets)
         if current is not None and phase == Outcome.COMPLETE.value:
@@ -219,7 +219,7 @@ def progress_at_commit(cluster: Cluster, key: AppKey, sha: str) -> tuple[AppView
 
 
 def _empty_view(key: AppKey) -> AppView:
-    return AppView(key, 0, 0, 0, 0, 0, "", "", "Unknown", "Unknown", "", "")
+    return AppView(key, 0, 0, 0, 0, 0, "", "", Sync.UNKNOWN, Health.UNKNOWN, "", "")
 
 
 _GITDEPLOY_LABELS = ("labels.gitdeploy.io/", "labels.app.kubernetes.io/managed-by")

@@ -50,6 +50,7 @@ from gitdeploy.controller.imagetriggers import (
 )
 from gitdeploy.controller.orphans import (
     OrphanHandler,
+    OrphanPhase,
     PruneGate,
     Verdict,
     decide_gate,
@@ -919,7 +920,7 @@ class Controller:
             found = self.orphan_handler.orphan(
                 key, note, replica_sets, stored, self._gate or self.prune_gate(), key in self.protected
             )
-            if found.phase == "Pruned":
+            if found.phase == OrphanPhase.PRUNED:
                 with self._lock:
                     self.orphans.pop(key, None)
                     self.protected.discard(key)

@@ -14,6 +14,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
@@ -28,7 +29,16 @@ from gitdeploy.manifests.loader import LoadResult
 
 log = logging.getLogger("gitdeploy.loop")
 
-HELD_EVENT = "PruneHeld"
+
+class OrphanPhase(StrEnum):
+    """The phase an app that left git shows (its ReplicaSets remain, or were just pruned)."""
+
+    ORPHANED = "Orphaned"
+    PRUNE_HELD = "PruneHeld"
+    PRUNED = "Pruned"
+
+
+HELD_EVENT = OrphanPhase.PRUNE_HELD.value
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,7 @@ class Verdict:
     sync: str
     health: str
     phase: str
+    """An :class:`OrphanPhase`, or empty."""
     message: str
 
 
@@ -154,13 +165,13 @@ class OrphanHandler:
             return self._held(key, stored, record, health, gate)
         self._delete(key, replica_sets)
         log.info("[%s] pruned: %s", key, note)
-        return Verdict(Sync.ORPHANED, Health.MISSING, "Pruned", f"pruned ({note})")
+        return Verdict(Sync.ORPHANED, Health.MISSING, OrphanPhase.PRUNED, f"pruned ({note})")
 
     def _kept(
         self, key: AppKey, stored: StoredRecord | None, record: AppRecord | None, health: str, message: str
     ) -> Verdict:
         self._write(key, stored, record, lambda r: self.write_status(r, Sync.ORPHANED, health, message, ""))
-        return Verdict(Sync.ORPHANED, health, "Orphaned", message)
+        return Verdict(Sync.ORPHANED, health, OrphanPhase.ORPHANED, message)
 
     def _held(
         self, key: AppKey, stored: StoredRecord | None, record: AppRecord | None, health: str, gate: PruneGate
@@ -178,7 +189,7 @@ class OrphanHandler:
             log.warning("[%s] %s", key, gate.held)
             if stored is not None:
                 self._event(key, stored, gate.held)
-        return Verdict(Sync.PRUNE_HELD, health, "PruneHeld", gate.held)
+        return Verdict(Sync.PRUNE_HELD, health, OrphanPhase.PRUNE_HELD, gate.held)
 
     def _event(self, key: AppKey, stored: StoredRecord, message: str) -> None:
         try:

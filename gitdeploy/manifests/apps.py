@@ -47,6 +47,7 @@ from gitdeploy.core.models import (
     Strategy,
     StrategyType,
     Triggers,
+    TriggerType,
     manifest_pieces,
 )
 from gitdeploy.core.pruning import PRUNE_ANNOTATION
@@ -268,7 +269,7 @@ def _triggers(
     image: list[ImageChangeTrigger] = []
     positions: list[tuple[int, int]] = []
     for i, trigger in enumerate(raw or []):
-        if trigger["type"] == "ConfigChange":
+        if trigger["type"] == TriggerType.CONFIG_CHANGE:
             config_change = True
             continue
         params = trigger["imageChangeParams"]
