@@ -54,7 +54,7 @@ class RolloutProgress:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+        self, kind: type[BaseException] | None, value: BaseException | None, _tb: TracebackType | None
     ) -> None:
         if self._bars is not None:
             self._bars.stop()

@@ -68,14 +68,6 @@ def suspended_triggers(key: AppKey, record: AppRecord) -> str:
     return suspension_note(str(key), followed, suspended=suspended, reason=reason)
 
 
-def read_suspended_triggers(cluster: Cluster, key: AppKey) -> str:
-    """:func:`suspended_triggers` of the app's record as stored now (one read)."""
-    stored = cluster.read_app_record(key.namespace, key.name)
-    if stored is None:
-        return ""
-    return suspended_triggers(key, load_record(key.namespace, key.name, stored.payload))
-
-
 def read_records(
     cluster: Cluster, namespace: str | None, app: str | None
 ) -> tuple[dict[AppKey, AppRecord], dict[AppKey, DamagedRecordError]]:
