@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 from typing import Any, TypeVar
 
 import click
@@ -18,6 +19,14 @@ from gitdeploy.cli.context import get_context
 F = TypeVar("F", bound=Callable[..., Any])
 
 MACHINE_FORMATS = ("json", "yaml")
+
+
+class _YamlDumper(yaml.SafeDumper):
+    """``yaml.safe_dump``'s dumper, which also writes a state (a :class:`~enum.StrEnum`, such as
+    ``Sync.SYNCED``) as its plain word, as JSON does."""
+
+
+_YamlDumper.add_multi_representer(StrEnum, lambda dumper, state: dumper.represent_str(state.value))
 
 
 def output_option(*extra: str) -> Callable[[F], F]:
@@ -62,6 +71,7 @@ def print_json(value: Any) -> None:
 def print_data(value: Any, output: str) -> None:
     """``value`` (plain lists, dicts, strings, numbers) as ``json`` or ``yaml``; same fields in both."""
     if output == "yaml":
-        click.echo(yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=1000), nl=False)
+        text = yaml.dump(value, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True, width=1000)
+        click.echo(text, nl=False)
     else:
         print_json(value)

@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from gitdeploy.cli.output import console
 from gitdeploy.controller.inspect import AppView
+from gitdeploy.core.records import Outcome
 
 
 def waiting_line(v: AppView) -> str:
@@ -53,7 +54,7 @@ class RolloutProgress:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+        self, kind: type[BaseException] | None, value: BaseException | None, _tb: TracebackType | None
     ) -> None:
         if self._bars is not None:
             self._bars.stop()
@@ -84,5 +85,5 @@ class RolloutProgress:
         if task is None:
             task = self._tasks[app] = self._bars.add_task(text, app=app)
         total = view.replicas or 1
-        completed = total if view.phase == "Complete" else min(view.up_to_date, view.available)
+        completed = total if view.phase == Outcome.COMPLETE else min(view.up_to_date, view.available)
         self._bars.update(task, description=text, total=total, completed=completed)

@@ -28,7 +28,7 @@ from gitdeploy.controller.inspect import (
 )
 from gitdeploy.core.commitwait import Reached
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import Outcome, RevisionEntry
+from gitdeploy.core.records import Cause, Outcome, RevisionEntry
 from gitdeploy.errors import NotFoundError
 
 
@@ -123,7 +123,7 @@ def _status_row(v: AppView) -> list[str]:
 
 
 def _cause(entry: RevisionEntry) -> str:
-    if entry.cause == "AutoRollback" and entry.rolled_back_from is not None:
+    if entry.cause is Cause.AUTO_ROLLBACK and entry.rolled_back_from is not None:
         return f"Automatic rollback after revision {entry.rolled_back_from} failed"
     if entry.rolled_back_to is not None:
         return f"Rollback to revision {entry.rolled_back_to}"

@@ -50,11 +50,13 @@ from gitdeploy.core.observed import (
     ObservedPod,
     ObservedReplicaSet,
     PodCensus,
+    PodPhase,
     PodSpec,
     ReplicaSetSpec,
     StoredRecord,
     record_name,
 )
+from gitdeploy.core.progress import ConditionStatus, ConditionType
 from gitdeploy.core.records import LOG_WINDOW_BYTES, MAX_LOG_BYTES, log_tail
 from gitdeploy.core.replicasets import (
     DESIRED_REPLICAS_ANNOTATION,
@@ -252,7 +254,8 @@ def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     failure = None
     for condition in status.get("conditions") or []:
-        if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
+        replica_failure = condition.get("type") == ConditionType.REPLICA_FAILURE
+        if replica_failure and condition.get("status") == ConditionStatus.TRUE:
             failure = ReplicaSetFailure(
                 str(condition.get("reason", "")),
                 str(condition.get("message", "")),
@@ -352,7 +355,7 @@ def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
         name=str(meta["name"]),
         role=str((meta.get("labels") or {}).get(POD_ROLE_LABEL, "")),
         app=str((meta.get("labels") or {}).get(APP_LABEL, "")),
-        phase=str(status.get("phase", "Pending")),
+        phase=str(status.get("phase", PodPhase.PENDING)),
         revision=_int_annotation(annotations, REVISION_ANNOTATION) or 0,
         attempt=_int_annotation(annotations, ATTEMPT_ANNOTATION) or 1,
         created_at=_timestamp(meta.get("creationTimestamp")),
@@ -828,7 +831,7 @@ class Cluster:
             if POD_ROLE_LABEL in _labels(item):
                 hook_pods.append(to_observed_pod(item))
                 continue
-            if (item.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            if (item.get("status") or {}).get("phase") in (PodPhase.SUCCEEDED, PodPhase.FAILED):
                 continue
             owners = (item.get("metadata") or {}).get("ownerReferences") or []
             owner = next((r for r in owners if r.get("controller") and r.get("kind") == "ReplicaSet"), None)

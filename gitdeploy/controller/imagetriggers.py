@@ -307,7 +307,7 @@ def target_for_images(target: Target, decision: ImageDecision) -> Target:
     ConfigChange trigger), and an app waiting for a tag's first image does not start."""
     if decision.waiting_for:
         return dataclasses.replace(target, auto_start=False)
-    if target.pin is None and decision.cause == Cause.IMAGE_CHANGE.value:
+    if target.pin is None and decision.cause is Cause.IMAGE_CHANGE:
         changes = ", ".join(decision.followed)
         return dataclasses.replace(
             target, auto_start=True, change_cause=target.change_cause or f"image change: {changes}"

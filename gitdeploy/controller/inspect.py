@@ -26,7 +26,7 @@ from gitdeploy.core.observed import (
 )
 from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_record
 from gitdeploy.core.recovery import revision_entry_of
-from gitdeploy.core.syncstate import Sync, live_verdict
+from gitdeploy.core.syncstate import Health, Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.core.templatedrift import TemplateDrift, find_template_drift
 from gitdeploy.errors import DamagedRecordError, NotFoundError
@@ -67,14 +67,6 @@ def suspended_triggers(key: AppKey, record: AppRecord) -> str:
     followed = record.status.image_triggers if record.status is not None else ()
     suspended, reason = record.triggers_suspended, record.suspended_reason
     return suspension_note(str(key), followed, suspended=suspended, reason=reason)
-
-
-def read_suspended_triggers(cluster: Cluster, key: AppKey) -> str:
-    """:func:`suspended_triggers` of the app's record as stored now (one read)."""
-    stored = cluster.read_app_record(key.namespace, key.name)
-    if stored is None:
-        return ""
-    return suspended_triggers(key, load_record(key.namespace, key.name, stored.payload))
 
 
 def read_records(
@@ -124,8 +116,8 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
         desired = 0
         if current is not None:
             desired = current.state.desired_replicas_annotation or current.state.replicas
-        sync = status.sync if status is not None else "Unknown"
-        health = status.health if status is not None else "Unknown"
+        sync = status.sync if status is not None else Sync.UNKNOWN
+        health = status.health if status is not None else Health.UNKNOWN
         message = status.message if status is not None else ""
         ready = sum(rs.state.ready for rs in replica_sets)
         if current is not None and phase == Outcome.COMPLETE.value:
@@ -223,7 +215,7 @@ def progress_at_commit(cluster: Cluster, key: AppKey, sha: str) -> tuple[AppView
 
 
 def _empty_view(key: AppKey) -> AppView:
-    return AppView(key, 0, 0, 0, 0, 0, "", "", "Unknown", "Unknown", "", "")
+    return AppView(key, 0, 0, 0, 0, 0, "", "", Sync.UNKNOWN, Health.UNKNOWN, "", "")
 
 
 _GITDEPLOY_LABELS = ("labels.gitdeploy.io/", "labels.app.kubernetes.io/managed-by")

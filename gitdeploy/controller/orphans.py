@@ -14,6 +14,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 
 from gitdeploy.clock import Clock
@@ -30,7 +31,17 @@ from gitdeploy.manifests.loader import LoadResult
 
 log = logging.getLogger("gitdeploy.loop")
 
-HELD_EVENT = "PruneHeld"
+
+
+class OrphanPhase(StrEnum):
+    """The phase an app that left git shows (its ReplicaSets remain, or were just pruned)."""
+
+    ORPHANED = "Orphaned"
+    PRUNE_HELD = "PruneHeld"
+    PRUNED = "Pruned"
+
+
+HELD_EVENT = OrphanPhase.PRUNE_HELD.value
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,7 @@ class Verdict:
     sync: str
     health: str
     phase: str
+    """An :class:`OrphanPhase`, or empty."""
     message: str
 
 
@@ -176,7 +188,7 @@ def plan_orphan(seen: Seen, note: str, gate: PruneGate, protected: bool) -> Orph
     own = [rs for rs in seen.replica_sets if rs.app == seen.key.name]
     return OrphanPlan(
         seen.key,
-        Verdict(Sync.ORPHANED, Health.MISSING, "Pruned", f"pruned ({note})"),
+        Verdict(Sync.ORPHANED, Health.MISSING, OrphanPhase.PRUNED, f"pruned ({note})"),
         scale_down=tuple(rs.name for rs in own if rs.state.replicas),
         delete=tuple(rs.name for rs in own),
         delete_record=True,
@@ -185,14 +197,14 @@ def plan_orphan(seen: Seen, note: str, gate: PruneGate, protected: bool) -> Orph
 
 
 def _kept(seen: Seen, health: str, message: str) -> OrphanPlan:
-    verdict = Verdict(Sync.ORPHANED, health, "Orphaned", message)
+    verdict = Verdict(Sync.ORPHANED, health, OrphanPhase.ORPHANED, message)
     return seen.plan(verdict, seen.status(Sync.ORPHANED, health, message, ""))
 
 
 def _held(seen: Seen, record: AppRecord | None, health: str, gate: PruneGate) -> OrphanPlan:
     """Write the held status against this head (a confirmation names it), and say so in an
     event once per head."""
-    verdict = Verdict(Sync.PRUNE_HELD, health, "PruneHeld", gate.held)
+    verdict = Verdict(Sync.PRUNE_HELD, health, OrphanPhase.PRUNE_HELD, gate.held)
     current = record.status if record is not None else None
     if current is not None and (current.sync, current.commit, current.message) == (
         Sync.PRUNE_HELD,

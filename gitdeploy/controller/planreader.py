@@ -96,8 +96,6 @@ class PlanSides:
 
     base: DesiredSnapshot
     head: DesiredSnapshot
-    scoped: bool
-    """True when only the affected files were read (``gitdeploy.yaml`` unchanged)."""
     untouched_files: int = 0
     """Files the change does not touch and that were not read (0 when both commits were read in
     full); every app in them is unchanged."""
@@ -151,7 +149,7 @@ class PlanReader:
         head_settings = next((e for e in head_entries if e.path == where), None)
         if (base_settings and base_settings.blob_sha) != (head_settings and head_settings.blob_sha):
             full = DesiredStateReader(self.repo, self.cache)
-            sides = PlanSides(snapshot(full.load(base)), snapshot(full.load(head)), scoped=False)
+            sides = PlanSides(snapshot(full.load(base)), snapshot(full.load(head)))
             self.files_parsed += full.files_parsed
             return sides
         settings_file = None
@@ -180,7 +178,7 @@ class PlanReader:
 
         untouched = len(unchanged) - len(context)
         base_side, head_side = load(old_changed, base), load(new_changed, head)
-        return PlanSides(base_side, head_side, scoped=True, untouched_files=untouched)
+        return PlanSides(base_side, head_side, untouched_files=untouched)
 
     def _is_manifest(self, path: str, settings: RepoSettings) -> bool:
         return is_manifest_path(relative_to(path, self.repo.subpath), settings)

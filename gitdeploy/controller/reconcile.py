@@ -14,11 +14,11 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 from gitdeploy.clock import Clock
 from gitdeploy.controller.imagetriggers import ImageTriggers, target_for_images
 from gitdeploy.controller.orphans import (
+    OrphanPhase,
     PruneExecutor,
     PruneGate,
     Seen,
@@ -31,7 +31,6 @@ from gitdeploy.controller.orphans import (
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
 from gitdeploy.controller.tracking import SourceTracker
 from gitdeploy.controller.verdicts import StatusVerdict, judge
-from gitdeploy.controller.workqueue import holds
 from gitdeploy.core.imagetriggers import followed_tags, suspension_note
 from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
@@ -62,15 +61,6 @@ class AppReport:
     """The app has image triggers and a rollback suspended them (the message says so)."""
 
 
-class ErrorKind(StrEnum):
-    TRANSIENT = "Transient"
-    """Retried after a backoff that grows with each failure in a row."""
-    PERMANENT = "Permanent"
-    """Surfaced, and not retried until the app's input changes."""
-    DAMAGED_RECORD = "DamagedRecord"
-    """The app is held as it runs until its record is repaired or deleted."""
-
-
 @dataclass(frozen=True)
 class Result:
     """What one pass over one app came to."""
@@ -81,14 +71,8 @@ class Result:
     requeue_after: float | None = None
     """Seconds until the app is due again (None: not before something changes)."""
     error: GitdeployError | None = None
-
-    @property
-    def error_kind(self) -> ErrorKind | None:
-        if self.error is None:
-            return None
-        if isinstance(self.error, DamagedRecordError):
-            return ErrorKind.DAMAGED_RECORD
-        return ErrorKind.PERMANENT if holds(self.error) else ErrorKind.TRANSIENT
+    """Why the pass failed: :func:`~gitdeploy.controller.workqueue.holds` tells a permanent one
+    (held until the app's input changes) from a transient one (backed off)."""
 
 
 def damaged_report(
@@ -267,7 +251,7 @@ class Reconciler:
         if key in source.orphans and runs:
             plan = plan_orphan(seen, source.orphans[key], self.gate(), key in source.protected)
             found = self.pruner.execute(plan)
-            if found.phase == "Pruned":
+            if found.phase == OrphanPhase.PRUNED:
                 with source.lock:
                     source.orphans.pop(key, None)
                     source.protected.discard(key)
@@ -286,4 +270,4 @@ def _verdict_report(key: AppKey, verdict: Verdict) -> AppReport:
     return AppReport(key, verdict.sync, verdict.health, verdict.phase, verdict.message, settled=True)
 
 
-__all__ = ["AppReport", "ErrorKind", "Listed", "Reconciler", "Result", "damaged_report", "jitter"]
+__all__ = ["AppReport", "Listed", "Reconciler", "Result", "damaged_report", "jitter"]

@@ -20,6 +20,7 @@ from gitdeploy.core.observed import (
     PROGRESSED_AT_ANNOTATION,
     STARTED_AT_ANNOTATION,
     ObservedReplicaSet,
+    PodPhase,
     StoredRecord,
     newest_replica_set,
 )
@@ -202,7 +203,7 @@ def retry(cluster: Cluster, state: AppState, *, by: str, now: float) -> Revision
     record = decide_retry(state.record, entry, by=by, now=now, app=str(key))
     prefix = f"{current.name}-"
     for pod in cluster.list_app_pods(key.namespace, key.name):
-        if pod.name.startswith(prefix) and pod.revision == entry.revision and pod.phase == "Failed":
+        if pod.name.startswith(prefix) and pod.revision == entry.revision and pod.phase == PodPhase.FAILED:
             cluster.delete_pod(key.namespace, pod.name)
     stamp = format_timestamp(now)
     cluster.scale_replica_set(

@@ -26,7 +26,7 @@ from gitdeploy.core.observed import (
     record_name,
 )
 from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import AppRecord, CommitRef, is_emptied, load_record
+from gitdeploy.core.records import AppRecord, Cause, CommitRef, is_emptied, load_record
 from gitdeploy.core.rollout import (
     Action,
     CreatePod,
@@ -65,7 +65,9 @@ def manifest_digest(app: App) -> str:
     return hashlib.sha256(app.manifest_json.encode()).hexdigest()[:16]
 
 
-def choose_target(app: App, commit: CommitRef, snapshot: Snapshot, *, cause: str = "ConfigChange") -> Target:
+def choose_target(
+    app: App, commit: CommitRef, snapshot: Snapshot, *, cause: Cause = Cause.CONFIG_CHANGE
+) -> Target:
     """What ``app`` should run: git's template, unless a rollback pinned a revision.
 
     A pin holds while the app's manifest is the one it was set on (a pin set without a digest is
@@ -164,7 +166,7 @@ class RolloutRunner:
         stored = self.cluster.read_app_record(key.namespace, key.name)
         return build_snapshot(key, replica_sets, pods, stored, counted), stored
 
-    def reconcile(self, app: App, commit: CommitRef, *, cause: str = "ConfigChange") -> Step:
+    def reconcile(self, app: App, commit: CommitRef, *, cause: Cause = Cause.CONFIG_CHANGE) -> Step:
         """Read the app's state, plan one step, execute it; returns the step."""
         snapshot, stored = self.read_snapshot(app.key, census=wants_pod_census(app))
         target = choose_target(app, commit, snapshot, cause=cause)

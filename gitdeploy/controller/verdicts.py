@@ -104,7 +104,7 @@ def judge(
     if problem is not None:
         return Sync.INVALID_MANIFEST, health, problem
     if pin is not None and step.phase is AppPhase.COMPLETE:
-        how = "rollback" if pin.cause == Cause.ROLLBACK.value else "automatic rollback"
+        how = "rollback" if pin.cause is Cause.ROLLBACK else "automatic rollback"
         return (
             sync,
             health,

@@ -140,4 +140,3 @@ class SignatureCheck:
     sha: str
     verified: bool
     reason: str
-    key_fingerprint: str | None = None

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from gitdeploy.core.models import CustomParams, FailurePolicy, Hook, PodTemplate
-from gitdeploy.core.observed import ObservedPod, PodSpec
+from gitdeploy.core.models import CustomParams, FailurePolicy, Hook, HookPhase, PodTemplate
+from gitdeploy.core.observed import ObservedPod, PodPhase, PodSpec
 
 DEPLOYER_ROLE = "deployer"
 DEPLOYER_SERVICE_ACCOUNT = "deployer"
@@ -59,11 +59,11 @@ _POD_LEVEL_FIELDS = (
 )
 
 
-def hook_role(phase: str) -> str:
+def hook_role(phase: HookPhase) -> str:
     return f"hook-{phase}"
 
 
-def hook_pod_name(replica_set: str, phase: str) -> str:
+def hook_pod_name(replica_set: str, phase: HookPhase) -> str:
     """``web-abc-hook-pre``."""
     return f"{replica_set}-hook-{phase}"
 
@@ -143,7 +143,7 @@ def build_hook_pod(
     revision: int,
     attempt: int,
     first_attempt_at: float,
-    phase: str,
+    phase: HookPhase,
     hook: Hook,
     template: PodTemplate,
     resources_json: str,
@@ -323,7 +323,13 @@ def retry_backoff(attempt: int) -> float:
 
 
 def evaluate_hook(
-    pod: ObservedPod | None, policy: FailurePolicy, phase: str, *, revision: int, deadline: float, now: float
+    pod: ObservedPod | None,
+    policy: FailurePolicy,
+    phase: HookPhase,
+    *,
+    revision: int,
+    deadline: float,
+    now: float,
 ) -> HookStatus:
     """What to do about the hook of ``phase`` this pass, given its pod (``None`` if there is none).
 
@@ -344,17 +350,17 @@ def evaluate_hook(
     """
     if pod is None or pod.revision != revision:
         return HookStatus(HookVerdict.START)
-    if pod.phase == "Succeeded":
+    if pod.phase == PodPhase.SUCCEEDED:
         return HookStatus(HookVerdict.SUCCEEDED)
-    if pod.phase != "Failed":
+    if pod.phase != PodPhase.FAILED:
         # Each attempt may run for the whole deadline; past that it hangs (never scheduled, or never
         # ending) and counts as failed for good.
         first = pod.first_attempt_at if pod.first_attempt_at is not None else pod.created_at
         if now <= deadline + max(pod.created_at - first, 0.0):
             return HookStatus(HookVerdict.RUNNING)
-        ignored = phase == "post" or policy is FailurePolicy.IGNORE
+        ignored = phase == HookPhase.POST or policy is FailurePolicy.IGNORE
         return HookStatus(HookVerdict.IGNORED if ignored else HookVerdict.FAILED)
-    if phase == "post" or policy is FailurePolicy.IGNORE:
+    if phase == HookPhase.POST or policy is FailurePolicy.IGNORE:
         return HookStatus(HookVerdict.IGNORED)
     if policy is FailurePolicy.ABORT:
         return HookStatus(HookVerdict.FAILED)

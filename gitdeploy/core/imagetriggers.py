@@ -53,7 +53,7 @@ class ImageDecision:
 
     app: App
     """The app with the decided images in its template and the template hash over them."""
-    cause: str = Cause.CONFIG_CHANGE.value
+    cause: Cause = Cause.CONFIG_CHANGE
     waiting_for: tuple[str, ...] = ()
     """Stream tags (``ns/stream:tag``) the app waits for: followed automatically, no image yet, and
     no running container to keep."""
@@ -99,11 +99,11 @@ def decide_images(
                 waiting.append(key)
     template = replace_images(app.template, chosen)
     decided = dataclasses.replace(app, template=template, template_hash=template_hash(template))
-    cause = Cause.CONFIG_CHANGE.value
+    cause = Cause.CONFIG_CHANGE
     as_running = replace_images(app.template, {n: running_images[n] for n in chosen if n in running_images})
     only_images = running is not None and template_hash(as_running) == running_hash
     if only_images and decided.template_hash != running_hash:
-        cause = Cause.IMAGE_CHANGE.value
+        cause = Cause.IMAGE_CHANGE
     return ImageDecision(decided, cause, tuple(waiting), tuple(followed))
 
 

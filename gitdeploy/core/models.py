@@ -58,6 +58,15 @@ class FailurePolicy(StrEnum):
     IGNORE = "Ignore"
 
 
+class HookPhase(StrEnum):
+    """When a lifecycle hook runs: before the rollout scales anything (``pre``), between scaling
+    the old pods down and the new up (``mid``, Recreate only), after it completes (``post``)."""
+
+    PRE = "pre"
+    MID = "mid"
+    POST = "post"
+
+
 class TriggerType(StrEnum):
     CONFIG_CHANGE = "ConfigChange"
     IMAGE_CHANGE = "ImageChange"
@@ -130,11 +139,11 @@ class Strategy:
     deployer pod may run before the kubelet stops it (OpenShift's default when None)."""
 
     @property
-    def hooks(self) -> dict[str, Hook]:
-        """The hooks this strategy declares, by phase (``pre``, ``mid``, ``post``)."""
-        found: dict[str, Hook] = {}
+    def hooks(self) -> dict[HookPhase, Hook]:
+        """The hooks this strategy declares, by phase."""
+        found: dict[HookPhase, Hook] = {}
         for params in (self.rolling, self.recreate):
-            for phase in ("pre", "mid", "post"):
+            for phase in HookPhase:
                 hook = getattr(params, phase, None)
                 if hook is not None:
                     found[phase] = hook

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from gitdeploy.core.models import PodTemplate
@@ -148,6 +149,20 @@ class ReplicaSetSpec:
         return f"{self.app}-{self.template_hash}"
 
 
+class PodPhase(StrEnum):
+    """A pod's ``status.phase``, in Kubernetes' words."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+POD_DEADLINE_EXCEEDED = "DeadlineExceeded"
+"""The ``status.reason`` of a pod the kubelet stopped at its ``activeDeadlineSeconds``."""
+
+
 @dataclass(frozen=True)
 class ObservedPod:
     """A hook or deployer pod gitdeploy created, as the planner sees it."""
@@ -156,7 +171,7 @@ class ObservedPod:
     name: str
     role: str
     phase: str
-    """``Pending``, ``Running``, ``Succeeded``, ``Failed`` or ``Unknown``."""
+    """A :class:`PodPhase` as the API reported it (a str: any word the API sends is kept)."""
     revision: int
     """The revision it was created for (a reused ReplicaSet may still own pods of an earlier one)."""
     attempt: int = 1
@@ -172,7 +187,7 @@ class ObservedPod:
 
     @property
     def terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        return self.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
 @dataclass(frozen=True)

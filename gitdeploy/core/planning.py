@@ -39,7 +39,7 @@ from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, Hook, RepoSettings, Strategy, StrategyType
 from gitdeploy.core.pruning import PRUNE_ANNOTATION, prune_opted_out
 from gitdeploy.core.rolling import resolve_fenceposts
-from gitdeploy.core.templatediff import FieldChange, diff_templates, flatten_template, summarize_changes
+from gitdeploy.core.templatediff import FieldChange, diff_templates, summarize_changes
 
 DEFAULT_SETTINGS = RepoSettings()
 NEW_APP_REPLICAS = 1
@@ -561,10 +561,3 @@ def attach_commits(plan: Plan, commits: Mapping[AppKey, Sequence[CommitInfo]]) -
 def describe_commit(commit: CommitInfo) -> str:
     """``1a2b3c4d5e6f Ada Author: Bump web``, the one-line form plans print."""
     return f"{shorten_sha(commit.sha)} {commit.author_name}: {commit.subject}"
-
-
-def describe_template(app: App) -> dict[str, str]:
-    """The template of a new app as ``scope field -> value`` lines, for showing what an add deploys."""
-    return {
-        f"{scope} {name}".strip(): value for (scope, name), value in flatten_template(app.template).items()
-    }

@@ -54,7 +54,6 @@ class ConditionReason(StrEnum):
     REPLICA_SET_UPDATED = "ReplicaSetUpdated"
     NEW_REPLICA_SET_AVAILABLE = "NewReplicaSetAvailable"
     PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
-    REPLICA_SET_CREATE_ERROR = "ReplicaSetCreateError"
     DEPLOYMENT_PAUSED = "DeploymentPaused"
     DEPLOYMENT_RESUMED = "DeploymentResumed"
     MINIMUM_REPLICAS_AVAILABLE = "MinimumReplicasAvailable"
@@ -366,22 +365,6 @@ def record_new_replica_set(
     else:
         return status
     condition = make_condition(ConditionType.PROGRESSING, ConditionStatus.TRUE, reason, message, now)
-    return dataclasses.replace(status, conditions=set_condition(status.conditions, condition))
-
-
-def record_replica_set_create_error(
-    status: DeploymentStatus, rs_name: str, error: str, *, progress_deadline_seconds: int | None, now: float
-) -> DeploymentStatus:
-    """``Progressing=False ReplicaSetCreateError`` after failing to create the new ReplicaSet."""
-    if progress_deadline_seconds is None:
-        return status
-    condition = make_condition(
-        ConditionType.PROGRESSING,
-        ConditionStatus.FALSE,
-        ConditionReason.REPLICA_SET_CREATE_ERROR,
-        f'Failed to create new replica set "{rs_name}": {error}',
-        now,
-    )
     return dataclasses.replace(status, conditions=set_condition(status.conditions, condition))
 
 

@@ -31,6 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from gitdeploy.core.observed import record_name
+from gitdeploy.core.progress import ConditionReason
 from gitdeploy.errors import DamagedRecordError
 
 RECORD_VERSION = 1
@@ -58,6 +59,19 @@ class Outcome(StrEnum):
     FAILED = "Failed"
     CANCELLED = "Cancelled"
 
+    @classmethod
+    def parse(cls, text: str) -> Outcome:
+        """The outcome ``text`` names, as a ReplicaSet's phase annotation holds it (which anyone
+        may edit): Running when it names none.
+
+        >>> Outcome.parse("Complete"), Outcome.parse("done?")
+        (<Outcome.COMPLETE: 'Complete'>, <Outcome.RUNNING: 'Running'>)
+        """
+        try:
+            return cls(text)
+        except ValueError:
+            return cls.RUNNING
+
 
 class Cause(StrEnum):
     """Why a revision was rolled out."""
@@ -67,6 +81,27 @@ class Cause(StrEnum):
     ROLLBACK = "Rollback"
     AUTO_ROLLBACK = "AutoRollback"
     MANUAL = "Manual"
+
+    @classmethod
+    def parse(cls, text: str, default: Cause) -> Cause:
+        """The cause ``text`` names (from a record or an annotation, which anyone may edit):
+        ``default`` when it names none.
+
+        >>> Cause.parse("Rollback", Cause.CONFIG_CHANGE), Cause.parse("", Cause.CONFIG_CHANGE)
+        (<Cause.ROLLBACK: 'Rollback'>, <Cause.CONFIG_CHANGE: 'ConfigChange'>)
+        """
+        try:
+            return cls(text)
+        except ValueError:
+            return default
+
+
+class FailureReason(StrEnum):
+    """Why a revision failed, for machines (its entry's ``reason`` and the Warning event's)."""
+
+    PROGRESS_DEADLINE_EXCEEDED = ConditionReason.PROGRESS_DEADLINE_EXCEEDED.value
+    HOOK_FAILED = "HookFailed"
+    DEPLOYER_FAILED = "DeployerFailed"
 
 
 @dataclass(frozen=True)
@@ -100,7 +135,7 @@ class RevisionEntry:
     template_hash: str
     replica_set: str
     commit: CommitRef
-    cause: str = Cause.CONFIG_CHANGE.value
+    cause: Cause = Cause.CONFIG_CHANGE
     change_cause: str = ""
     images: tuple[tuple[str, str], ...] = ()
     """``(container, image)`` as deployed, digests included when resolved."""
@@ -109,7 +144,7 @@ class RevisionEntry:
     outcome: Outcome = Outcome.RUNNING
     message: str = ""
     reason: str = ""
-    """Why it failed, for machines: ``ProgressDeadlineExceeded``, ``HookFailed`` or ``DeployerFailed``."""
+    """Why it failed, for machines: a :class:`FailureReason` (empty unless it failed)."""
     hooks: tuple[HookResult, ...] = ()
     rolled_back_from: int | None = None
     rolled_back_to: int | None = None
@@ -127,7 +162,7 @@ class Pin:
     manifest_digest: str
     """Digest of the app's manifest when the pin was set; another digest means git moved on."""
     reason: str = ""
-    cause: str = Cause.ROLLBACK.value
+    cause: Cause = Cause.ROLLBACK
     rolled_back_from: int | None = None
     by: str = ""
     template: str = ""
@@ -203,10 +238,7 @@ class AppRecord:
         entry = self.entry(revision)
         if entry is not None and entry.outcome is not Outcome.RUNNING:
             return entry.outcome
-        try:
-            return Outcome(annotated_phase)
-        except ValueError:
-            return Outcome.RUNNING
+        return Outcome.parse(annotated_phase)
 
     def last_complete(self, *, before: int | None = None) -> RevisionEntry | None:
         """The newest Complete revision (below ``before`` when given)."""
@@ -457,7 +489,7 @@ def _entry_from_json(raw: Mapping[str, Any]) -> RevisionEntry:
         commit=CommitRef(
             str(commit.get("sha", "")), str(commit.get("author", "")), str(commit.get("subject", ""))
         ),
-        cause=str(raw.get("cause", Cause.CONFIG_CHANGE.value)),
+        cause=Cause.parse(str(raw.get("cause", "")), Cause.CONFIG_CHANGE),
         change_cause=str(raw.get("changeCause", "")),
         images=tuple((str(i["container"]), str(i["image"])) for i in raw.get("images") or []),
         started_at=_optional_float(raw.get("startedAt")),
@@ -504,7 +536,7 @@ def _pin_from_json(raw: Mapping[str, Any]) -> Pin:
         template_hash=str(raw["templateHash"]),
         manifest_digest=str(raw.get("manifestDigest", "")),
         reason=str(raw.get("reason", "")),
-        cause=str(raw.get("cause", Cause.ROLLBACK.value)),
+        cause=Cause.parse(str(raw.get("cause", "")), Cause.ROLLBACK),
         rolled_back_from=_optional_int(raw.get("rolledBackFrom")),
         by=str(raw.get("by", "")),
         template=str(raw.get("template", "")),

@@ -60,7 +60,7 @@ def revision_entry_of(
             rs.annotation(AUTHOR_ANNOTATION),
             rs.annotation(SUBJECT_ANNOTATION),
         ),
-        cause=rs.annotation(CAUSE_ANNOTATION, Cause.CONFIG_CHANGE.value),
+        cause=Cause.parse(rs.annotation(CAUSE_ANNOTATION), Cause.CONFIG_CHANGE),
         change_cause=rs.annotation(CHANGE_CAUSE_ANNOTATION),
         images=tuple((c.name, c.image) for c in template.containers) if template is not None else (),
         started_at=parse_timestamp(rs.annotation(STARTED_AT_ANNOTATION)),
@@ -103,7 +103,7 @@ def _outcome(rs: ObservedReplicaSet) -> Outcome:
 
 def _rebuilt_pin(newest: ObservedReplicaSet, entry: RevisionEntry) -> Pin | None:
     """The pin of a rollback that the newest revision was (bound to the manifest seen next)."""
-    if entry.cause not in (Cause.ROLLBACK.value, Cause.AUTO_ROLLBACK.value):
+    if entry.cause not in (Cause.ROLLBACK, Cause.AUTO_ROLLBACK):
         return None
     return Pin(
         revision=entry.returns_to or entry.revision,
@@ -139,7 +139,7 @@ def rebuild_record(
     for rs in annotated:
         entries[rs.state.revision] = revision_entry_of(rs, _outcome(rs))
     pin = _rebuilt_pin(newest, entries[newest.state.revision])
-    suspended = pin is not None and pin.cause == Cause.ROLLBACK.value
+    suspended = pin is not None and pin.cause is Cause.ROLLBACK
     numbers = ", ".join(str(r) for r in sorted(entries))
     message = (
         f"the app record {record_name(newest.app)} was {lost}; rebuilt revisions {numbers} from the "

@@ -10,6 +10,7 @@ it, but its commit prunes more apps than ``pruneLimit``: a person must confirm),
 (the app record cannot be read: the app is held as it runs).
 Health: ``Healthy``, ``Progressing``, ``Degraded``, ``Suspended`` (paused),
 ``Missing`` (nothing of it runs).
+Both are ``Unknown`` until the loop has passed over the app once.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Sync(StrEnum):
     RECORD_DAMAGED = "RecordDamaged"
     INVALID_SETTINGS = "InvalidSettings"
     PRUNE_HELD = "PruneHeld"
+    UNKNOWN = "Unknown"
+    """No verdict stored yet: the loop has not passed over the app."""
 
 
 class Health(StrEnum):
@@ -41,6 +44,8 @@ class Health(StrEnum):
     DEGRADED = "Degraded"
     SUSPENDED = "Suspended"
     MISSING = "Missing"
+    UNKNOWN = "Unknown"
+    """No verdict stored yet: the loop has not passed over the app."""
 
 
 def is_available(status: DeploymentStatus) -> bool:

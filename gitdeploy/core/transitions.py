@@ -30,7 +30,7 @@ from gitdeploy.core.rollout import Step, Target
 STARTED_REASON = "RolloutStarted"
 """The reason of the event the planner emits when it starts a revision."""
 
-ROLLBACK_CAUSES = frozenset({Cause.ROLLBACK.value, Cause.AUTO_ROLLBACK.value})
+ROLLBACK_CAUSES = frozenset({Cause.ROLLBACK, Cause.AUTO_ROLLBACK})
 
 
 class RolloutEvent(StrEnum):
@@ -59,7 +59,7 @@ class RolloutTransition:
     """How long the rollout took (ended rollouts whose start is known)."""
 
     @property
-    def cause(self) -> str:
+    def cause(self) -> Cause:
         return self.entry.cause
 
 

@@ -249,7 +249,7 @@ class RegistryClient:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self, _exc_type: type[BaseException] | None, _exc: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.close()
 

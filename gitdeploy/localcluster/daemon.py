@@ -234,7 +234,7 @@ def run_daemon(state_dir: Path, config: SimulationConfig | None = None) -> None:
     cluster = LocalCluster(state_dir, config=config, port=_previous_port(state_dir), tls=True).start()
     stopping = threading.Event()
 
-    def _on_signal(signum: int, frame: object) -> None:
+    def _on_signal(signum: int, _frame: object) -> None:
         stopping.set()
 
     signal.signal(signal.SIGTERM, _on_signal)

@@ -30,8 +30,6 @@ _KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.
 _VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _SET_FORM = re.compile(r"^(?P<key>[^\s!=()]+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)$")
 
-OPERATORS = ("=", "!=", "in", "notin", "exists", "!")
-
 
 class SelectorError(ValueError):
     """The selector string cannot be parsed."""

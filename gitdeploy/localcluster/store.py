@@ -327,9 +327,6 @@ class Txn:
         ).fetchall()
         return [dict(json.loads(body)) for (body,) in rows]
 
-    def uid_exists(self, uid: str) -> bool:
-        return self._conn.execute("SELECT 1 FROM objects WHERE uid = ?", (uid,)).fetchone() is not None
-
     # -- timers --------------------------------------------------------------------------------
 
     def add_timer(self, timer: Timer) -> None:

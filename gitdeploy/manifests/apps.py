@@ -34,6 +34,7 @@ from gitdeploy.core.models import (
     EnvVar,
     FailurePolicy,
     Hook,
+    HookPhase,
     ImageChangeTrigger,
     ImageStream,
     ImageStreamTag,
@@ -46,6 +47,7 @@ from gitdeploy.core.models import (
     Strategy,
     StrategyType,
     Triggers,
+    TriggerType,
     manifest_pieces,
 )
 from gitdeploy.core.pruning import PRUNE_ANNOTATION
@@ -248,7 +250,7 @@ def _check_hook_containers(
         return
     for params_name in ("rollingParams", "recreateParams"):
         params = strategy_raw.get(params_name) or {}
-        for phase in ("pre", "mid", "post"):
+        for phase in HookPhase:
             name = _get(params, phase, "execNewPod", "containerName")
             if name is not None and name not in containers:
                 problems.add(
@@ -267,7 +269,7 @@ def _triggers(
     image: list[ImageChangeTrigger] = []
     positions: list[tuple[int, int]] = []
     for i, trigger in enumerate(raw or []):
-        if trigger["type"] == "ConfigChange":
+        if trigger["type"] == TriggerType.CONFIG_CHANGE:
             config_change = True
             continue
         params = trigger["imageChangeParams"]

@@ -324,13 +324,6 @@ def _summarise_stderr(stderr: str) -> str:
     return "; ".join(ln.removeprefix("fatal: ").removeprefix("error: ") for ln in important[:3])
 
 
-def wrap_git_command_error(exc: GitCommandError, redact: Callable[[str], str]) -> GitFailure:
-    """Convert a GitPython exception (from the object database reader) into a redacted failure."""
-    stderr = exc.stderr if isinstance(exc.stderr, str) else str(exc.stderr or "")
-    status = exc.status if isinstance(exc.status, int) else -1
-    return GitFailure(str(exc.command[0]) if exc.command else "git", status, redact(stderr))
-
-
 def configured_author() -> Author | None:
     """The user's own git identity (``user.name``/``user.email`` as their git config gives it), or
     None when either is unset or git is missing."""

@@ -161,9 +161,7 @@ def interpret_gpg_status(
         return SignatureCheck(sha, False, f"commit {short} has no valid signature")
     primary = (valid[-1] if len(valid) >= 10 else valid[0]).upper()
     if primary not in trusted:
-        return SignatureCheck(
-            sha, False, f"commit {short} is signed by key {primary}, which is not trusted", primary
-        )
+        return SignatureCheck(sha, False, f"commit {short} is signed by key {primary}, which is not trusted")
     if exit_status != 0:
-        return SignatureCheck(sha, False, f"commit {short}: git verify-commit refused the signature", primary)
-    return SignatureCheck(sha, True, f"commit {short} is signed by trusted key {primary}", primary)
+        return SignatureCheck(sha, False, f"commit {short}: git verify-commit refused the signature")
+    return SignatureCheck(sha, True, f"commit {short} is signed by trusted key {primary}")

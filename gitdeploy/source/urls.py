@@ -68,10 +68,6 @@ class RepoUrl:
         return self.display
 
     @property
-    def has_credentials(self) -> bool:
-        return bool(self.secrets)
-
-    @property
     def cache_key(self) -> str:
         """A short stable name for this repository without its credentials (mirror directory)."""
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", posixpath.basename(self.display.rstrip("/")))

@@ -3,9 +3,9 @@ the progress deadline, or still waiting for pods."""
 
 from __future__ import annotations
 
-from gitdeploy.core.models import Hook
+from gitdeploy.core.models import Hook, HookPhase
 from gitdeploy.core.progress import DeploymentStatus, seconds_until_progress_check
-from gitdeploy.core.records import Outcome
+from gitdeploy.core.records import FailureReason, Outcome
 from gitdeploy.core.rollout.context import RolloutContext
 from gitdeploy.core.rollout.hookgate import hook_gate
 from gitdeploy.core.rollout.outcome import fail, finish
@@ -17,15 +17,15 @@ def after_scaling(ctx: RolloutContext, post: Hook | None, status: DeploymentStat
     """No scaling to do: complete (after the post hook), failed by deadline, or still waiting."""
     assert ctx.new is not None
     if ctx.is_complete():
-        gate = hook_gate(ctx, "post", post, status)
+        gate = hook_gate(ctx, HookPhase.POST, post, status)
         if gate is not None:
             return gate
         return finish(ctx, status)
-    failed = ctx.current_outcome() == Outcome.FAILED.value
+    failed = ctx.current_outcome() is Outcome.FAILED
     if timed_out(status) and not failed:
         return fail(
             ctx,
-            "ProgressDeadlineExceeded",
+            FailureReason.PROGRESS_DEADLINE_EXCEEDED,
             f"no progress for {ctx.deadline_seconds()} s "
             f"({ctx.new.available}/{ctx.replicas} new pods available)",
             status,

@@ -33,7 +33,7 @@ from gitdeploy.core.replicasets import (
 )
 from gitdeploy.core.rolling import RolloutBounds, merge_passes, plan_rolling_passes, plan_rolling_step
 from gitdeploy.core.rollout.inputs import Snapshot, Target, counts_terminating_pods, starts_rollout
-from gitdeploy.core.rollout.outputs import Action, CreateReplicaSet, Event, PatchReplicaSet, Step
+from gitdeploy.core.rollout.outputs import Action, AppPhase, CreateReplicaSet, Event, PatchReplicaSet, Step
 from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 
 DEFAULT_REQUEUE_SECONDS = 1.0
@@ -181,7 +181,7 @@ class RolloutContext:
 
     # -- the step -----------------------------------------------------------------------------------
 
-    def step(self, phase: str, message: str, requeue: float | None, status: DeploymentStatus) -> Step:
+    def step(self, phase: AppPhase, message: str, requeue: float | None, status: DeploymentStatus) -> Step:
         revision = self.new.revision if self.new is not None else self.latest
         scaled = scale_event(self.scaled)
         return Step(
@@ -286,19 +286,20 @@ class RolloutContext:
             return stamp
         return self.new.created_at if self.new is not None else self.now
 
-    def current_outcome(self) -> str:
-        """The current revision's outcome: the record's if it has one, else the phase annotation."""
+    def current_outcome(self) -> Outcome | None:
+        """The current revision's outcome: the record's if it has one, else the phase annotation
+        (Running when it is unreadable); None when there is no current revision."""
         if self.new is None:
-            return ""
+            return None
         entry = self.snapshot.record.entry(self.new.revision)
         if (
             entry is not None
             and entry.outcome is not Outcome.RUNNING
             and entry.template_hash == self.new.template_hash
         ):
-            return entry.outcome.value
+            return entry.outcome
         observed = self.new_observed()
-        return observed.annotation(PHASE_ANNOTATION, Outcome.RUNNING.value) if observed else ""
+        return Outcome.parse(observed.annotation(PHASE_ANNOTATION)) if observed else None
 
     def observed_current(self) -> bool:
         return all(rs.observed_generation_current for rs in self.snapshot.replica_sets)

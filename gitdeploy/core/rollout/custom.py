@@ -4,8 +4,9 @@ revision, then waits for it to exit and for the new ReplicaSet to be available."
 from __future__ import annotations
 
 from gitdeploy.core.hooks import DEPLOYER_ACTIVE_DEADLINE_SECONDS, DEPLOYER_ROLE, build_deployer_pod
+from gitdeploy.core.observed import PodPhase
 from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import Outcome
+from gitdeploy.core.records import FailureReason, Outcome
 from gitdeploy.core.rollout.context import RolloutContext, intervals
 from gitdeploy.core.rollout.outcome import fail, finish
 from gitdeploy.core.rollout.outputs import AppPhase, CreatePod, DeletePod, Event, Step
@@ -22,19 +23,20 @@ def custom(ctx: RolloutContext) -> Step:
     pod = ctx.pod(DEPLOYER_ROLE)
     if pod is None or pod.revision != ctx.new.revision:
         return start_deployer(ctx, waiting, now)
-    if pod.phase == "Failed":
+    if pod.phase == PodPhase.FAILED:
         code = f" with exit code {pod.exit_code}" if pod.exit_code is not None else ""
-        return fail(ctx, "DeployerFailed", f"the custom deployer failed{code}", now)
-    if pod.phase != "Succeeded":
+        return fail(ctx, FailureReason.DEPLOYER_FAILED, f"the custom deployer failed{code}", now)
+    if pod.phase != PodPhase.SUCCEEDED:
         if timed_out(now):
-            return fail(ctx, "ProgressDeadlineExceeded", "the custom deployer did not finish in time", now)
+            deadline = FailureReason.PROGRESS_DEADLINE_EXCEEDED
+            return fail(ctx, deadline, "the custom deployer did not finish in time", now)
         return ctx.step(AppPhase.PROGRESSING, "custom deployer running", waiting, now)
     if ctx.new.replicas == ctx.replicas and ctx.new.available >= ctx.replicas and ctx.observed_current():
         return finish(ctx, now)
     if timed_out(now):
         return fail(
             ctx,
-            "ProgressDeadlineExceeded",
+            FailureReason.PROGRESS_DEADLINE_EXCEEDED,
             f"the custom deployer exited 0 but {ctx.new.name} has {ctx.new.available}/{ctx.replicas} "
             "available",
             now,
@@ -47,7 +49,7 @@ def start_deployer(ctx: RolloutContext, waiting: float, now: DeploymentStatus) -
     already failed: a deployer that was stopped is never started again."""
     assert ctx.new is not None and ctx.app.strategy.custom is not None
     pod = ctx.pod(DEPLOYER_ROLE)
-    if ctx.current_outcome() == Outcome.FAILED.value:
+    if ctx.current_outcome() is Outcome.FAILED:
         entry = ctx.snapshot.record.entry(ctx.new.revision)
         why = entry.message if entry is not None else "the custom deployer was stopped"
         return held(ctx, AppPhase.FAILED, f"revision {ctx.new.revision} failed: {why}")

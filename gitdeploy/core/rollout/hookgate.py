@@ -4,39 +4,41 @@ rollout by its failure policy) before the strategy goes past it."""
 from __future__ import annotations
 
 from gitdeploy.core.hooks import HookStatus, HookVerdict, build_hook_pod, evaluate_hook, hook_role
-from gitdeploy.core.models import Hook, PodTemplate
-from gitdeploy.core.observed import PodSpec
+from gitdeploy.core.models import Hook, HookPhase, PodTemplate
+from gitdeploy.core.observed import POD_DEADLINE_EXCEEDED, PodSpec
 from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import Cause
+from gitdeploy.core.records import Cause, FailureReason
 from gitdeploy.core.rollout.context import RolloutContext, intervals
 from gitdeploy.core.rollout.outcome import fail
 from gitdeploy.core.rollout.outputs import AppPhase, CreatePod, DeletePod, Event, Step
 
 
-def hook_gate(ctx: RolloutContext, phase: str, hook: Hook | None, status: DeploymentStatus) -> Step | None:
+def hook_gate(
+    ctx: RolloutContext, phase: HookPhase, hook: Hook | None, status: DeploymentStatus
+) -> Step | None:
     """None when the hook is absent or done; otherwise the Step to return this pass.
 
     An automatic rollback runs no hooks: like OpenShift scaling the last good deployment back up,
     it restores what ran, and the hooks (the failed revision's strategy) are what just failed; a
     failed mid hook would otherwise fail the rollback too, with every old pod already stopped."""
-    if hook is None or ctx.new is None or ctx.target.cause == Cause.AUTO_ROLLBACK.value:
+    if hook is None or ctx.new is None or ctx.target.cause is Cause.AUTO_ROLLBACK:
         return None
     verdict, requeue = run_hook(ctx, phase, hook, ctx.target.template)
     if verdict.verdict.done:
         return None
     if verdict.verdict is HookVerdict.FAILED:
         pod = ctx.pod(hook_role(phase))
-        hung = pod is not None and (not pod.terminal or pod.reason == "DeadlineExceeded")
+        hung = pod is not None and (not pod.terminal or pod.reason == POD_DEADLINE_EXCEEDED)
         what = f"did not finish within its deadline ({ctx.deadline_seconds()} s)" if hung else "failed"
         policy = hook.failure_policy.value
-        return fail(ctx, "HookFailed", f"the {phase} hook {what} ({policy} policy)", status)
+        return fail(ctx, FailureReason.HOOK_FAILED, f"the {phase} hook {what} ({policy} policy)", status)
     return ctx.step(
         AppPhase.PROGRESSING, f"revision {ctx.new.revision}: {phase} hook running", requeue, status
     )
 
 
 def run_hook(
-    ctx: RolloutContext, phase: str, hook: Hook, template: PodTemplate
+    ctx: RolloutContext, phase: HookPhase, hook: Hook, template: PodTemplate
 ) -> tuple[HookStatus, float | None]:
     """Advance the hook of ``phase``; returns its status and, unless done, when to look again."""
     assert ctx.new is not None
@@ -72,7 +74,12 @@ def run_hook(
 
 
 def hook_pod(
-    ctx: RolloutContext, phase: str, hook: Hook, template: PodTemplate, attempt: int, first_attempt_at: float
+    ctx: RolloutContext,
+    phase: HookPhase,
+    hook: Hook,
+    template: PodTemplate,
+    attempt: int,
+    first_attempt_at: float,
 ) -> PodSpec:
     assert ctx.new is not None
     observed = ctx.new_observed()

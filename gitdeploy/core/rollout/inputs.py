@@ -24,7 +24,7 @@ class Target:
     template: PodTemplate
     template_hash: str
     commit: CommitRef
-    cause: str = Cause.CONFIG_CHANGE.value
+    cause: Cause = Cause.CONFIG_CHANGE
     change_cause: str = ""
     auto_start: bool = True
     manifest_digest: str = ""

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from gitdeploy.core.models import FailurePolicy
-from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedPod, ObservedReplicaSet
+from gitdeploy.core.hooks import HookVerdict
+from gitdeploy.core.models import FailurePolicy, HookPhase
+from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedPod, ObservedReplicaSet, PodPhase
 from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import AppRecord, Cause, HookResult, Outcome, Pin, RevisionEntry
+from gitdeploy.core.records import AppRecord, Cause, FailureReason, HookResult, Outcome, Pin, RevisionEntry
 from gitdeploy.core.recovery import revision_entry_of
 from gitdeploy.core.retention import select_replica_sets_to_delete
 from gitdeploy.core.rollout.context import DEFAULT_REQUEUE_SECONDS, RolloutContext
@@ -19,12 +20,13 @@ from gitdeploy.core.rollout.outputs import AppPhase, DeleteReplicaSet, Event, St
 def entry_for(ctx: RolloutContext, rs: ObservedReplicaSet, outcome: Outcome) -> RevisionEntry:
     """The revision log entry of ``rs``'s revision, from its annotations and hook pods."""
     template = rs.template or ctx.target.template
-    policies = {phase: hook.failure_policy for phase, hook in ctx.app.strategy.hooks.items()}
+    hooks_of = ctx.app.strategy.hooks.items()
+    policies: dict[str, FailurePolicy] = {phase: hook.failure_policy for phase, hook in hooks_of}
 
     def outcome_of(pod: ObservedPod) -> str:
         phase = pod.role.removeprefix("hook-")
-        ignored = phase == "post" or policies.get(phase) is FailurePolicy.IGNORE
-        return "Ignored" if pod.phase == "Failed" and ignored else pod.phase
+        ignored = phase == HookPhase.POST or policies.get(phase) is FailurePolicy.IGNORE
+        return HookVerdict.IGNORED if pod.phase == PodPhase.FAILED and ignored else pod.phase
 
     hooks = tuple(
         HookResult(
@@ -37,7 +39,8 @@ def entry_for(ctx: RolloutContext, rs: ObservedReplicaSet, outcome: Outcome) -> 
         for p in ctx.snapshot.pods
         if p.name.startswith(f"{rs.name}-") and p.revision == rs.state.revision
     )
-    ctx.log_pods += [h.pod for h in hooks if h.outcome in ("Succeeded", "Failed", "Ignored")]
+    ended = (PodPhase.SUCCEEDED, PodPhase.FAILED, HookVerdict.IGNORED)
+    ctx.log_pods += [h.pod for h in hooks if h.outcome in ended]
     pin = ctx.target.pin
     rolled_back = pin is not None and pin.template_hash == rs.state.template_hash
     return dataclasses.replace(
@@ -66,10 +69,10 @@ def finish(ctx: RolloutContext, status: DeploymentStatus) -> Step:
     return ctx.step(AppPhase.COMPLETE, f"revision {ctx.new.revision} complete", requeue, status)
 
 
-def fail(ctx: RolloutContext, reason: str, message: str, status: DeploymentStatus) -> Step:
+def fail(ctx: RolloutContext, reason: FailureReason, message: str, status: DeploymentStatus) -> Step:
     """Mark the current revision Failed; with auto-rollback, pin the last Complete revision."""
     assert ctx.new is not None
-    if ctx.current_outcome() == Outcome.FAILED.value:  # already recorded: keep waiting, write nothing
+    if ctx.current_outcome() is Outcome.FAILED:  # already recorded: keep waiting, write nothing
         return ctx.step(AppPhase.FAILED, f"revision {ctx.new.revision} failed: {message}", None, status)
     observed = ctx.by_name[ctx.new.name]
     entry = dataclasses.replace(entry_for(ctx, observed, Outcome.FAILED), message=message, reason=reason)
@@ -105,7 +108,7 @@ def _roll_back(ctx: RolloutContext, record: AppRecord, message: str) -> tuple[Ap
         template_hash=good.template_hash,
         manifest_digest=ctx.target.manifest_digest,
         reason=f"revision {ctx.new.revision} failed: {message}",
-        cause=Cause.AUTO_ROLLBACK.value,
+        cause=Cause.AUTO_ROLLBACK,
         rolled_back_from=ctx.new.revision,
         by="gitdeploy (autoRollback)",
     )

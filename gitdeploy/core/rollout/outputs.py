@@ -4,6 +4,7 @@ when to look again)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from gitdeploy.core.observed import PodSpec, ReplicaSetSpec
 from gitdeploy.core.progress import DeploymentStatus
@@ -49,7 +50,7 @@ class DeletePod:
 Action = CreateReplicaSet | PatchReplicaSet | DeleteReplicaSet | CreatePod | DeletePod
 
 
-class AppPhase:
+class AppPhase(StrEnum):
     """The one-word state of an app, as ``gitdeploy status`` shows it."""
 
     PROGRESSING = "Progressing"
@@ -64,7 +65,7 @@ class AppPhase:
 class Step:
     """One pass's decisions. The executor writes ``record`` first, then runs ``actions`` in order."""
 
-    phase: str
+    phase: AppPhase
     message: str
     revision: int
     status: DeploymentStatus

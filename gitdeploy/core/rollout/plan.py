@@ -8,7 +8,7 @@ import dataclasses
 from gitdeploy.core.hooks import lingering_pods
 from gitdeploy.core.observed import record_name
 from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import Outcome
+from gitdeploy.core.records import FailureReason, Outcome
 from gitdeploy.core.recovery import rebuild_record
 from gitdeploy.core.replicasets import split_replica_sets
 from gitdeploy.core.rollout.context import RolloutContext
@@ -72,10 +72,11 @@ def _plan(ctx: RolloutContext) -> Step:
             )
         return start(ctx)
     outcome = ctx.current_outcome()
-    if outcome == Outcome.COMPLETE.value:
+    if outcome is Outcome.COMPLETE:
         return settled(ctx)
     entry = snap.record.entry(ctx.new.revision) if ctx.new is not None else None
-    if outcome == Outcome.FAILED.value and (entry is None or entry.reason != "ProgressDeadlineExceeded"):
+    by_deadline = entry is not None and entry.reason == FailureReason.PROGRESS_DEADLINE_EXCEEDED
+    if outcome is Outcome.FAILED and not by_deadline:
         return held(ctx, AppPhase.FAILED, f"revision {ctx.latest} failed: {entry.message if entry else ''}")
     return STRATEGIES[app.strategy.type].step(ctx)
 

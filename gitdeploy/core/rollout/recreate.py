@@ -5,7 +5,8 @@ A DeploymentConfig of several replicas starts one first and the rest once it is 
 
 from __future__ import annotations
 
-from gitdeploy.core.models import AppKind
+from gitdeploy.core.models import AppKind, HookPhase
+from gitdeploy.core.records import FailureReason
 from gitdeploy.core.rolling import plan_recreate_step
 from gitdeploy.core.rollout.completion import after_scaling
 from gitdeploy.core.rollout.context import STATUS_BEHIND, RolloutContext, intervals
@@ -21,7 +22,7 @@ def recreate(ctx: RolloutContext) -> Step:
     assert ctx.new is not None
     params = ctx.app.strategy.recreate
     before = status(ctx)
-    gate = hook_gate(ctx, "pre", params.pre if params else None, before)
+    gate = hook_gate(ctx, HookPhase.PRE, params.pre if params else None, before)
     if gate is not None:
         return gate
     _, waiting = intervals(ctx.app)
@@ -35,9 +36,10 @@ def recreate(ctx: RolloutContext) -> Step:
         return ctx.step(AppPhase.PROGRESSING, "scaling down the old revision", waiting, status(ctx))
     if draining:
         if timed_out(before):
-            return fail(ctx, "ProgressDeadlineExceeded", "the old pods did not stop in time", before)
+            deadline = FailureReason.PROGRESS_DEADLINE_EXCEEDED
+            return fail(ctx, deadline, "the old pods did not stop in time", before)
         return ctx.step(AppPhase.PROGRESSING, "waiting for old pods to stop", waiting, before)
-    gate = hook_gate(ctx, "mid", params.mid if params else None, before)
+    gate = hook_gate(ctx, HookPhase.MID, params.mid if params else None, before)
     if gate is not None:
         return gate
     if planned:
@@ -46,9 +48,8 @@ def recreate(ctx: RolloutContext) -> Step:
         return ctx.step(AppPhase.PROGRESSING, message, waiting, status(ctx))
     if size < ctx.replicas:
         if timed_out(before):
-            return fail(
-                ctx, "ProgressDeadlineExceeded", "the first replica did not become ready in time", before
-            )
+            deadline = FailureReason.PROGRESS_DEADLINE_EXCEEDED
+            return fail(ctx, deadline, "the first replica did not become ready in time", before)
         return ctx.step(AppPhase.PROGRESSING, "waiting for the first replica", waiting, before)
     return after_scaling(ctx, params.post if params else None, before, waiting)
 

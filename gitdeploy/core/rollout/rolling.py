@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gitdeploy.core.models import AppKind
+from gitdeploy.core.models import AppKind, HookPhase
 from gitdeploy.core.proportional import is_scaling_event, plan_proportional_scaling
 from gitdeploy.core.replicasets import ScaleAction, split_replica_sets
 from gitdeploy.core.rolling import plan_new_replica_set_scale
@@ -50,7 +50,7 @@ def rolling(ctx: RolloutContext) -> Step:
     then completion (after the post hook), the deadline, or waiting for pods."""
     assert ctx.new is not None
     params = ctx.app.strategy.rolling
-    gate = hook_gate(ctx, "pre", params.pre if params else None, status(ctx))
+    gate = hook_gate(ctx, HookPhase.PRE, params.pre if params else None, status(ctx))
     if gate is not None:
         return gate
     after_scale, waiting = rolling_intervals(ctx)

@@ -49,7 +49,7 @@ def settled(ctx: RolloutContext) -> Step:
     return ctx.step(AppPhase.COMPLETE, f"revision {ctx.new.revision} complete", requeue, now)
 
 
-def held(ctx: RolloutContext, phase: str, message: str) -> Step:
+def held(ctx: RolloutContext, phase: AppPhase, message: str) -> Step:
     """No rollout may progress (paused, or waiting for a manual deploy): only scaling applies."""
     new = ctx.new if not ctx.needs_new_revision() else None
     old = [rs for rs in ctx.states if new is None or rs.name != new.name]

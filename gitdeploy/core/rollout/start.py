@@ -38,7 +38,7 @@ def start(ctx: RolloutContext) -> Step:
     begin = STRATEGIES[ctx.app.strategy.type].start
     requeue = begin(ctx, created) if begin is not None else 0.0  # hooks and Recreate go on at once
     target = ctx.target
-    cause = f" ({target.cause})" if target.cause != Cause.CONFIG_CHANGE.value else ""
+    cause = f" ({target.cause})" if target.cause is not Cause.CONFIG_CHANGE else ""
     ctx.events.insert(
         0,
         Event(
@@ -47,7 +47,7 @@ def start(ctx: RolloutContext) -> Step:
             f"{target.commit.subject!r} by {target.commit.author or 'unknown'}",
         ),
     )
-    if target.pin is not None and target.cause == Cause.AUTO_ROLLBACK.value:
+    if target.pin is not None and target.cause is Cause.AUTO_ROLLBACK:
         ctx.events.append(
             Event(
                 "DeploymentRollback",

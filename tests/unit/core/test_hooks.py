@@ -20,7 +20,7 @@ from gitdeploy.core.hooks import (
     hook_role,
     retry_backoff,
 )
-from gitdeploy.core.models import CustomParams, EnvVar, FailurePolicy, Hook, PodTemplate
+from gitdeploy.core.models import CustomParams, EnvVar, FailurePolicy, Hook, HookPhase, PodTemplate
 from gitdeploy.core.observed import ObservedPod, PodSpec
 from gitdeploy.localcluster.podsecurity import restricted_violations
 
@@ -99,7 +99,7 @@ def hook_pod(
         revision=4,
         attempt=attempt,
         first_attempt_at=first_attempt_at,
-        phase=phase,
+        phase=HookPhase(phase),
         hook=hook,
         template=tmpl or template(),
         resources_json=resources_json,
@@ -130,8 +130,8 @@ MIGRATE = Hook(FailurePolicy.ABORT, "api", ("/bin/migrate", "--up"))
     ],
 )
 def test_hook_pod_names_and_roles(phase: str, name: str, role: str) -> None:
-    assert hook_pod_name("api-bcdf245678", phase) == name
-    assert hook_role(phase) == role
+    assert hook_pod_name("api-bcdf245678", HookPhase(phase)) == name
+    assert hook_role(HookPhase(phase)) == role
     pod = hook_pod(MIGRATE, phase=phase)
     assert (pod.name, pod.role) == (name, role)
 
@@ -627,7 +627,7 @@ def test_evaluate_hook(
     now: float,
     expected: HookStatus,
 ) -> None:
-    assert evaluate_hook(pod, policy, phase, revision=2, deadline=deadline, now=now) == expected
+    assert evaluate_hook(pod, policy, HookPhase(phase), revision=2, deadline=deadline, now=now) == expected
 
 
 @pytest.mark.parametrize(

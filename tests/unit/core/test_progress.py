@@ -24,7 +24,6 @@ from gitdeploy.core.progress import (
     make_condition,
     record_new_replica_set,
     record_pause,
-    record_replica_set_create_error,
     remove_condition,
     seconds_until_progress_check,
     set_condition,
@@ -408,20 +407,6 @@ def test_record_new_replica_set(
     )
     condition = after.condition(P)
     assert (condition.reason if condition else None) == expected
-
-
-def test_record_replica_set_create_error() -> None:
-    after = record_replica_set_create_error(
-        DeploymentStatus(), "web-new", "quota exceeded", progress_deadline_seconds=600, now=3.0
-    )
-    assert after.condition(P) == DeploymentCondition(
-        P,
-        FALSE,
-        R.REPLICA_SET_CREATE_ERROR,
-        'Failed to create new replica set "web-new": quota exceeded',
-        3.0,
-        3.0,
-    )
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ FULL_ENTRY = RevisionEntry(
     template_hash="bcdf245678",
     replica_set="web-bcdf245678",
     commit=CommitRef("0123456789abcdef0123456789abcdef01234567", "Ada Lovelace", "Bump the engine"),
-    cause=Cause.AUTO_ROLLBACK.value,
+    cause=Cause.AUTO_ROLLBACK,
     change_cause="rollback to revision 5: revision 6 failed",
     images=(("web", "nginx@sha256:" + "a" * 64), ("sidecar", "envoy:1.30")),
     started_at=1_700_000_000.0,
@@ -71,7 +71,7 @@ FULL_PIN = Pin(
     template_hash="zzxx998877",
     manifest_digest="0123456789abcdef",
     reason="revision 6 failed",
-    cause=Cause.AUTO_ROLLBACK.value,
+    cause=Cause.AUTO_ROLLBACK,
     rolled_back_from=6,
     by="alice",
     restore=("scaling", "strategy"),
@@ -338,7 +338,7 @@ def test_missing_keys_take_their_defaults() -> None:
     )
     assert record.revisions[0].outcome is Outcome.RUNNING
     assert record.revisions[0].cause == "ConfigChange"
-    assert record.pin == Pin(2, "h2", "", "", "Rollback", None, "")
+    assert record.pin == Pin(2, "h2", "", "", Cause.ROLLBACK, None, "")
     assert (record.triggers_suspended, record.suspended_reason, record.last_synced_commit) == (False, "", "")
 
 

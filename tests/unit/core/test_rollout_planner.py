@@ -650,7 +650,7 @@ def test_rollover_cancels_the_revision_in_flight() -> None:
                 template_hash=thash(V2),
                 replica_set=rs_name(V2),
                 commit=CommitRef(f"{2:040d}", "Ada", "commit 2"),
-                cause="ConfigChange",
+                cause=Cause.CONFIG_CHANGE,
                 change_cause="commit 2",
                 images=(("web", V2),),
                 started_at=T0 - 30,
@@ -1074,7 +1074,7 @@ def test_auto_rollback_pins_the_last_complete_revision() -> None:
         template_hash=thash(V1),
         manifest_digest="digest-2",
         reason=f"revision 2 failed: {message}",
-        cause="AutoRollback",
+        cause=Cause.AUTO_ROLLBACK,
         rolled_back_from=2,
         by="gitdeploy (autoRollback)",
     )
@@ -1127,7 +1127,7 @@ def test_the_rollback_revision_reuses_the_pinned_replica_set_and_says_why() -> N
         thash(V1),
         "digest-2",
         "revision 2 failed",
-        Cause.AUTO_ROLLBACK.value,
+        Cause.AUTO_ROLLBACK,
         2,
         "gitdeploy (autoRollback)",
     )
@@ -1139,7 +1139,7 @@ def test_the_rollback_revision_reuses_the_pinned_replica_set_and_says_why() -> N
         template=tmpl(V1),
         template_hash=thash(V1),
         commit=CommitRef(f"{1:040d}", "Ada", "commit 1"),
-        cause=Cause.AUTO_ROLLBACK.value,
+        cause=Cause.AUTO_ROLLBACK,
         change_cause="rollback to revision 1: revision 2 failed",
         manifest_digest="digest-2",
         pin=pin,
@@ -1194,14 +1194,14 @@ def test_an_automatic_rollback_after_a_failed_mid_hook_brings_the_old_pods_back_
     fail it too and leave the app without pods (OpenShift scales the last good deployment back up)."""
     strategy = Strategy(StrategyType.RECREATE, recreate=RecreateParams(pre=HOOK_PRE, mid=HOOK_MID))
     app = make_app(V2, strategy=strategy, kind=AppKind.DEPLOYMENT_CONFIG, auto_rollback=True)
-    pin = Pin(1, thash(V1), "digest-2", "revision 2 failed", Cause.AUTO_ROLLBACK.value, 2, "gitdeploy")
+    pin = Pin(1, thash(V1), "digest-2", "revision 2 failed", Cause.AUTO_ROLLBACK, 2, "gitdeploy")
     record = AppRecord(revisions=(entry(V1, 1), entry(V2, 2, Outcome.FAILED, reason="HookFailed")), pin=pin)
     target = Target(
         app=app,
         template=tmpl(V1),
         template_hash=thash(V1),
         commit=CommitRef(f"{1:040d}", "Ada", "commit 1"),
-        cause=Cause.AUTO_ROLLBACK.value,
+        cause=Cause.AUTO_ROLLBACK,
         manifest_digest="digest-2",
         pin=pin,
     )

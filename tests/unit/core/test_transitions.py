@@ -11,7 +11,7 @@ from gitdeploy.core import transitions
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.progress import DeploymentStatus
 from gitdeploy.core.records import AppRecord, Cause, CommitRef, Outcome, Pin, RevisionEntry
-from gitdeploy.core.rollout import Event, Step, Target
+from gitdeploy.core.rollout import AppPhase, Event, Step, Target
 from gitdeploy.core.transitions import RolloutEvent, rollout_transitions
 from tests.fixtures.rollouts import load_app
 
@@ -36,7 +36,7 @@ STARTED = Event("RolloutStarted", "Rolling out revision 3")
 SCALED = Event("ScalingReplicaSet", "Scaled up replica set web-x to 1")
 
 
-def entry(revision: int, outcome: Outcome, cause: str = Cause.CONFIG_CHANGE.value) -> RevisionEntry:
+def entry(revision: int, outcome: Outcome, cause: Cause = Cause.CONFIG_CHANGE) -> RevisionEntry:
     return RevisionEntry(
         revision,
         f"h{revision}",
@@ -54,10 +54,10 @@ def record(*entries: RevisionEntry) -> AppRecord:
 
 
 def step(revision: int, *events: Event, after: AppRecord | None = None) -> Step:
-    return Step("Progressing", "", revision, DeploymentStatus(), events=events, record=after)
+    return Step(AppPhase.PROGRESSING, "", revision, DeploymentStatus(), events=events, record=after)
 
 
-ROLLBACK_PIN = Pin(2, "h2", "digest", cause=Cause.AUTO_ROLLBACK.value, rolled_back_from=3, by="gitdeploy")
+ROLLBACK_PIN = Pin(2, "h2", "digest", cause=Cause.AUTO_ROLLBACK, rolled_back_from=3, by="gitdeploy")
 
 
 @pytest.mark.parametrize(
@@ -108,7 +108,7 @@ ROLLBACK_PIN = Pin(2, "h2", "digest", cause=Cause.AUTO_ROLLBACK.value, rolled_ba
         ),
         (
             "a rollback starts as rolled_back",
-            dataclasses.replace(TARGET, cause=Cause.AUTO_ROLLBACK.value, pin=ROLLBACK_PIN),
+            dataclasses.replace(TARGET, cause=Cause.AUTO_ROLLBACK, pin=ROLLBACK_PIN),
             record(entry(3, Outcome.FAILED)),
             step(4, STARTED),
             [("rolled_back", 4, "AutoRollback")],
@@ -116,8 +116,8 @@ ROLLBACK_PIN = Pin(2, "h2", "digest", cause=Cause.AUTO_ROLLBACK.value, rolled_ba
         (
             "a completed rollback keeps its cause",
             TARGET,
-            record(entry(4, Outcome.RUNNING, Cause.AUTO_ROLLBACK.value)),
-            step(4, after=record(entry(4, Outcome.COMPLETE, Cause.AUTO_ROLLBACK.value))),
+            record(entry(4, Outcome.RUNNING, Cause.AUTO_ROLLBACK)),
+            step(4, after=record(entry(4, Outcome.COMPLETE, Cause.AUTO_ROLLBACK))),
             [("completed", 4, "AutoRollback")],
         ),
     ],
@@ -143,7 +143,7 @@ def test_a_started_entry_says_what_is_deployed_and_a_rollback_where_from() -> No
         started_at=NOW,
     )
     assert started.seconds is None
-    rollback = dataclasses.replace(TARGET, cause=Cause.AUTO_ROLLBACK.value, pin=ROLLBACK_PIN)
+    rollback = dataclasses.replace(TARGET, cause=Cause.AUTO_ROLLBACK, pin=ROLLBACK_PIN)
     [back] = rollout_transitions(rollback, record(), step(4, STARTED), NOW)
     assert (back.event, back.entry.rolled_back_from, back.entry.rolled_back_to, back.entry.by) == (
         RolloutEvent.ROLLED_BACK,
