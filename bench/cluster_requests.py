@@ -167,9 +167,15 @@ class Driver:
         )
 
     def run(self) -> None:
-        core, apps = self.core, self.apps_api
+        self.open_watches()
+        self.write_phases()
+        self.read_phases()
+        self.idle_phase()
+
+    def open_watches(self) -> None:
+        """Each namespace, with a watch of its ReplicaSets and one of its ConfigMaps."""
         for namespace in self.namespaces:
-            core.create_namespace({"metadata": {"name": namespace}})
+            self.core.create_namespace({"metadata": {"name": namespace}})
             for call in (
                 lambda api: client.AppsV1Api(api).list_namespaced_replica_set,
                 lambda api: client.CoreV1Api(api).list_namespaced_config_map,
@@ -177,54 +183,57 @@ class Driver:
                 threading.Thread(target=self.watch, args=(call, namespace), daemon=True).start()
         time.sleep(0.5)
 
-        def create_record(app: str) -> Any:
-            raw = json.loads(
-                core.create_namespaced_config_map(self.ns[app], _record(app, 1), _preload_content=False).data
-            )
-            self.record_rvs[app] = raw["metadata"]["resourceVersion"]
-            return None
+    def each(self, request: Callable[[str], Any]) -> list[Callable[[], Any]]:
+        return [functools.partial(request, app) for app in self.names]
 
-        def replace_record(app: str, revision: int) -> Any:
-            body = _record(app, revision, self.record_rvs[app])
-            response = core.replace_namespaced_config_map(
-                f"gitdeploy.{app}", self.ns[app], body, _preload_content=False
-            )
-            self.record_rvs[app] = json.loads(response.data)["metadata"]["resourceVersion"]
-            return None
+    def create_record(self, app: str) -> Any:
+        created = self.core.create_namespaced_config_map(
+            self.ns[app], _record(app, 1), _preload_content=False
+        )
+        self.record_rvs[app] = json.loads(created.data)["metadata"]["resourceVersion"]
+        return None
 
-        def patch_rs(app: str, replicas: int, revision: int) -> Any:
-            patch = {
-                "spec": {"replicas": replicas},
-                "metadata": {"annotations": {"gitdeploy.io/phase": f"Running{revision}"}},
-            }
-            return apps.patch_namespaced_replica_set(
-                f"{app}-5d8f7c9b6",
-                self.ns[app],
-                patch,
-                _preload_content=False,
-                _content_type="application/merge-patch+json",
-            )
+    def replace_record(self, app: str, revision: int) -> Any:
+        body = _record(app, revision, self.record_rvs[app])
+        response = self.core.replace_namespaced_config_map(
+            f"gitdeploy.{app}", self.ns[app], body, _preload_content=False
+        )
+        self.record_rvs[app] = json.loads(response.data)["metadata"]["resourceVersion"]
+        return None
 
-        def event(app: str) -> Any:
-            body = {
-                "metadata": {"generateName": f"gitdeploy.{app}.", "namespace": self.ns[app]},
-                "involvedObject": {
-                    "kind": "ConfigMap",
-                    "name": f"gitdeploy.{app}",
-                    "namespace": self.ns[app],
-                },
-                "reason": "RolloutStep",
-                "message": f"scaled {app}-5d8f7c9b6 to 2",
-                "type": "Normal",
-                "source": {"component": "gitdeploy"},
-                "count": 1,
-            }
-            return core.create_namespaced_event(self.ns[app], body, _preload_content=False)
+    def patch_rs(self, app: str, replicas: int, revision: int) -> Any:
+        patch = {
+            "spec": {"replicas": replicas},
+            "metadata": {"annotations": {"gitdeploy.io/phase": f"Running{revision}"}},
+        }
+        return self.apps_api.patch_namespaced_replica_set(
+            f"{app}-5d8f7c9b6",
+            self.ns[app],
+            patch,
+            _preload_content=False,
+            _content_type="application/merge-patch+json",
+        )
 
-        def each(request: Callable[[str], Any]) -> list[Callable[[], Any]]:
-            return [functools.partial(request, app) for app in self.names]
+    def event(self, app: str) -> Any:
+        body = {
+            "metadata": {"generateName": f"gitdeploy.{app}.", "namespace": self.ns[app]},
+            "involvedObject": {
+                "kind": "ConfigMap",
+                "name": f"gitdeploy.{app}",
+                "namespace": self.ns[app],
+            },
+            "reason": "RolloutStep",
+            "message": f"scaled {app}-5d8f7c9b6 to 2",
+            "type": "Normal",
+            "source": {"component": "gitdeploy"},
+            "count": 1,
+        }
+        return self.core.create_namespaced_event(self.ns[app], body, _preload_content=False)
 
-        self.phase("create configmap (app record)", each(create_record))
+    def write_phases(self) -> None:
+        """What a rollout writes: records, ReplicaSets (and so pods), events."""
+        apps, each = self.apps_api, self.each
+        self.phase("create configmap (app record)", each(self.create_record))
         self.phase(
             "create replicaset (1 pod)",
             each(
@@ -234,12 +243,16 @@ class Driver:
             ),
         )
         time.sleep(0.5)
-        self.phase("patch replicaset 1→2 (+1 pod)", each(lambda a: patch_rs(a, 2, 2)))
+        self.phase("patch replicaset 1→2 (+1 pod)", each(lambda a: self.patch_rs(a, 2, 2)))
         time.sleep(0.5)
-        self.phase("patch replicaset 2→1 (−1 pod)", each(lambda a: patch_rs(a, 1, 3)))
-        self.phase("patch replicaset annotations only", each(lambda a: patch_rs(a, 1, 4)))
-        self.phase("replace configmap (app record)", each(lambda a: replace_record(a, 3)))
-        self.phase("create event", each(event))
+        self.phase("patch replicaset 2→1 (−1 pod)", each(lambda a: self.patch_rs(a, 1, 3)))
+        self.phase("patch replicaset annotations only", each(lambda a: self.patch_rs(a, 1, 4)))
+        self.phase("replace configmap (app record)", each(lambda a: self.replace_record(a, 3)))
+        self.phase("create event", each(self.event))
+
+    def read_phases(self) -> None:
+        """What a pass reads: a record, one app's ReplicaSets, a namespace's."""
+        core, apps, each = self.core, self.apps_api, self.each
         self.phase(
             "get configmap",
             each(
@@ -261,6 +274,9 @@ class Driver:
             f"list replicasets of a namespace ({sum(ns == first for ns in self.ns.values())})",
             [lambda: apps.list_namespaced_replica_set(first, _preload_content=False)] * 20,
         )
+
+    def idle_phase(self) -> None:
+        """The cluster's CPU over 2 s with nothing sent but the watches open."""
         cpu = process_cpu_seconds(self.pid)
         time.sleep(2.0)
         self.results.append(

@@ -144,27 +144,9 @@ def _container_lines(plan: AppPlan, tag: str) -> list[str]:
     return lines
 
 
-def render_manifest(plan: AppPlan, version: int = 1) -> str:
-    """The manifest of ``plan`` whose main image has tag ``1.<version>.0``."""
-    tag = f"1.{version}.0"
-    deployment = plan.kind == "Deployment"
-    lines = [
-        f"# {plan.name}: {plan.tier} of the {plan.namespace} team. Owners: {plan.namespace}@example.com",
-        "apiVersion: apps/v1" if deployment else "apiVersion: apps.openshift.io/v1",
-        f"kind: {plan.kind}",
-        "metadata:",
-        f"  name: {plan.name}",
-        f"  namespace: {plan.namespace}",
-        "  labels:",
-        f"    app.kubernetes.io/name: {plan.name}",
-        f"    app.kubernetes.io/part-of: {plan.namespace}",
-        f"    app.kubernetes.io/component: {plan.tier}",
-        "  annotations:",
-        f'    kubernetes.io/change-cause: "{plan.name} {tag}"',
-        "spec:",
-        f"  replicas: {plan.replicas}",
-        "  revisionHistoryLimit: 5",
-    ]
+def _selector_and_strategy_lines(plan: AppPlan, deployment: bool) -> list[str]:
+    """The selector, strategy (and a DeploymentConfig's triggers) of ``plan``'s spec."""
+    lines: list[str] = []
     if deployment:
         lines += [
             "  progressDeadlineSeconds: 600",
@@ -193,7 +175,12 @@ def render_manifest(plan: AppPlan, version: int = 1) -> str:
             ]
         else:
             lines += ["    type: Recreate", "    recreateParams:", "      timeoutSeconds: 300"]
-    lines += [
+    return lines
+
+
+def _pod_template_lines(plan: AppPlan, tag: str) -> list[str]:
+    """The pod template of ``plan``'s spec, its main image at ``tag``."""
+    lines = [
         "  template:",
         "    metadata:",
         "      labels:",
@@ -226,6 +213,32 @@ def render_manifest(plan: AppPlan, version: int = 1) -> str:
         "        emptyDir:",
         "          sizeLimit: 256Mi",
     ]
+    return lines
+
+
+def render_manifest(plan: AppPlan, version: int = 1) -> str:
+    """The manifest of ``plan`` whose main image has tag ``1.<version>.0``."""
+    tag = f"1.{version}.0"
+    deployment = plan.kind == "Deployment"
+    lines = [
+        f"# {plan.name}: {plan.tier} of the {plan.namespace} team. Owners: {plan.namespace}@example.com",
+        "apiVersion: apps/v1" if deployment else "apiVersion: apps.openshift.io/v1",
+        f"kind: {plan.kind}",
+        "metadata:",
+        f"  name: {plan.name}",
+        f"  namespace: {plan.namespace}",
+        "  labels:",
+        f"    app.kubernetes.io/name: {plan.name}",
+        f"    app.kubernetes.io/part-of: {plan.namespace}",
+        f"    app.kubernetes.io/component: {plan.tier}",
+        "  annotations:",
+        f'    kubernetes.io/change-cause: "{plan.name} {tag}"',
+        "spec:",
+        f"  replicas: {plan.replicas}",
+        "  revisionHistoryLimit: 5",
+    ]
+    lines += _selector_and_strategy_lines(plan, deployment)
+    lines += _pod_template_lines(plan, tag)
     return "\n".join(lines) + "\n"
 
 

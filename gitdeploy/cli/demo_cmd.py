@@ -135,11 +135,20 @@ LINUS = ("Linus Torvalds", "linus@example.com")
 KATHERINE = ("Katherine Johnson", "katherine@example.com")
 
 
+_SYNC = ("sync", "--repo", "./config", "--wait", "--timeout", "1m")
+
+
 def _scenario(say: Narrator) -> None:
     """The story, step by step; each :meth:`Narrator.step` starts one."""
-    pace = say.pace
-    sync = ("sync", "--repo", "./config", "--wait", "--timeout", "1m")
+    _config_and_cluster(say)
+    _rollouts(say)
+    _image_triggers(say)
+    _history_and_plan(say)
 
+
+def _config_and_cluster(say: Narrator) -> None:
+    """examples/ as a git repo, and an embedded cluster that cannot pull the typo'd image."""
+    pace = say.pace
     say.step(
         "a config repo and an embedded cluster",
         "examples/ becomes a git repo; the cluster simulates pods, and cannot pull nginx:1.161.",
@@ -169,6 +178,10 @@ def _scenario(say: Narrator) -> None:
         TYPO,
     )
 
+
+def _rollouts(say: Narrator) -> None:
+    """The initial deploy, an image bump, and a typo rolled back automatically."""
+    pace, sync = say.pace, _SYNC
     say.step(
         "the initial deploy",
         "One pass of the loop at git's head; --wait follows every rollout (hooks, Recreate, Custom).",
@@ -195,6 +208,10 @@ def _scenario(say: Narrator) -> None:
     say.gitdeploy(*sync, "demo/nginx-deployment")
     say.gitdeploy("status", "demo/nginx-deployment")
 
+
+def _image_triggers(say: Narrator) -> None:
+    """An image trigger; a manual rollback that suspends triggers; triggers resumed."""
+    sync = _SYNC
     first, second = image_digest("demo v2"), image_digest("demo v3")
     say.step(
         "an image trigger",
@@ -221,6 +238,9 @@ def _scenario(say: Narrator) -> None:
     say.gitdeploy(*sync, "demo/frontend")
     say.gitdeploy("history", "demo/frontend")
 
+
+def _history_and_plan(say: Narrator) -> None:
+    """History names each commit; a branch planned before it is merged."""
     say.step(
         "history names each commit",
         "Every revision with the commit, author and cause that made it.",

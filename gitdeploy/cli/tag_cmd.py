@@ -11,7 +11,8 @@ from gitdeploy.cli.image_options import image_settings, registry_options
 from gitdeploy.cli.output import MACHINE_FORMATS, output_option, print_data
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.clock import SystemClock
-from gitdeploy.cluster.adapter import Cluster, stream_state_name
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.cluster.records import stream_state_name
 from gitdeploy.errors import ConflictError, PermanentError
 from gitdeploy.images.reference import format_pinned_reference, parse_image_reference
 from gitdeploy.images.registry import RegistryClient

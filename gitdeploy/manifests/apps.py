@@ -305,21 +305,8 @@ def _check_annotations(annotations: dict[str, str], problems: _Problems) -> None
             problems.add(("metadata", "annotations", key), f"{key} is '{value}'", hint)
 
 
-def analyse_app(doc: Document, kind: AppKind) -> Analysis:
-    """Validate and normalise a Deployment or DeploymentConfig document."""
-    data = doc.data
-    name = str(_get(data, "metadata", "name") or "")
-    namespace = str(_get(data, "metadata", "namespace") or "")
-    label = f"{namespace}/{name}" if namespace else name
-    location = Location(doc.file, doc.line, doc.column)
-    problems = _Problems(doc, label)
-    for path, message, hint in iter_violations(kind.value, data):
-        problems.add(path, message, hint)
-    if problems.items:
-        return Analysis(kind.value, name, namespace, location, diagnostics=tuple(problems.items))
-
-    spec: dict[str, Any] = data["spec"]
-    meta: dict[str, Any] = data["metadata"]
+def _check_name_length(name: str, problems: _Problems) -> None:
+    """The app's name leaves room for the names gitdeploy derives from it."""
     if len(name) > MAX_APP_NAME_LENGTH:
         problems.add(
             ("metadata", "name"),
@@ -327,10 +314,10 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
             f"ReplicaSets are named <app>-<{HASH_LENGTH}-letter hash> and hook pods add '-hook-post', "
             "all within 63 characters: shorten the name",
         )
-    template_raw: dict[str, Any] = spec["template"]
-    template = canonical_template(template_raw)
-    labels = template.labels
-    containers = {c.name for c in template.containers}
+
+
+def _check_restart_policy(template_raw: dict[str, Any], problems: _Problems) -> None:
+    """A deployment's pods restart Always."""
     restart = _get(template_raw, "spec", "restartPolicy")
     if restart not in (None, "Always"):
         problems.add(
@@ -338,12 +325,14 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
             f"restartPolicy is {restart}; a deployment's pods must restart Always",
             "remove restartPolicy or set it to Always",
         )
-    selector = _selector(kind, spec.get("selector"), labels)
-    _check_selector(kind, spec, selector, labels, problems)
-    strategy = _strategy(kind, spec.get("strategy"))
+
+
+def _check_strategy(
+    kind: AppKind, strategy_raw: Any, strategy: Strategy, containers: set[str], problems: _Problems
+) -> None:
+    """The strategy's parameters fit its type (and its hooks name containers of the template)."""
     params_key = "rollingUpdate" if kind is AppKind.DEPLOYMENT else "rollingParams"
     _check_rolling(("spec", "strategy", params_key), strategy.rolling, problems)
-    strategy_raw = spec.get("strategy")
     if (
         kind is AppKind.DEPLOYMENT
         and strategy.type is StrategyType.RECREATE
@@ -361,6 +350,13 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
             "add customParams: {image: ..., command: [...]}",
         )
     _check_hook_containers(kind, strategy_raw, containers, problems)
+
+
+def _ready_and_deadline(
+    kind: AppKind, spec: dict[str, Any], strategy: Strategy, problems: _Problems
+) -> tuple[int, int]:
+    """``(minReadySeconds, progress deadline)``: a DeploymentConfig's deadline is its strategy's
+    timeout; a Deployment's must be greater than its minReadySeconds."""
     min_ready = int(spec.get("minReadySeconds", 0))
     deadline = int(spec.get("progressDeadlineSeconds", 600))
     if kind is AppKind.DEPLOYMENT and deadline <= min_ready:
@@ -373,6 +369,35 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
         deadline = strategy.rolling.timeout_seconds
     elif kind is AppKind.DEPLOYMENT_CONFIG and strategy.recreate is not None:
         deadline = strategy.recreate.timeout_seconds
+    return min_ready, deadline
+
+
+def analyse_app(doc: Document, kind: AppKind) -> Analysis:
+    """Validate and normalise a Deployment or DeploymentConfig document."""
+    data = doc.data
+    name = str(_get(data, "metadata", "name") or "")
+    namespace = str(_get(data, "metadata", "namespace") or "")
+    label = f"{namespace}/{name}" if namespace else name
+    location = Location(doc.file, doc.line, doc.column)
+    problems = _Problems(doc, label)
+    for path, message, hint in iter_violations(kind.value, data):
+        problems.add(path, message, hint)
+    if problems.items:
+        return Analysis(kind.value, name, namespace, location, diagnostics=tuple(problems.items))
+
+    spec: dict[str, Any] = data["spec"]
+    meta: dict[str, Any] = data["metadata"]
+    _check_name_length(name, problems)
+    template_raw: dict[str, Any] = spec["template"]
+    template = canonical_template(template_raw)
+    labels = template.labels
+    containers = {c.name for c in template.containers}
+    _check_restart_policy(template_raw, problems)
+    selector = _selector(kind, spec.get("selector"), labels)
+    _check_selector(kind, spec, selector, labels, problems)
+    strategy = _strategy(kind, spec.get("strategy"))
+    _check_strategy(kind, spec.get("strategy"), strategy, containers, problems)
+    min_ready, deadline = _ready_and_deadline(kind, spec, strategy, problems)
     triggers, trigger_positions = _triggers(kind, spec.get("triggers"), containers, namespace, problems)
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     _check_annotations(annotations, problems)

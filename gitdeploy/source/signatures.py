@@ -10,6 +10,7 @@ Expired or revoked keys and bad signatures are refused.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -20,6 +21,9 @@ from pathlib import Path
 from gitdeploy.core.commits import SignatureCheck, shorten_sha
 from gitdeploy.errors import PermanentError
 from gitdeploy.source.gitcmd import GitRunner
+from gitdeploy.source.mirror import Mirror
+
+log = logging.getLogger("gitdeploy.source")
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,48 @@ def _parse_primary_fingerprints(colons: str) -> list[str]:
         elif fields[0] == "sub":
             expect_primary = False
     return fingerprints
+
+
+class UnverifiedCommitError(PermanentError):
+    """``--verify-commits`` is on and the commit's signature does not verify; it is not deployed."""
+
+    def __init__(self, check: SignatureCheck) -> None:
+        super().__init__(
+            f"not deploying: {check.reason}",
+            hint="sign the commit with a trusted key (git commit -S), or add the key with --trusted-key",
+        )
+        self.check = check
+
+
+class CommitVerifier:
+    """The commits of a mirror checked against ``trusted_keys`` (None: verification is off)."""
+
+    def __init__(self, mirror: Mirror, trusted_keys: TrustedKeys | None) -> None:
+        self.mirror = mirror
+        self.trusted_keys = trusted_keys
+        self._verified: dict[str, SignatureCheck] = {}
+
+    def check_head(self, sha: str) -> None:
+        """Refuse ``sha`` as the head to sync (:class:`UnverifiedCommitError`) when verification
+        is on and its signature does not verify."""
+        if self.trusted_keys is None:
+            return
+        check = self.verify_commit(sha)
+        if not check.verified:
+            log.warning("[source] %s", check.reason, extra={"commit": sha})
+            raise UnverifiedCommitError(check)
+
+    def verify_commit(self, sha: str) -> SignatureCheck:
+        """Check commit ``sha`` against the trusted keys (results are remembered per sha)."""
+        if self.trusted_keys is None:
+            raise PermanentError(
+                "commit verification is not configured", hint="pass --verify-commits --trusted-key FILE"
+            )
+        if sha not in self._verified:
+            self._verified[sha] = verify_commit_signature(
+                self.mirror.runner, self.mirror.resolve_commit(sha), self.trusted_keys
+            )
+        return self._verified[sha]
 
 
 def verify_commit_signature(runner: GitRunner, sha: str, keys: TrustedKeys) -> SignatureCheck:

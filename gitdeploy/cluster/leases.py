@@ -1,0 +1,94 @@
+"""Leases (coordination.k8s.io/v1), read and written with optimistic concurrency for leader election."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from gitdeploy.cluster.apierrors import translated
+from gitdeploy.cluster.rawapi import RawApi
+from gitdeploy.core.lease import LeaseSpec, ObservedLease, format_micro_time
+from gitdeploy.core.timestamps import parse_timestamp
+from gitdeploy.errors import NotFoundError
+
+
+class Leases:
+    """Reading and writing one Lease; ``timeout`` (s) bounds a whole request when given."""
+
+    def __init__(self, kube: RawApi) -> None:
+        self.kube = kube
+
+    def read_lease(self, namespace: str, name: str, timeout: float | None = None) -> ObservedLease | None:
+        """The Lease ``namespace/name``, or None when there is none yet (``timeout``: the whole
+        request, s; else the usual connect and read timeouts)."""
+        try:
+            with translated(f"read Lease {namespace}/{name}"):
+                response = self.kube.leases.read_namespaced_lease(
+                    name, namespace, _preload_content=False, _request_timeout=timeout or self.kube.timeout
+                )
+                raw = json.loads(response.data)
+        except NotFoundError:
+            return None
+        return _to_observed_lease(raw)
+
+    def write_lease(
+        self,
+        namespace: str,
+        name: str,
+        spec: LeaseSpec,
+        resource_version: str | None,
+        timeout: float | None = None,
+    ) -> ObservedLease:
+        """Create the Lease (``resource_version`` None) or replace it.
+
+        Optimistic concurrency: a stale ``resource_version`` raises ConflictError, and creating a Lease
+        someone else created first raises AlreadyExistsError; either way the other writer won.
+        """
+        body: dict[str, Any] = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": _lease_spec_body(spec),
+        }
+        leases = self.kube.leases
+        limit = timeout or self.kube.timeout
+        with translated(f"write Lease {namespace}/{name}"):
+            if resource_version is None:
+                response = leases.create_namespaced_lease(
+                    namespace, body, _preload_content=False, _request_timeout=limit
+                )
+            else:
+                body["metadata"]["resourceVersion"] = resource_version
+                response = leases.replace_namespaced_lease(
+                    name, namespace, body, _preload_content=False, _request_timeout=limit
+                )
+            raw = json.loads(response.data)
+        return _to_observed_lease(raw)
+
+
+def _lease_spec_body(spec: LeaseSpec) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "holderIdentity": spec.holder,
+        "leaseDurationSeconds": spec.duration_seconds,
+        "leaseTransitions": spec.transitions,
+    }
+    if spec.acquire_time is not None:
+        body["acquireTime"] = format_micro_time(spec.acquire_time)
+    if spec.renew_time is not None:
+        body["renewTime"] = format_micro_time(spec.renew_time)
+    return body
+
+
+def _to_observed_lease(raw: Mapping[str, Any]) -> ObservedLease:
+    spec = raw.get("spec") or {}
+    return ObservedLease(
+        LeaseSpec(
+            holder=str(spec.get("holderIdentity") or ""),
+            duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
+            acquire_time=parse_timestamp(spec.get("acquireTime")),
+            renew_time=parse_timestamp(spec.get("renewTime")),
+            transitions=int(spec.get("leaseTransitions") or 0),
+        ),
+        resource_version=str((raw.get("metadata") or {}).get("resourceVersion", "")),
+    )

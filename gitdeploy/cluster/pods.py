@@ -1,0 +1,198 @@
+"""The hook and deployer pods gitdeploy makes (never the app's own pods), and their logs.
+
+A hook pod is owned by its ReplicaSet (garbage-collected with it) but not controlled by it, so the
+ReplicaSet controller neither counts, adopts nor deletes it. :func:`to_observed_pod` reads one into
+what the planner reads; :meth:`HookPods.list_pods_with_census` also counts the app's own pods per
+ReplicaSet in the same list call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from gitdeploy.cluster.apierrors import translated
+from gitdeploy.cluster.quantities import quantities_as_text
+from gitdeploy.cluster.rawapi import RawApi, discard, int_annotation, labels_of, timestamp
+from gitdeploy.core.observed import (
+    APP_LABEL,
+    ATTEMPT_ANNOTATION,
+    FIRST_ATTEMPT_AT_ANNOTATION,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    POD_ROLE_LABEL,
+    REVISION_ANNOTATION,
+    ObservedPod,
+    PodCensus,
+    PodPhase,
+    PodSpec,
+)
+from gitdeploy.core.records import LOG_WINDOW_BYTES, MAX_LOG_BYTES, log_tail
+from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
+from gitdeploy.errors import GitdeployError, NotFoundError, PermanentError
+
+
+def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
+    """A hook or deployer pod as JSON → what the planner reads."""
+    meta = raw.get("metadata") or {}
+    status = raw.get("status") or {}
+    annotations = meta.get("annotations") or {}
+    finished: list[float] = []
+    exit_code: int | None = None
+    reason = ""
+    for container in status.get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated:
+            finished.append(timestamp(terminated.get("finishedAt")))
+            code = int(terminated.get("exitCode", 0) or 0)
+            if exit_code is None or code != 0:
+                exit_code, reason = code, str(terminated.get("reason", ""))
+        waiting = (container.get("state") or {}).get("waiting")
+        if waiting and not reason:
+            reason = str(waiting.get("reason", ""))
+    reason = str(status.get("reason") or reason)  # the pod's own (DeadlineExceeded) says more
+    first_attempt = annotations.get(FIRST_ATTEMPT_AT_ANNOTATION)
+    return ObservedPod(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta["name"]),
+        role=str((meta.get("labels") or {}).get(POD_ROLE_LABEL, "")),
+        app=str((meta.get("labels") or {}).get(APP_LABEL, "")),
+        phase=str(status.get("phase", PodPhase.PENDING)),
+        revision=int_annotation(annotations, REVISION_ANNOTATION) or 0,
+        attempt=int_annotation(annotations, ATTEMPT_ANNOTATION) or 1,
+        created_at=timestamp(meta.get("creationTimestamp")),
+        first_attempt_at=parse_timestamp(first_attempt),
+        finished_at=max(finished) if finished else None,
+        exit_code=exit_code,
+        reason=reason,
+        deleting=meta.get("deletionTimestamp") is not None,
+    )
+
+
+class HookPods:
+    """Listing, creating and deleting hook and deployer pods, and reading their logs."""
+
+    def __init__(self, kube: RawApi) -> None:
+        self.kube = kube
+
+    def list_app_pods(self, namespace: str | None = None, app: str | None = None) -> list[ObservedPod]:
+        """The hook and deployer pods gitdeploy made (never the app's own pods), in one list call."""
+        selector = POD_ROLE_LABEL + (f",{APP_LABEL}={app}" if app else "")
+        raw = self.kube.list_selected(
+            self.kube.core.list_pod_for_all_namespaces,
+            self.kube.core.list_namespaced_pod,
+            "list hook pods",
+            namespace,
+            selector,
+        )
+        return [to_observed_pod(item) for item in raw]
+
+    def list_pods_with_census(
+        self, namespace: str, app: str | None = None
+    ) -> tuple[list[ObservedPod], dict[str, PodCensus]]:
+        """In one list call in ``namespace`` (of ``app``'s pods only, if given): the hook and
+        deployer pods gitdeploy made (as :meth:`list_app_pods`) and, per app, how many pods of
+        each ReplicaSet exist, terminating ones included (see :class:`PodCensus`)."""
+        selector = f"{APP_LABEL}={app}" if app else APP_LABEL
+        raw = self.kube.list_json(
+            self.kube.core.list_namespaced_pod,
+            f"list pods in {namespace}",
+            namespace=namespace,
+            label_selector=selector,
+        )
+        hook_pods: list[ObservedPod] = []
+        counts: dict[str, Counter[str]] = {}
+        for item in raw:
+            if POD_ROLE_LABEL in labels_of(item):
+                hook_pods.append(to_observed_pod(item))
+                continue
+            if (item.get("status") or {}).get("phase") in (PodPhase.SUCCEEDED, PodPhase.FAILED):
+                continue
+            owners = (item.get("metadata") or {}).get("ownerReferences") or []
+            owner = next((r for r in owners if r.get("controller") and r.get("kind") == "ReplicaSet"), None)
+            if owner is not None:
+                counts.setdefault(labels_of(item).get(APP_LABEL, ""), Counter())[str(owner.get("name"))] += 1
+        return hook_pods, {name: PodCensus(tuple(sorted(found.items()))) for name, found in counts.items()}
+
+    def create_pod(self, spec: PodSpec) -> ObservedPod:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": spec.name,
+                "namespace": spec.namespace,
+                "labels": {
+                    APP_LABEL: spec.app,
+                    POD_ROLE_LABEL: spec.role,
+                    MANAGED_BY_LABEL: MANAGED_BY_VALUE,
+                },
+                "annotations": {
+                    REVISION_ANNOTATION: str(spec.revision),
+                    ATTEMPT_ANNOTATION: str(spec.attempt),
+                    FIRST_ATTEMPT_AT_ANNOTATION: format_timestamp(spec.first_attempt_at),
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "name": spec.owner_name,
+                        "uid": spec.owner_uid,
+                        # Owned (garbage-collected with the ReplicaSet) but not controlled: the
+                        # ReplicaSet controller must neither count nor adopt nor delete hook pods.
+                        "controller": False,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": quantities_as_text(spec.spec()),
+        }
+        with translated(f"create pod {spec.namespace}/{spec.name} (app {spec.app})", spec):
+            response = self.kube.core.create_namespaced_pod(
+                spec.namespace, body, _preload_content=False, _request_timeout=self.kube.timeout
+            )
+            created = json.loads(response.data)
+        return to_observed_pod(created)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        try:
+            with translated(f"delete pod {namespace}/{name}"):
+                discard(
+                    self.kube.core.delete_namespaced_pod(
+                        name, namespace, _preload_content=False, _request_timeout=self.kube.timeout
+                    )
+                )
+        except NotFoundError:
+            pass
+
+    def read_pod_log(self, namespace: str, name: str, tail_lines: int = MAX_LOG_BYTES) -> str:
+        """The end of a pod's log: its last ``tail_lines`` lines, of which at most the last
+        :data:`LOG_WINDOW_BYTES` bytes are kept ('' when the pod or its log is gone).
+
+        Every line is at least its newline once colour codes are gone, so the default holds the
+        last :data:`MAX_LOG_BYTES` of text a revision keeps however short the lines are; the log
+        is read as a stream, so a long one never takes more memory than the window.
+        A log is best effort and never holds a rollout up: when the API server cannot get it from
+        the node (the kubelet unreachable, a 5xx, a timeout), the text says why instead."""
+        try:
+            with translated(f"read the log of pod {namespace}/{name}"):
+                response = self.kube.core.read_namespaced_pod_log(
+                    name,
+                    namespace,
+                    tail_lines=tail_lines,
+                    _preload_content=False,
+                    _request_timeout=self.kube.timeout,
+                )
+                try:
+                    window = bytearray()
+                    for chunk in response.stream(LOG_WINDOW_BYTES):
+                        window += chunk
+                        del window[: max(len(window) - LOG_WINDOW_BYTES, 0)]
+                finally:
+                    response.release_conn()
+        except (NotFoundError, PermanentError):
+            return ""
+        except GitdeployError as unavailable:
+            return f"(the log could not be read: {unavailable.message})\n"
+        return log_tail(bytes(window), LOG_WINDOW_BYTES)

@@ -1,0 +1,137 @@
+"""The Kubernetes API as plain JSON: lists of every page, watches, and the timeouts of every call.
+
+Lists skip the client's model deserialisation (``_preload_content=False``) and parse the JSON
+themselves: building models costs milliseconds per object. Every call has a timeout
+(:data:`REQUEST_TIMEOUT`, connect and read), so a stalled connection fails the call as a
+:class:`~gitdeploy.errors.TransientError` (the loop retries the app with backoff) instead of hanging
+a worker; a watch asks the server to end it after ``timeout_seconds`` and reads for that long plus
+the read timeout. Answers are read inside :func:`~gitdeploy.cluster.apierrors.translated` too, so
+an answer cut mid-way is a TransientError as well.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
+from typing import Any, Final
+
+from kubernetes import client
+from kubernetes.watch.watch import iter_resp_lines
+
+from gitdeploy.cluster.apierrors import translated
+from gitdeploy.errors import AlreadyExistsError, ExpiredError, TransientError
+
+REQUEST_TIMEOUT: Final = (5.0, 30.0)
+"""Seconds to connect, and to wait for each read of an answer, for every API call."""
+
+
+def discard(response: Any) -> None:
+    """Read an answer gitdeploy does not need, so that its connection goes back to the pool
+    (an unread ``_preload_content=False`` answer holds it, and the next request opens a new one)."""
+    response.read()
+
+
+def timestamp(value: str | None) -> float:
+    if not value:
+        return 0.0
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def int_annotation(annotations: Mapping[str, str], key: str) -> int | None:
+    try:
+        return int(annotations[key])
+    except (KeyError, ValueError):
+        return None
+
+
+def labels_of(raw: Mapping[str, Any]) -> Mapping[str, str]:
+    labels: Mapping[str, str] = (raw.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
+class RawApi:
+    """One cluster's API clients and the call timeouts, with the list and watch requests every part
+    of the adapter makes the same way."""
+
+    def __init__(self, api: client.ApiClient, request_timeout: tuple[float, float] = REQUEST_TIMEOUT) -> None:
+        self.api = api
+        self.timeout = request_timeout
+        """``(connect, read)`` seconds of every call (:data:`REQUEST_TIMEOUT`)."""
+        # Typed as Any on purpose: gitdeploy calls the API with _preload_content=False and reads
+        # raw JSON, which the client's model-typed signatures do not describe.
+        self.core: Any = client.CoreV1Api(api)
+        self.apps: Any = client.AppsV1Api(api)
+        self.leases: Any = client.CoordinationV1Api(api)
+
+    def watch_timeout(self, timeout_seconds: int) -> tuple[float, float]:
+        """A watch's client timeout: the server ends it after ``timeout_seconds``; a read that
+        waits longer than that plus the read timeout means the connection stalled."""
+        connect, read = self.timeout
+        return connect, timeout_seconds + read
+
+    def list_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> list[dict[str, Any]]:
+        return self.list_json_at(call, what, **kwargs)[0]
+
+    def list_json_at(
+        self, call: Callable[..., Any], what: str, **kwargs: Any
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The items of a list (every page) and the list's own ``metadata.resourceVersion``: the
+        version a watch of the same objects starts from (an item's may be far older)."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        version = ""
+        with translated(what):
+            while True:
+                extra = {"_continue": token} if token else {}
+                response = call(
+                    _preload_content=False, _request_timeout=self.timeout, limit=5000, **kwargs, **extra
+                )
+                body = json.loads(response.data)
+                items.extend(body.get("items") or [])
+                metadata = body.get("metadata") or {}
+                version = version or str(metadata.get("resourceVersion") or "")
+                token = metadata.get("continue")
+                if not token:
+                    return items, version
+
+    def list_selected(
+        self,
+        everywhere: Callable[..., Any],
+        in_namespace: Callable[..., Any],
+        what: str,
+        namespace: str | None,
+        selector: str,
+    ) -> list[dict[str, Any]]:
+        if namespace is None:
+            return self.list_json(everywhere, what, label_selector=selector)
+        return self.list_json(
+            in_namespace, f"{what} in {namespace}", namespace=namespace, label_selector=selector
+        )
+
+    def watch_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
+        """``(event type, object as plain JSON)`` of one watch request, read without the client's
+        models, until the server ends it; an ``ERROR`` event (``410 Gone``) is a TransientError."""
+        with translated(what):
+            response = call(watch=True, _preload_content=False, **kwargs)
+            try:
+                for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                    event = json.loads(line) if line.strip() else {}
+                    raw = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        error = ExpiredError if raw.get("code") == 410 else TransientError
+                        raise error(f"the {what} ended: {raw.get('message', raw)}")
+                    if raw:
+                        yield str(event.get("type")), raw
+            finally:
+                response.release_conn()
+
+    def ensure_namespace(self, namespace: str) -> None:
+        try:
+            with translated(f"create namespace {namespace}"):
+                body = {"metadata": {"name": namespace}}
+                discard(
+                    self.core.create_namespace(body, _preload_content=False, _request_timeout=self.timeout)
+                )
+        except AlreadyExistsError:
+            pass

@@ -1,0 +1,240 @@
+"""What gitdeploy stores in the cluster as JSON ConfigMaps: app records and image stream states.
+
+An app record (label ``gitdeploy.io/record``, key ``record.json``) is what the rollout engine keeps
+about an app's revisions; an image stream's state (label ``gitdeploy.io/imagestream``, key
+``tags.json``) is :mod:`gitdeploy.images`'s, which keeps the payload's format. Both are written with
+optimistic concurrency: a stale ``resourceVersion`` is a ConflictError.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gitdeploy.cluster.apierrors import translated
+from gitdeploy.cluster.rawapi import RawApi, discard
+from gitdeploy.core.observed import (
+    APP_LABEL,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    RECORD_LABEL,
+    StoredRecord,
+    record_name,
+)
+from gitdeploy.errors import NotFoundError
+
+RECORD_KEY = "record.json"
+IMAGESTREAM_LABEL = "gitdeploy.io/imagestream"
+"""Label of an image stream's state ConfigMap; its value is the stream's name."""
+STREAM_STATE_KEY = "tags.json"
+
+
+def stream_state_name(stream: str) -> str:
+    """The ConfigMap that holds an image stream's tag histories."""
+    return f"gitdeploy-imagestream-{stream}"
+
+
+def _record(raw: Mapping[str, Any], label: str = APP_LABEL, key: str = RECORD_KEY) -> StoredRecord:
+    """A stored JSON ConfigMap: an app record, or (``label``/``key`` of streams) an image stream state."""
+    meta = raw.get("metadata") or {}
+    return StoredRecord(
+        namespace=str(meta.get("namespace", "")),
+        app=str((meta.get("labels") or {}).get(label, "")),
+        payload=str((raw.get("data") or {}).get(key, "{}")),
+        resource_version=str(meta.get("resourceVersion", "")),
+        uid=str(meta.get("uid", "")),
+    )
+
+
+def _stream_state(raw: Mapping[str, Any]) -> StoredRecord:
+    return _record(raw, IMAGESTREAM_LABEL, STREAM_STATE_KEY)
+
+
+class _ConfigMaps:
+    """Reading and writing one JSON ConfigMap by name."""
+
+    def __init__(self, kube: RawApi) -> None:
+        self.kube = kube
+
+    def read_config_map(self, namespace: str, name: str, what: str) -> dict[str, Any] | None:
+        try:
+            with translated(what):
+                response = self.kube.core.read_namespaced_config_map(
+                    name, namespace, _preload_content=False, _request_timeout=self.kube.timeout
+                )
+                loaded: dict[str, Any] = json.loads(response.data)
+        except NotFoundError:
+            return None
+        return loaded
+
+    def write_config_map(
+        self,
+        namespace: str,
+        name: str,
+        labels: Mapping[str, str],
+        data: Mapping[str, str],
+        resource_version: str | None,
+        what: str,
+    ) -> dict[str, Any]:
+        """Create (``resource_version`` None) or replace a ConfigMap; a stale version → ConflictError."""
+        meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels)}
+        body: dict[str, Any] = {"metadata": meta, "data": dict(data)}
+        timeout = self.kube.timeout
+        with translated(what):
+            if resource_version is None:
+                response = self.kube.core.create_namespaced_config_map(
+                    namespace, body, _preload_content=False, _request_timeout=timeout
+                )
+            else:
+                meta["resourceVersion"] = resource_version
+                response = self.kube.core.replace_namespaced_config_map(
+                    name, namespace, body, _preload_content=False, _request_timeout=timeout
+                )
+            written: dict[str, Any] = json.loads(response.data)
+        return written
+
+
+class AppRecords(_ConfigMaps):
+    """The app records: list (and watch from the list), read, write, delete."""
+
+    def list_app_records(self, namespace: str | None = None, app: str | None = None) -> list[StoredRecord]:
+        """Every app record (or ``app``'s), in one namespace (or all), in one list call."""
+        raw = self.kube.list_selected(
+            self.kube.core.list_config_map_for_all_namespaces,
+            self.kube.core.list_namespaced_config_map,
+            "list app records",
+            namespace,
+            f"{RECORD_LABEL}=true" + (f",{APP_LABEL}={app}" if app else ""),
+        )
+        return [_record(item) for item in raw]
+
+    def list_app_records_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
+        """The app records in ``namespace`` and the list's resourceVersion, in one list call:
+        where :meth:`watch_app_records` goes on from."""
+        raw, version = self.kube.list_json_at(
+            self.kube.core.list_namespaced_config_map,
+            f"list app records in {namespace}",
+            namespace=namespace,
+            label_selector=f"{RECORD_LABEL}=true",
+        )
+        return [_record(item) for item in raw], version
+
+    def watch_app_records(
+        self, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 300
+    ) -> Iterator[tuple[str, StoredRecord]]:
+        """``(event type, record)`` for every change of an app record, until the server ends the
+        watch (after ``timeout_seconds``). Without ``resource_version`` it starts with every
+        record as ``ADDED``. A ``410 Gone`` surfaces as :class:`ExpiredError`: list again
+        (:meth:`list_app_records_at`) and watch from the list's resourceVersion."""
+        selector = f"{RECORD_LABEL}=true"
+        kwargs: dict[str, Any] = {
+            "label_selector": selector,
+            "timeout_seconds": timeout_seconds,
+            "_request_timeout": self.kube.watch_timeout(timeout_seconds),
+        }
+        if resource_version:
+            kwargs["resource_version"] = resource_version
+        if namespace is not None:
+            call, kwargs["namespace"] = self.kube.core.list_namespaced_config_map, namespace
+        else:
+            call = self.kube.core.list_config_map_for_all_namespaces
+        for kind, raw in self.kube.watch_json(call, "watch of app records", **kwargs):
+            yield kind, _record(raw)
+
+    def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
+        raw = self.read_config_map(namespace, record_name(app), f"read the record of {namespace}/{app}")
+        return _record(raw) if raw is not None else None
+
+    def write_app_record(
+        self, namespace: str, app: str, payload: str, resource_version: str | None
+    ) -> StoredRecord:
+        """Create the record (``resource_version`` None) or replace it; a stale version → ConflictError."""
+        labels = {RECORD_LABEL: "true", APP_LABEL: app, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+        what = f"write the record of {namespace}/{app}"
+        raw = self.write_config_map(
+            namespace, record_name(app), labels, {RECORD_KEY: payload}, resource_version, what
+        )
+        return _record(raw)
+
+    def delete_app_record(self, namespace: str, app: str) -> None:
+        """Delete the record (it owns nothing: prune deletes the app's ReplicaSets first)."""
+        try:
+            with translated(f"delete the record of {namespace}/{app}"):
+                discard(
+                    self.kube.core.delete_namespaced_config_map(
+                        record_name(app),
+                        namespace,
+                        propagation_policy="Background",
+                        _preload_content=False,
+                        _request_timeout=self.kube.timeout,
+                    )
+                )
+        except NotFoundError:
+            pass
+
+
+class StreamStates(_ConfigMaps):
+    """The image stream states (a record's ``app`` is the stream): list, watch, read, write."""
+
+    def list_stream_states(self, namespace: str | None = None) -> list[StoredRecord]:
+        """Every image stream state, in one namespace (or all), in one list call (``app`` is the stream)."""
+        raw = self.kube.list_selected(
+            self.kube.core.list_config_map_for_all_namespaces,
+            self.kube.core.list_namespaced_config_map,
+            "list image stream states",
+            namespace,
+            IMAGESTREAM_LABEL,
+        )
+        return [_stream_state(item) for item in raw]
+
+    def list_stream_states_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
+        """The image stream states in ``namespace`` and the list's resourceVersion, in one list
+        call: where :meth:`watch_stream_states` goes on from."""
+        raw, version = self.kube.list_json_at(
+            self.kube.core.list_namespaced_config_map,
+            f"list image stream states in {namespace}",
+            namespace=namespace,
+            label_selector=IMAGESTREAM_LABEL,
+        )
+        return [_stream_state(item) for item in raw], version
+
+    def watch_stream_states(
+        self, namespace: str, resource_version: str, timeout_seconds: int = 300
+    ) -> Iterator[tuple[str, StoredRecord]]:
+        """``(event type, stream state)`` for every change of an image stream state in ``namespace``
+        after ``resource_version`` (from :meth:`list_stream_states_at`), until the server ends the watch; a
+        ``410 Gone`` is an :class:`ExpiredError` (list again)."""
+        for kind, raw in self.kube.watch_json(
+            self.kube.core.list_namespaced_config_map,
+            f"watch of image stream states in {namespace}",
+            namespace=namespace,
+            label_selector=IMAGESTREAM_LABEL,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=self.kube.watch_timeout(timeout_seconds),
+        ):
+            yield kind, _stream_state(raw)
+
+    def read_stream_state(self, namespace: str, stream: str) -> StoredRecord | None:
+        what = f"read the state of image stream {namespace}/{stream}"
+        raw = self.read_config_map(namespace, stream_state_name(stream), what)
+        return _stream_state(raw) if raw is not None else None
+
+    def write_stream_state(
+        self, namespace: str, stream: str, payload: str, resource_version: str | None
+    ) -> StoredRecord:
+        """Create (``resource_version`` None) or replace a stream's state; a stale version →
+        ConflictError. The first write creates the namespace when it is missing."""
+        labels = {IMAGESTREAM_LABEL: stream, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+        what = f"write the state of image stream {namespace}/{stream}"
+        name = stream_state_name(stream)
+        data = {STREAM_STATE_KEY: payload}
+        try:
+            raw = self.write_config_map(namespace, name, labels, data, resource_version, what)
+        except NotFoundError:
+            if resource_version is not None:
+                raise
+            self.kube.ensure_namespace(namespace)
+            raw = self.write_config_map(namespace, name, labels, data, resource_version, what)
+        return _stream_state(raw)
