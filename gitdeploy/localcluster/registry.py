@@ -4,7 +4,9 @@ This is where Kubernetes' rules live: ``uid``, ``creationTimestamp``, the cluste
 ``resourceVersion`` and optimistic concurrency (a stale one → 409), ``generation`` bumped on spec
 changes only, status and scale subresources, validation (422, in :mod:`validation`), owner
 references and garbage collection, and the hooks that run the simulated ReplicaSet controller and
-kubelet inside the same transaction as the write that triggered them.
+kubelet: each write first fires, in its own transaction, the simulation's timers that are due
+(the ReplicaSet controller's look after the previous write among them); reads fire them in one
+transaction of their own (:meth:`Registry.materialise`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class Registry:
         self.store = store
         self.clock = clock
         self.config = config
+        self.write_synced: Callable[[], None] = lambda: None
+        """Called after a write committed that left the ReplicaSet controller something to look
+        at (the server wakes its kubelet thread)."""
 
     # -- bootstrap and time ----------------------------------------------------------------------
 
@@ -56,35 +61,45 @@ class Registry:
                 if not txn.exists(NAMESPACES.key, "", name):
                     self._insert(txn, NAMESPACES, {"metadata": {"name": name}}, now)
 
-    def materialise(self, now: float | None = None) -> int:
-        """Apply every simulation transition due by ``now``; returns how many timers fired."""
+    def materialise(self, now: float | None = None, *, writes: bool = True) -> int:
+        """Apply every simulation transition due by ``now``; returns how many timers fired.
+        ``writes`` False leaves the ReplicaSet controller's looks after writes to the writes that
+        follow, or to a later call (see kubelet.py)."""
         at = self.clock.now() if now is None else now
+        besides = "" if writes else simulation.RS_WRITTEN
         with self.store.read(snapshot=False) as txn:
-            due = txn.next_due()
+            due = txn.next_due(besides=besides)
         if due is None or due > at:
             return 0
         with self.store.write() as txn:
-            timers = txn.pop_due(at)
-            # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
-            # together become ready together: one status write, not one per pod)
-            replicasets: dict[str, None] = {}
-            for timer in timers:
-                replicasets.update(dict.fromkeys(self._fire(txn, timer, at)))
-            for uid in replicasets:
-                found = txn.get_by_uid(uid)
-                if found is not None and found[0] == REPLICASETS.key:
-                    self._reconcile_replicaset(txn, found[1], at)
+            return self._settle(txn, at, besides)
+
+    def _settle(self, txn: Txn, at: float, besides: str = "") -> int:
+        """Fire the timers due by ``at`` (but those of action ``besides``) in ``txn``: every
+        write does first, so that the ReplicaSet controller's look after one write shares the
+        next write's transaction."""
+        timers = txn.pop_due(at, besides=besides)
+        # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
+        # together become ready together: one status write, not one per pod)
+        replicasets: dict[str, None] = {}
+        for timer in timers:
+            replicasets.update(dict.fromkeys(self._fire(txn, timer, at)))
+        for uid in replicasets:
+            found = txn.get_by_uid(uid)
+            if found is not None and found[0] == REPLICASETS.key:
+                self._reconcile_replicaset(txn, found[1], at)
         return len(timers)
 
     def next_transition_in(self) -> float | None:
-        """Seconds until the next simulation transition is due by the clock; None when none is pending."""
+        """Seconds until the next simulation transition is due by the clock (the looks after
+        writes aside); None when none is pending."""
         with self.store.read(snapshot=False) as txn:
-            due = txn.next_due()
+            due = txn.next_due(besides=simulation.RS_WRITTEN)
         return None if due is None else due - self.clock.now()
 
     def _fire(self, txn: Txn, timer: Timer, now: float) -> list[str]:
         """Apply one transition; returns the uids of the ReplicaSets to look at for it."""
-        if timer.action == simulation.RS_SYNC:
+        if timer.action in (simulation.RS_SYNC, simulation.RS_WRITTEN):
             return [timer.uid]
         if timer.action == garbage.COLLECT:
             self._collect(txn, timer, now)
@@ -192,6 +207,7 @@ class Registry:
             meta["name"] = f"{meta['generateName']}{simulation.random_suffix()}"
         now = self.clock.now()
         with self.store.write() as txn:
+            self._settle(txn, now)
             if resource is PODS:
                 podsecurity.admit_pod(txn.get(NAMESPACES.key, "", namespace), obj)
             return self._insert(txn, resource, obj, now)
@@ -201,6 +217,7 @@ class Registry:
     ) -> dict[str, Any]:
         now = self.clock.now()
         with self.store.write() as txn:
+            self._settle(txn, now)
             current = self._current(txn, resource, namespace, name)
             if subresource == "scale":
                 return self._apply_scale(txn, current, self._plain(body), now)
@@ -217,6 +234,7 @@ class Registry:
     ) -> dict[str, Any]:
         now = self.clock.now()
         with self.store.write() as txn:
+            self._settle(txn, now)
             current = self._current(txn, resource, namespace, name)
             # the patch functions never change their input: the stored object is the base as it is
             base = self._scale_of(current) if subresource == "scale" else current
@@ -246,6 +264,7 @@ class Registry:
             raise ApiError.bad_request(f"unknown propagationPolicy {policy!r}")
         now = self.clock.now()
         with self.store.write() as txn:
+            self._settle(txn, now)
             current = self._current(txn, resource, namespace, name)
             preconditions = options.get("preconditions") or {}
             if preconditions.get("uid") and preconditions["uid"] != current["metadata"]["uid"]:
@@ -267,6 +286,7 @@ class Registry:
         now = self.clock.now()
         deleted = []
         with self.store.write() as txn:
+            self._settle(txn, now)
             for _ns, _name, _labels, body in txn.list_raw(resource.key, namespace):
                 obj = json.loads(body)
                 if selected(obj):
@@ -529,8 +549,9 @@ class Registry:
 
     def _after_write(self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
         """Have the ReplicaSet controller look at the ReplicaSet this write concerns a moment
-        after it, as the real one does: a timer due now, which the next materialise fires (the
-        server's, right after it answered the write), so the write's answer has the old status."""
+        after it, as the real one does: a timer due now, which the next write fires in its own
+        transaction first, or the next read, or the server's kubelet thread a moment later when
+        no write came (see kubelet.py); the write's answer has the old status."""
         if resource is REPLICASETS:
             # a write that left the spec as its controller last saw it (annotations) changes no status
             if (obj.get("status") or {}).get("observedGeneration") != obj["metadata"].get("generation"):
@@ -542,11 +563,14 @@ class Registry:
                     if found is not None and found[0] == REPLICASETS.key:
                         self._sync_later(txn, found[1], now)
 
-    @staticmethod
-    def _sync_later(txn: Txn, replicaset: dict[str, Any], now: float) -> None:
+    def _sync_later(self, txn: Txn, replicaset: dict[str, Any], now: float) -> None:
         meta = replicaset["metadata"]
         namespace = meta.get("namespace", "")
-        txn.add_timer(Timer(now, REPLICASETS.key, namespace, meta["name"], meta["uid"], simulation.RS_SYNC))
+        txn.add_timer(
+            Timer(now, REPLICASETS.key, namespace, meta["name"], meta["uid"], simulation.RS_WRITTEN)
+        )
+        if self.write_synced not in txn.after_commit:
+            txn.after_commit.append(self.write_synced)
 
     def _reconcile_replicaset(self, txn: Txn, replicaset: dict[str, Any], now: float) -> None:
         meta = replicaset["metadata"]

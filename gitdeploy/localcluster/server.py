@@ -9,9 +9,10 @@
 It binds to 127.0.0.1 only, and every request must carry ``Authorization: Bearer <token>``: the
 cluster's ``token`` (its admin, allowed everything) or its ``service_account_token`` (authorised by
 the RBAC of ``access``, see access.py).
-Before serving any request it materialises the simulation transitions that are due by the clock,
-so reads always see pods and ReplicaSets as of ``clock.now()``; between requests a thread of its
-own does so when they are due (within 0.2 s on a fake clock), so that watches hear of them.
+Before serving any read it materialises the simulation transitions that are due by the clock (a
+write does so in its own transaction), so reads always see pods and ReplicaSets as of
+``clock.now()``; between requests a thread of its own does so when they are due (within 0.2 s on a
+fake clock), so that watches hear of them (see kubelet.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from gitdeploy.localcluster.apierrors import ApiError, status_object
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.fieldvalidation import refuse_unknown_fields
 from gitdeploy.localcluster.kubeconfig import load_or_create_token, write_kubeconfig
+from gitdeploy.localcluster.kubelet import Kubelet
 from gitdeploy.localcluster.protowire import PROTOBUF, access_review_from_protobuf, object_from_protobuf
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
@@ -55,7 +57,6 @@ LOOPBACK = "127.0.0.1"
 _DEFAULT_WATCH_SECONDS = 1800
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 """The API server's limit on a request body (``MaxRequestBodyBytes``): 413 beyond it."""
-_POLL_SECONDS = 0.2  # how often a fake clock is looked at for due transitions
 _MAX_HEADER_LINE = 65536  # the stdlib's limits
 _MAX_HEADERS = 100
 
@@ -280,7 +281,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = self._verb(method, route, query)
         cluster.stats.record(verb, route.resource_label)
-        cluster.registry.materialise()
+        if verb in ("get", "list", "watch"):  # a write fires what is due in its own transaction
+            cluster.registry.materialise()
         registry = cluster.registry
         namespace = route.namespace or ""
         if verb == "watch":
@@ -318,8 +320,6 @@ class _Handler(BaseHTTPRequestHandler):
             with cluster.write_gate.passage(label, route.namespace), dry_run:
                 code, answer = self._write(cluster, verb, route, query, body)
             self._send_json(code, answer)
-            if not dry:
-                cluster.registry.materialise()  # the ReplicaSet controller, a moment after the write
 
     def _write(
         self, cluster: LocalCluster, verb: str, route: Route, query: dict[str, str], body: Any
@@ -529,7 +529,7 @@ class LocalCluster:
         self._write_kubeconfig = write_kubeconfig_file
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
-        self._kubelet: threading.Thread | None = None
+        self._kubelet = Kubelet(self.registry, self._log)
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -563,9 +563,6 @@ class LocalCluster:
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="localcluster-http", daemon=True
         )
         self._thread.start()
-        self._kubelet = threading.Thread(
-            target=self._run_transitions, name="localcluster-kubelet", daemon=True
-        )
         self._kubelet.start()
         return self
 
@@ -582,8 +579,7 @@ class LocalCluster:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        if self._kubelet is not None:
-            self._kubelet.join(timeout=10)
+        self._kubelet.stop()
         self.store.close()
 
     def __enter__(self) -> LocalCluster:
@@ -620,22 +616,6 @@ class LocalCluster:
             return {r.qualified: txn.count(r.key) for r in RESOURCES}
 
     # -- internals -------------------------------------------------------------------------------
-
-    def _run_transitions(self) -> None:
-        """The simulated kubelet's own time: materialise each transition when it is due by the
-        clock (a fake clock's moves are seen within a poll), so that watches hear of pods starting
-        without a request. One thread per cluster, instead of every watch looking for due timers."""
-        while not self._stopping.is_set():
-            try:
-                self.registry.materialise()
-                due_in = self.registry.next_transition_in()
-            except Exception as problem:  # keep serving; requests materialise too
-                if self._stopping.is_set():
-                    return
-                self._log(f"materialising transitions failed: {problem!r}")
-                due_in = None
-            wait = _POLL_SECONDS if due_in is None else min(_POLL_SECONDS, max(due_in, 0.0) + 0.001)
-            self._stopping.wait(wait)
 
     def _identify(self, header: str) -> Access | None:
         """Who a request is: None for the admin token, the ServiceAccount's access for its token
