@@ -38,6 +38,8 @@ __all__ = ["DEFAULT_NAMESPACES", "Registry"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROPAGATION = ("Orphan", "Background", "Foreground")
+_SETTLE_ROUNDS = 64
+"""At most this many rounds of timers that fire timers due at once, per transaction."""
 
 
 class Registry:
@@ -75,20 +77,29 @@ class Registry:
             return self._settle(txn, at, besides)
 
     def _settle(self, txn: Txn, at: float, besides: str = "") -> int:
-        """Fire the timers due by ``at`` (but those of action ``besides``) in ``txn``: every
-        write does first, so that the ReplicaSet controller's look after one write shares the
-        next write's transaction."""
-        timers = txn.pop_due(at, besides=besides)
-        # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
-        # together become ready together: one status write, not one per pod)
-        replicasets: dict[str, None] = {}
-        for timer in timers:
-            replicasets.update(dict.fromkeys(self._fire(txn, timer, at)))
-        for uid in replicasets:
-            found = txn.get_by_uid(uid)
-            if found is not None and found[0] == REPLICASETS.key:
-                self._reconcile_replicaset(txn, found[1], at)
-        return len(timers)
+        """Fire the timers due by ``at`` (but those of action ``besides``) in ``txn``, and those
+        that firing them adds due by then; returns how many fired. Every write does so first,
+        so that the ReplicaSet controller's look after one write shares the next write's
+        transaction. A ReplicaSet is looked at as of the latest timer that named it (the look
+        after a write as of the write), so that pods it makes start when due after it."""
+        fired = 0
+        for _ in range(_SETTLE_ROUNDS):
+            txn.earliest_timer = None
+            timers = txn.pop_due(at, besides=besides)
+            fired += len(timers)
+            # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
+            # together become ready together: one status write, not one per pod)
+            replicasets: dict[str, float] = {}
+            for timer in timers:
+                for uid in self._fire(txn, timer, at):
+                    replicasets[uid] = max(replicasets.get(uid, timer.due), timer.due)
+            for uid, when in replicasets.items():
+                found = txn.get_by_uid(uid)
+                if found is not None and found[0] == REPLICASETS.key:
+                    self._reconcile_replicaset(txn, found[1], when)
+            if txn.earliest_timer is None or txn.earliest_timer > at:
+                break
+        return fired
 
     def next_transition_in(self) -> float | None:
         """Seconds until the next simulation transition is due by the clock (the looks after
@@ -334,28 +345,24 @@ class Registry:
         return current
 
     def _insert(
-        self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float, *, reconcile: bool = True
+        self,
+        txn: Txn,
+        resource: ResourceType,
+        obj: dict[str, Any],
+        now: float,
+        *,
+        by_controller: bool = False,
     ) -> dict[str, Any]:
-        obj = with_defaults(resource, obj)
-        meta = obj["metadata"]
+        """Create ``obj``. ``by_controller``: the ReplicaSet controller made it (a pod from a
+        stored template, an event) under a name it chose free, in the namespace of an object it
+        read: it has the defaults, is valid and needs no reconciliation after it."""
+        if not by_controller:
+            obj = self._admitted(txn, resource, obj)
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
-        name = str(meta.get("name") or "")
-        if not name:
-            raise ApiError.invalid(
-                resource.kind,
-                resource.group,
-                "",
-                [("metadata.name", "Required value: name or generateName is required")],
-            )
-        if meta.get("resourceVersion"):
-            raise ApiError.bad_request("resourceVersion should not be set on objects to be created")
-        validate(resource, obj)
+        meta = obj["metadata"]
+        name = meta["name"]
         namespace = str(meta.get("namespace") or "")
-        if resource.namespaced and not txn.exists(NAMESPACES.key, "", namespace):
-            raise ApiError.not_found("namespaces", namespace)
-        if txn.exists(resource.key, namespace, name):
-            raise ApiError.already_exists(resource.qualified, name)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = simulation.format_time(now)
         for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
@@ -374,9 +381,32 @@ class Registry:
                 txn.add_timer(Timer(due, PODS.key, namespace, name, meta["uid"], action))
         txn.put(resource.key, obj, "ADDED")
         self._collect_later_if_dangling(txn, resource, obj, now)
-        if reconcile:
+        if not by_controller:
             # the answer is the object as created; reconciliation writes its own versions
             self._after_write(txn, resource, {**obj, "metadata": dict(meta)}, now)
+        return obj
+
+    @staticmethod
+    def _admitted(txn: Txn, resource: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` with its defaults, as a create may store it: else 422, 400, 404 or 409."""
+        obj = with_defaults(resource, obj)
+        meta = obj["metadata"]
+        name = str(meta.get("name") or "")
+        if not name:
+            raise ApiError.invalid(
+                resource.kind,
+                resource.group,
+                "",
+                [("metadata.name", "Required value: name or generateName is required")],
+            )
+        if meta.get("resourceVersion"):
+            raise ApiError.bad_request("resourceVersion should not be set on objects to be created")
+        validate(resource, obj)
+        namespace = str(meta.get("namespace") or "")
+        if resource.namespaced and not txn.exists(NAMESPACES.key, "", namespace):
+            raise ApiError.not_found("namespaces", namespace)
+        if txn.exists(resource.key, namespace, name):
+            raise ApiError.already_exists(resource.qualified, name)
         return obj
 
     def _update(
@@ -581,7 +611,7 @@ class Registry:
             pod = simulation.new_pod_for(replicaset, f"{meta['name']}-{simulation.random_suffix()}")
             while txn.exists(PODS.key, namespace, pod["metadata"]["name"]):
                 pod["metadata"]["name"] = f"{meta['name']}-{simulation.random_suffix()}"
-            self._insert(txn, PODS, pod, now, reconcile=False)
+            self._insert(txn, PODS, pod, now, by_controller=True)
             self._record_event(
                 txn, replicaset, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", now
             )
@@ -627,4 +657,4 @@ class Registry:
             "reportingComponent": "replicaset-controller",
             "reportingInstance": "",
         }
-        self._insert(txn, CORE_EVENTS, event, now, reconcile=False)
+        self._insert(txn, CORE_EVENTS, event, now, by_controller=True)

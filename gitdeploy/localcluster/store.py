@@ -142,6 +142,8 @@ class Txn:
         self.logged: list[Change] = []
         #: id → (object, its JSON as stored last), for answering with the same text
         self.encoded: dict[int, tuple[dict[str, Any], str]] = {}
+        #: the earliest due time of the timers added since it was last set to None
+        self.earliest_timer: float | None = None
         #: called once the transaction committed (not after a rollback or a dry run)
         self.after_commit: list[Callable[[], None]] = []
         # a write transaction counts versions here and stores the last one once, at its end
@@ -335,6 +337,8 @@ class Txn:
     # -- timers --------------------------------------------------------------------------------
 
     def add_timer(self, timer: Timer) -> None:
+        if self.earliest_timer is None or timer.due < self.earliest_timer:
+            self.earliest_timer = timer.due
         self._conn.execute(
             "INSERT OR REPLACE INTO timers(uid, action, due, resource, namespace, name)"
             " VALUES (?, ?, ?, ?, ?, ?)",
