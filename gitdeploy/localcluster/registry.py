@@ -34,10 +34,13 @@ from gitdeploy.localcluster.selectors import label_selector_from_object, label_s
 from gitdeploy.localcluster.store import Store, Timer, Txn
 from gitdeploy.localcluster.validation import validate, validate_update
 
-__all__ = ["DEFAULT_NAMESPACES", "Registry"]
+__all__ = ["DEFAULT_NAMESPACES", "Admission", "Registry"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROPAGATION = ("Orphan", "Background", "Foreground")
+Admission = Callable[[dict[str, Any], dict[str, Any] | None], None]
+"""A check of the request's own (its user's) on the object to store and the one it replaces (None
+on a create): raises the API server's refusal."""
 _SETTLE_ROUNDS = 64
 """At most this many rounds of timers that fire timers due at once, per transaction."""
 
@@ -203,7 +206,9 @@ class Registry:
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def create(self, resource: ResourceType, namespace: str, body: Any) -> dict[str, Any]:
+    def create(
+        self, resource: ResourceType, namespace: str, body: Any, admit: Admission | None = None
+    ) -> dict[str, Any]:
         obj = self._body_object(resource, body)
         meta = obj["metadata"]
         if resource.namespaced:
@@ -221,10 +226,18 @@ class Registry:
             self._settle(txn, now)
             if resource is PODS:
                 podsecurity.admit_pod(txn.get(NAMESPACES.key, "", namespace), obj)
+            if admit is not None:
+                admit(obj, None)
             return self._insert(txn, resource, obj, now)
 
     def replace(
-        self, resource: ResourceType, namespace: str, name: str, body: Any, subresource: str = ""
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        subresource: str = "",
+        admit: Admission | None = None,
     ) -> dict[str, Any]:
         now = self.clock.now()
         with self.store.write() as txn:
@@ -232,7 +245,8 @@ class Registry:
             current = self._current(txn, resource, namespace, name)
             if subresource == "scale":
                 return self._apply_scale(txn, current, self._plain(body), now)
-            return self._update(txn, resource, current, self._body_object(resource, body), subresource, now)
+            body = self._body_object(resource, body)
+            return self._update(txn, resource, current, body, subresource, now, admit)
 
     def patch(
         self,
@@ -242,6 +256,7 @@ class Registry:
         content_type: str,
         body: Any,
         subresource: str = "",
+        admit: Admission | None = None,
     ) -> dict[str, Any]:
         now = self.clock.now()
         with self.store.write() as txn:
@@ -257,7 +272,7 @@ class Registry:
                 raise ApiError(422, "Invalid", "the patch does not produce an object")
             if subresource == "scale":
                 return self._apply_scale(txn, current, patched, now)
-            return self._update(txn, resource, current, patched, subresource, now)
+            return self._update(txn, resource, current, patched, subresource, now, admit)
 
     def delete(
         self,
@@ -417,6 +432,7 @@ class Registry:
         new: dict[str, Any],
         subresource: str,
         now: float,
+        admit: Admission | None = None,
     ) -> dict[str, Any]:
         old_meta = current["metadata"]
         name = old_meta["name"]
@@ -460,6 +476,8 @@ class Registry:
                 new_meta["generation"] = int(old_meta["generation"]) + 1
             validate_update(resource, current, new)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        if admit is not None:
+            admit(new, current)
         refs = new["metadata"].get("ownerReferences")
         if new == current:
             return current

@@ -18,6 +18,7 @@ fake clock), so that watches hear of them (see kubelet.py).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hmac
 import itertools
 import json
@@ -41,6 +42,7 @@ from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.fieldvalidation import refuse_unknown_fields
 from gitdeploy.localcluster.kubeconfig import load_or_create_token, write_kubeconfig
 from gitdeploy.localcluster.kubelet import Kubelet
+from gitdeploy.localcluster.ownerrefs import admit_owner_references
 from gitdeploy.localcluster.protowire import PROTOBUF, access_review_from_protobuf, object_from_protobuf
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
@@ -329,14 +331,22 @@ class _Handler(BaseHTTPRequestHandler):
         strict = query.get("fieldValidation") == "Strict" and not route.subresource
         if strict and verb in ("create", "update", "patch"):
             refuse_unknown_fields(route.resource, verb, self.fields.get("content-type", ""), body)
+        access, subresource = self._access, route.subresource or ""
+        admit = (
+            None
+            if access is None
+            else functools.partial(admit_owner_references, access, route.resource, subresource)
+        )
         if verb == "create":
-            return 201, registry.create(route.resource, namespace, body)
+            return 201, registry.create(route.resource, namespace, body, admit)
         if verb == "update":
-            return 200, registry.replace(route.resource, namespace, str(route.name), body, route.subresource)
+            return 200, registry.replace(
+                route.resource, namespace, str(route.name), body, route.subresource, admit
+            )
         if verb == "patch":
             content_type = self.fields.get("content-type", "")
             return 200, registry.patch(
-                route.resource, namespace, str(route.name), content_type, body, route.subresource
+                route.resource, namespace, str(route.name), content_type, body, route.subresource, admit
             )
         if verb == "delete":
             options = dict(body) if isinstance(body, dict) else {}
