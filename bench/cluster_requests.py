@@ -39,6 +39,7 @@ from kubernetes import client
 from bench.run import daemon_client, process_cpu_seconds
 from gitdeploy.localcluster import LocalCluster, SimulationConfig
 from gitdeploy.localcluster import server as localcluster_server
+from gitdeploy.localcluster.kubelet import Kubelet
 
 APP_LABEL = "gitdeploy.io/app"
 
@@ -62,8 +63,8 @@ def serve(state_dir: Path, profile: Path | None, tls: bool) -> None:
     if profile is not None:  # the request threads and the simulated kubelet's
         handler: Any = localcluster_server._Handler
         handler.handle = profiled(handler.handle)
-        cluster_class: Any = LocalCluster
-        cluster_class._run_transitions = profiled(cluster_class._run_transitions)
+        kubelet_class: Any = Kubelet
+        kubelet_class._run = profiled(kubelet_class._run)
     cluster = LocalCluster(state_dir, config=SimulationConfig(pod_start_seconds=0.2), tls=tls).start()
     print(cluster.url, flush=True)
     sys.stdin.read()

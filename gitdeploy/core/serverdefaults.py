@@ -15,8 +15,9 @@ The table is gitdeploy's own view of the server (not the embedded cluster's code
 able to disagree with it): ``tests/unit/core/test_serverdefaults.py`` holds it to what a real
 kube-apiserver returned in ``tests/contract/test_writes.py``.
 
-Not filled in: quantities (a real server stores ``cpu: 0.5`` as ``500m``), and what admission
-adds to a pod (ServiceAccount, tolerations), which a ReplicaSet's template never carries.
+Resource quantities are compared in the form the server stores them (``cpu: 0.5`` as ``500m``,
+``1024Mi`` as ``1Gi``: gitdeploy/quantities.py). Not filled in: what admission adds to a pod
+(ServiceAccount, tolerations), which a ReplicaSet's template never carries.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 from gitdeploy.core.hashing import canonical_template
 from gitdeploy.core.models import PodTemplate
+from gitdeploy.quantities import canonical_resources
 
 __all__ = ["pull_policy", "with_server_defaults"]
 
@@ -78,6 +80,8 @@ def _fill_container(container: Any) -> None:
         _fill(probe, _PROBE)
         if isinstance(probe, dict):
             _fill(probe.get("httpGet"), {"scheme": "HTTP"})
+    if "resources" in container:
+        container["resources"] = canonical_resources(container["resources"])
     for variable in container.get("env") or []:
         source = variable.get("valueFrom") if isinstance(variable, dict) else None
         if isinstance(source, dict):

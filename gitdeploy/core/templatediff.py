@@ -210,7 +210,8 @@ def diff_templates(before: PodTemplate, after: PodTemplate) -> tuple[FieldChange
         for name in fields:
             key = (scope, name)
             a, b = old.get(key, old_served.get(key)), new.get(key, new_served.get(key))
-            if a != b:
+            # as the server stores both: a default, or a quantity in other words, is no change
+            if a != b and old_served.get(key, a) != new_served.get(key, b):
                 changes.append(FieldChange(scope, name, a, b))
     return tuple(changes)
 

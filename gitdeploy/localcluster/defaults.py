@@ -5,7 +5,7 @@ A real API server defaults a pod's spec (and a ReplicaSet's pod template) when i
 Terminating), ``dnsPolicy``, ``schedulerName``, ``securityContext: {}``, each container's
 ``imagePullPolicy`` (``Always`` for ``:latest`` or an untagged image, else ``IfNotPresent``),
 termination message settings and ``resources: {}``, ``protocol: TCP`` on ports (``kubectl
-describe`` shows ``80/TCP``),
+describe`` shows ``80/TCP``), resource quantities in their canonical form (gitdeploy/quantities.py),
 a probe's thresholds and periods and its ``httpGet`` scheme, a ``fieldRef``'s ``apiVersion`` and a
 ConfigMap, Secret, projected or downward API volume's ``defaultMode``. The embedded cluster does the
 same before validating, so what a client reads back is what it would read from a real cluster
@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from gitdeploy.localcluster.resources import PODS, REPLICASETS, ResourceType
+from gitdeploy.quantities import canonical_resources
 
 __all__ = ["with_defaults"]
 
@@ -87,6 +88,8 @@ def _container(container: Any) -> Any:
             done[key] = _probe(container[key])
     if isinstance(container.get("env"), list):
         done["env"] = [_env(v) for v in container["env"]]
+    if "resources" in container:
+        done["resources"] = canonical_resources(container["resources"])
     return done
 
 

@@ -4,7 +4,9 @@ This is where Kubernetes' rules live: ``uid``, ``creationTimestamp``, the cluste
 ``resourceVersion`` and optimistic concurrency (a stale one → 409), ``generation`` bumped on spec
 changes only, status and scale subresources, validation (422, in :mod:`validation`), owner
 references and garbage collection, and the hooks that run the simulated ReplicaSet controller and
-kubelet inside the same transaction as the write that triggered them.
+kubelet: each write first fires, in its own transaction, the simulation's timers that are due
+(the ReplicaSet controller's look after the previous write among them); reads fire them in one
+transaction of their own (:meth:`Registry.materialise`).
 """
 
 from __future__ import annotations
@@ -32,10 +34,15 @@ from gitdeploy.localcluster.selectors import label_selector_from_object, label_s
 from gitdeploy.localcluster.store import Store, Timer, Txn
 from gitdeploy.localcluster.validation import validate, validate_update
 
-__all__ = ["DEFAULT_NAMESPACES", "Registry"]
+__all__ = ["DEFAULT_NAMESPACES", "Admission", "Registry"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROPAGATION = ("Orphan", "Background", "Foreground")
+Admission = Callable[[dict[str, Any], dict[str, Any] | None], None]
+"""A check of the request's own (its user's) on the object to store and the one it replaces (None
+on a create): raises the API server's refusal."""
+_SETTLE_ROUNDS = 64
+"""At most this many rounds of timers that fire timers due at once, per transaction."""
 
 
 class Registry:
@@ -45,6 +52,9 @@ class Registry:
         self.store = store
         self.clock = clock
         self.config = config
+        self.write_synced: Callable[[], None] = lambda: None
+        """Called after a write committed that left the ReplicaSet controller something to look
+        at (the server wakes its kubelet thread)."""
 
     # -- bootstrap and time ----------------------------------------------------------------------
 
@@ -56,35 +66,54 @@ class Registry:
                 if not txn.exists(NAMESPACES.key, "", name):
                     self._insert(txn, NAMESPACES, {"metadata": {"name": name}}, now)
 
-    def materialise(self, now: float | None = None) -> int:
-        """Apply every simulation transition due by ``now``; returns how many timers fired."""
+    def materialise(self, now: float | None = None, *, writes: bool = True) -> int:
+        """Apply every simulation transition due by ``now``; returns how many timers fired.
+        ``writes`` False leaves the ReplicaSet controller's looks after writes to the writes that
+        follow, or to a later call (see kubelet.py)."""
         at = self.clock.now() if now is None else now
+        besides = "" if writes else simulation.RS_WRITTEN
         with self.store.read(snapshot=False) as txn:
-            due = txn.next_due()
+            due = txn.next_due(besides=besides)
         if due is None or due > at:
             return 0
         with self.store.write() as txn:
-            timers = txn.pop_due(at)
+            return self._settle(txn, at, besides)
+
+    def _settle(self, txn: Txn, at: float, besides: str = "") -> int:
+        """Fire the timers due by ``at`` (but those of action ``besides``) in ``txn``, and those
+        that firing them adds due by then; returns how many fired. Every write does so first,
+        so that the ReplicaSet controller's look after one write shares the next write's
+        transaction. A ReplicaSet is looked at as of the latest timer that named it (the look
+        after a write as of the write), so that pods it makes start when due after it."""
+        fired = 0
+        for _ in range(_SETTLE_ROUNDS):
+            txn.earliest_timer = None
+            timers = txn.pop_due(at, besides=besides)
+            fired += len(timers)
             # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
             # together become ready together: one status write, not one per pod)
-            replicasets: dict[str, None] = {}
+            replicasets: dict[str, float] = {}
             for timer in timers:
-                replicasets.update(dict.fromkeys(self._fire(txn, timer, at)))
-            for uid in replicasets:
+                for uid in self._fire(txn, timer, at):
+                    replicasets[uid] = max(replicasets.get(uid, timer.due), timer.due)
+            for uid, when in replicasets.items():
                 found = txn.get_by_uid(uid)
                 if found is not None and found[0] == REPLICASETS.key:
-                    self._reconcile_replicaset(txn, found[1], at)
-        return len(timers)
+                    self._reconcile_replicaset(txn, found[1], when)
+            if txn.earliest_timer is None or txn.earliest_timer > at:
+                break
+        return fired
 
     def next_transition_in(self) -> float | None:
-        """Seconds until the next simulation transition is due by the clock; None when none is pending."""
+        """Seconds until the next simulation transition is due by the clock (the looks after
+        writes aside); None when none is pending."""
         with self.store.read(snapshot=False) as txn:
-            due = txn.next_due()
+            due = txn.next_due(besides=simulation.RS_WRITTEN)
         return None if due is None else due - self.clock.now()
 
     def _fire(self, txn: Txn, timer: Timer, now: float) -> list[str]:
         """Apply one transition; returns the uids of the ReplicaSets to look at for it."""
-        if timer.action == simulation.RS_SYNC:
+        if timer.action in (simulation.RS_SYNC, simulation.RS_WRITTEN):
             return [timer.uid]
         if timer.action == garbage.COLLECT:
             self._collect(txn, timer, now)
@@ -177,7 +206,9 @@ class Registry:
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def create(self, resource: ResourceType, namespace: str, body: Any) -> dict[str, Any]:
+    def create(
+        self, resource: ResourceType, namespace: str, body: Any, admit: Admission | None = None
+    ) -> dict[str, Any]:
         obj = self._body_object(resource, body)
         meta = obj["metadata"]
         if resource.namespaced:
@@ -192,19 +223,30 @@ class Registry:
             meta["name"] = f"{meta['generateName']}{simulation.random_suffix()}"
         now = self.clock.now()
         with self.store.write() as txn:
+            self._settle(txn, now)
             if resource is PODS:
                 podsecurity.admit_pod(txn.get(NAMESPACES.key, "", namespace), obj)
+            if admit is not None:
+                admit(obj, None)
             return self._insert(txn, resource, obj, now)
 
     def replace(
-        self, resource: ResourceType, namespace: str, name: str, body: Any, subresource: str = ""
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        subresource: str = "",
+        admit: Admission | None = None,
     ) -> dict[str, Any]:
         now = self.clock.now()
         with self.store.write() as txn:
+            self._settle(txn, now)
             current = self._current(txn, resource, namespace, name)
             if subresource == "scale":
                 return self._apply_scale(txn, current, self._plain(body), now)
-            return self._update(txn, resource, current, self._body_object(resource, body), subresource, now)
+            body = self._body_object(resource, body)
+            return self._update(txn, resource, current, body, subresource, now, admit)
 
     def patch(
         self,
@@ -214,9 +256,11 @@ class Registry:
         content_type: str,
         body: Any,
         subresource: str = "",
+        admit: Admission | None = None,
     ) -> dict[str, Any]:
         now = self.clock.now()
         with self.store.write() as txn:
+            self._settle(txn, now)
             current = self._current(txn, resource, namespace, name)
             # the patch functions never change their input: the stored object is the base as it is
             base = self._scale_of(current) if subresource == "scale" else current
@@ -228,7 +272,7 @@ class Registry:
                 raise ApiError(422, "Invalid", "the patch does not produce an object")
             if subresource == "scale":
                 return self._apply_scale(txn, current, patched, now)
-            return self._update(txn, resource, current, patched, subresource, now)
+            return self._update(txn, resource, current, patched, subresource, now, admit)
 
     def delete(
         self,
@@ -246,6 +290,7 @@ class Registry:
             raise ApiError.bad_request(f"unknown propagationPolicy {policy!r}")
         now = self.clock.now()
         with self.store.write() as txn:
+            self._settle(txn, now)
             current = self._current(txn, resource, namespace, name)
             preconditions = options.get("preconditions") or {}
             if preconditions.get("uid") and preconditions["uid"] != current["metadata"]["uid"]:
@@ -267,6 +312,7 @@ class Registry:
         now = self.clock.now()
         deleted = []
         with self.store.write() as txn:
+            self._settle(txn, now)
             for _ns, _name, _labels, body in txn.list_raw(resource.key, namespace):
                 obj = json.loads(body)
                 if selected(obj):
@@ -314,28 +360,24 @@ class Registry:
         return current
 
     def _insert(
-        self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float, *, reconcile: bool = True
+        self,
+        txn: Txn,
+        resource: ResourceType,
+        obj: dict[str, Any],
+        now: float,
+        *,
+        by_controller: bool = False,
     ) -> dict[str, Any]:
-        obj = with_defaults(resource, obj)
-        meta = obj["metadata"]
+        """Create ``obj``. ``by_controller``: the ReplicaSet controller made it (a pod from a
+        stored template, an event) under a name it chose free, in the namespace of an object it
+        read: it has the defaults, is valid and needs no reconciliation after it."""
+        if not by_controller:
+            obj = self._admitted(txn, resource, obj)
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
-        name = str(meta.get("name") or "")
-        if not name:
-            raise ApiError.invalid(
-                resource.kind,
-                resource.group,
-                "",
-                [("metadata.name", "Required value: name or generateName is required")],
-            )
-        if meta.get("resourceVersion"):
-            raise ApiError.bad_request("resourceVersion should not be set on objects to be created")
-        validate(resource, obj)
+        meta = obj["metadata"]
+        name = meta["name"]
         namespace = str(meta.get("namespace") or "")
-        if resource.namespaced and not txn.exists(NAMESPACES.key, "", namespace):
-            raise ApiError.not_found("namespaces", namespace)
-        if txn.exists(resource.key, namespace, name):
-            raise ApiError.already_exists(resource.qualified, name)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = simulation.format_time(now)
         for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
@@ -354,9 +396,32 @@ class Registry:
                 txn.add_timer(Timer(due, PODS.key, namespace, name, meta["uid"], action))
         txn.put(resource.key, obj, "ADDED")
         self._collect_later_if_dangling(txn, resource, obj, now)
-        if reconcile:
+        if not by_controller:
             # the answer is the object as created; reconciliation writes its own versions
             self._after_write(txn, resource, {**obj, "metadata": dict(meta)}, now)
+        return obj
+
+    @staticmethod
+    def _admitted(txn: Txn, resource: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` with its defaults, as a create may store it: else 422, 400, 404 or 409."""
+        obj = with_defaults(resource, obj)
+        meta = obj["metadata"]
+        name = str(meta.get("name") or "")
+        if not name:
+            raise ApiError.invalid(
+                resource.kind,
+                resource.group,
+                "",
+                [("metadata.name", "Required value: name or generateName is required")],
+            )
+        if meta.get("resourceVersion"):
+            raise ApiError.bad_request("resourceVersion should not be set on objects to be created")
+        validate(resource, obj)
+        namespace = str(meta.get("namespace") or "")
+        if resource.namespaced and not txn.exists(NAMESPACES.key, "", namespace):
+            raise ApiError.not_found("namespaces", namespace)
+        if txn.exists(resource.key, namespace, name):
+            raise ApiError.already_exists(resource.qualified, name)
         return obj
 
     def _update(
@@ -367,6 +432,7 @@ class Registry:
         new: dict[str, Any],
         subresource: str,
         now: float,
+        admit: Admission | None = None,
     ) -> dict[str, Any]:
         old_meta = current["metadata"]
         name = old_meta["name"]
@@ -385,31 +451,10 @@ class Registry:
         if subresource == "status":
             new = {**current, "metadata": dict(old_meta), "status": new.get("status")}
         else:
-            new["kind"] = resource.kind
-            new["apiVersion"] = resource.api_version
-            if resource.has_status:
-                if "status" in current:
-                    new["status"] = current["status"]
-                else:
-                    new.pop("status", None)
-            for immutable in (
-                "uid",
-                "creationTimestamp",
-                "namespace",
-                "name",
-                "generation",
-                "deletionTimestamp",
-            ):
-                if immutable in old_meta:
-                    new_meta[immutable] = old_meta[immutable]
-                else:
-                    new_meta.pop(immutable, None)
-            new_meta.pop("managedFields", None)
-            new = with_defaults(resource, new)
-            if "generation" in old_meta and new.get("spec") != current.get("spec"):
-                new_meta["generation"] = int(old_meta["generation"]) + 1
-            validate_update(resource, current, new)
+            new = _replacement(resource, current, new)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        if admit is not None:
+            admit(new, current)
         refs = new["metadata"].get("ownerReferences")
         if new == current:
             return current
@@ -529,8 +574,9 @@ class Registry:
 
     def _after_write(self, txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
         """Have the ReplicaSet controller look at the ReplicaSet this write concerns a moment
-        after it, as the real one does: a timer due now, which the next materialise fires (the
-        server's, right after it answered the write), so the write's answer has the old status."""
+        after it, as the real one does: a timer due now, which the next write fires in its own
+        transaction first, or the next read, or the server's kubelet thread a moment later when
+        no write came (see kubelet.py); the write's answer has the old status."""
         if resource is REPLICASETS:
             # a write that left the spec as its controller last saw it (annotations) changes no status
             if (obj.get("status") or {}).get("observedGeneration") != obj["metadata"].get("generation"):
@@ -542,11 +588,14 @@ class Registry:
                     if found is not None and found[0] == REPLICASETS.key:
                         self._sync_later(txn, found[1], now)
 
-    @staticmethod
-    def _sync_later(txn: Txn, replicaset: dict[str, Any], now: float) -> None:
+    def _sync_later(self, txn: Txn, replicaset: dict[str, Any], now: float) -> None:
         meta = replicaset["metadata"]
         namespace = meta.get("namespace", "")
-        txn.add_timer(Timer(now, REPLICASETS.key, namespace, meta["name"], meta["uid"], simulation.RS_SYNC))
+        txn.add_timer(
+            Timer(now, REPLICASETS.key, namespace, meta["name"], meta["uid"], simulation.RS_WRITTEN)
+        )
+        if self.write_synced not in txn.after_commit:
+            txn.after_commit.append(self.write_synced)
 
     def _reconcile_replicaset(self, txn: Txn, replicaset: dict[str, Any], now: float) -> None:
         meta = replicaset["metadata"]
@@ -557,7 +606,7 @@ class Registry:
             pod = simulation.new_pod_for(replicaset, f"{meta['name']}-{simulation.random_suffix()}")
             while txn.exists(PODS.key, namespace, pod["metadata"]["name"]):
                 pod["metadata"]["name"] = f"{meta['name']}-{simulation.random_suffix()}"
-            self._insert(txn, PODS, pod, now, reconcile=False)
+            self._insert(txn, PODS, pod, now, by_controller=True)
             self._record_event(
                 txn, replicaset, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", now
             )
@@ -603,4 +652,29 @@ class Registry:
             "reportingComponent": "replicaset-controller",
             "reportingInstance": "",
         }
-        self._insert(txn, CORE_EVENTS, event, now, reconcile=False)
+        self._insert(txn, CORE_EVENTS, event, now, by_controller=True)
+
+
+def _replacement(resource: ResourceType, current: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` (its metadata a copy) as an update of ``current`` stores it: kind and apiVersion of
+    the resource, the current status, the metadata the server owns kept, defaults applied, the
+    generation bumped when the spec changed; refused if it changes what may not change."""
+    old_meta, new_meta = current["metadata"], new["metadata"]
+    new["kind"] = resource.kind
+    new["apiVersion"] = resource.api_version
+    if resource.has_status:
+        if "status" in current:
+            new["status"] = current["status"]
+        else:
+            new.pop("status", None)
+    for immutable in ("uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp"):
+        if immutable in old_meta:
+            new_meta[immutable] = old_meta[immutable]
+        else:
+            new_meta.pop(immutable, None)
+    new_meta.pop("managedFields", None)
+    new = with_defaults(resource, new)
+    if "generation" in old_meta and new.get("spec") != current.get("spec"):
+        new["metadata"]["generation"] = int(old_meta["generation"]) + 1
+    validate_update(resource, current, new)
+    return new

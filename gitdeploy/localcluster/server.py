@@ -9,14 +9,16 @@
 It binds to 127.0.0.1 only, and every request must carry ``Authorization: Bearer <token>``: the
 cluster's ``token`` (its admin, allowed everything) or its ``service_account_token`` (authorised by
 the RBAC of ``access``, see access.py).
-Before serving any request it materialises the simulation transitions that are due by the clock,
-so reads always see pods and ReplicaSets as of ``clock.now()``; between requests a thread of its
-own does so when they are due (within 0.2 s on a fake clock), so that watches hear of them.
+Before serving any read it materialises the simulation transitions that are due by the clock (a
+write does so in its own transaction), so reads always see pods and ReplicaSets as of
+``clock.now()``; between requests a thread of its own does so when they are due (within 0.2 s on a
+fake clock), so that watches hear of them (see kubelet.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hmac
 import itertools
 import json
@@ -39,6 +41,8 @@ from gitdeploy.localcluster.apierrors import ApiError, status_object
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.fieldvalidation import refuse_unknown_fields
 from gitdeploy.localcluster.kubeconfig import load_or_create_token, write_kubeconfig
+from gitdeploy.localcluster.kubelet import Kubelet
+from gitdeploy.localcluster.ownerrefs import admit_owner_references
 from gitdeploy.localcluster.protowire import PROTOBUF, access_review_from_protobuf, object_from_protobuf
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES, ResourceType, find_resource
@@ -55,7 +59,6 @@ LOOPBACK = "127.0.0.1"
 _DEFAULT_WATCH_SECONDS = 1800
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 """The API server's limit on a request body (``MaxRequestBodyBytes``): 413 beyond it."""
-_POLL_SECONDS = 0.2  # how often a fake clock is looked at for due transitions
 _MAX_HEADER_LINE = 65536  # the stdlib's limits
 _MAX_HEADERS = 100
 
@@ -287,7 +290,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = self._verb(method, route, query)
         cluster.stats.record(verb, route.resource_label)
-        cluster.registry.materialise()
+        if verb in ("get", "list", "watch"):  # a write fires what is due in its own transaction
+            cluster.registry.materialise()
         namespace = route.namespace or ""
         if verb == "watch":
             self._watch(cluster, route, query)
@@ -314,8 +318,6 @@ class _Handler(BaseHTTPRequestHandler):
             with cluster.write_gate.passage(label, route.namespace), dry_run:
                 code, answer = self._write(cluster, verb, route, query, body)
             self._send_json(code, answer)
-            if not dry:
-                cluster.registry.materialise()  # the ReplicaSet controller, a moment after the write
 
     def _get(self, cluster: LocalCluster, route: Route, query: dict[str, str]) -> None:
         registry, namespace, name = cluster.registry, route.namespace or "", str(route.name)
@@ -340,14 +342,22 @@ class _Handler(BaseHTTPRequestHandler):
         strict = query.get("fieldValidation") == "Strict" and not route.subresource
         if strict and verb in ("create", "update", "patch"):
             refuse_unknown_fields(route.resource, verb, self.fields.get("content-type", ""), body)
+        access, subresource = self._access, route.subresource or ""
+        admit = (
+            None
+            if access is None
+            else functools.partial(admit_owner_references, access, route.resource, subresource)
+        )
         if verb == "create":
-            return 201, registry.create(route.resource, namespace, body)
+            return 201, registry.create(route.resource, namespace, body, admit)
         if verb == "update":
-            return 200, registry.replace(route.resource, namespace, str(route.name), body, route.subresource)
+            return 200, registry.replace(
+                route.resource, namespace, str(route.name), body, route.subresource, admit
+            )
         if verb == "patch":
             content_type = self.fields.get("content-type", "")
             return 200, registry.patch(
-                route.resource, namespace, str(route.name), content_type, body, route.subresource
+                route.resource, namespace, str(route.name), content_type, body, route.subresource, admit
             )
         if verb == "delete":
             options = dict(body) if isinstance(body, dict) else {}
@@ -540,7 +550,7 @@ class LocalCluster:
         self._write_kubeconfig = write_kubeconfig_file
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
-        self._kubelet: threading.Thread | None = None
+        self._kubelet = Kubelet(self.registry, self._log)
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -574,9 +584,6 @@ class LocalCluster:
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="localcluster-http", daemon=True
         )
         self._thread.start()
-        self._kubelet = threading.Thread(
-            target=self._run_transitions, name="localcluster-kubelet", daemon=True
-        )
         self._kubelet.start()
         return self
 
@@ -593,8 +600,7 @@ class LocalCluster:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        if self._kubelet is not None:
-            self._kubelet.join(timeout=10)
+        self._kubelet.stop()
         self.store.close()
 
     def __enter__(self) -> LocalCluster:
@@ -631,22 +637,6 @@ class LocalCluster:
             return {r.qualified: txn.count(r.key) for r in RESOURCES}
 
     # -- internals -------------------------------------------------------------------------------
-
-    def _run_transitions(self) -> None:
-        """The simulated kubelet's own time: materialise each transition when it is due by the
-        clock (a fake clock's moves are seen within a poll), so that watches hear of pods starting
-        without a request. One thread per cluster, instead of every watch looking for due timers."""
-        while not self._stopping.is_set():
-            try:
-                self.registry.materialise()
-                due_in = self.registry.next_transition_in()
-            except Exception as problem:  # keep serving; requests materialise too
-                if self._stopping.is_set():
-                    return
-                self._log(f"materialising transitions failed: {problem!r}")
-                due_in = None
-            wait = _POLL_SECONDS if due_in is None else min(_POLL_SECONDS, max(due_in, 0.0) + 0.001)
-            self._stopping.wait(wait)
 
     def _identify(self, header: str) -> Access | None:
         """Who a request is: None for the admin token, the ServiceAccount's access for its token

@@ -142,6 +142,10 @@ class Txn:
         self.logged: list[Change] = []
         #: id → (object, its JSON as stored last), for answering with the same text
         self.encoded: dict[int, tuple[dict[str, Any], str]] = {}
+        #: the earliest due time of the timers added since it was last set to None
+        self.earliest_timer: float | None = None
+        #: called once the transaction committed (not after a rollback or a dry run)
+        self.after_commit: list[Callable[[], None]] = []
         # a write transaction counts versions here and stores the last one once, at its end
         self._rv: int | None = None
 
@@ -330,20 +334,25 @@ class Txn:
     # -- timers --------------------------------------------------------------------------------
 
     def add_timer(self, timer: Timer) -> None:
+        if self.earliest_timer is None or timer.due < self.earliest_timer:
+            self.earliest_timer = timer.due
         self._conn.execute(
             "INSERT OR REPLACE INTO timers(uid, action, due, resource, namespace, name)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             (timer.uid, timer.action, timer.due, timer.resource, timer.namespace, timer.name),
         )
 
-    def next_due(self) -> float | None:
-        row = self._conn.execute("SELECT MIN(due) FROM timers").fetchone()
+    def next_due(self, *, besides: str = "") -> float | None:
+        """When the next timer is due (one whose action is not ``besides``)."""
+        row = self._conn.execute("SELECT MIN(due) FROM timers WHERE action != ?", (besides,)).fetchone()
         return None if row is None or row[0] is None else float(row[0])
 
-    def pop_due(self, now: float) -> list[Timer]:
-        """Remove and return the timers due at ``now``, earliest first."""
+    def pop_due(self, now: float, *, besides: str = "") -> list[Timer]:
+        """Remove and return the timers due at ``now`` (but those of action ``besides``), earliest first."""
         rows = self._conn.execute(
-            "DELETE FROM timers WHERE due <= ? RETURNING due, resource, namespace, name, uid, action", (now,)
+            "DELETE FROM timers WHERE due <= ? AND action != ?"
+            " RETURNING due, resource, namespace, name, uid, action",
+            (now, besides),
         ).fetchall()
         timers = [Timer(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5])) for r in rows]
         return sorted(timers, key=lambda t: (t.due, t.action, t.namespace, t.name))
@@ -447,6 +456,8 @@ class Store:
                 conn.execute("COMMIT")
                 if txn.logged:  # still holding the write lock: commits are told in their order
                     self._committed_changes(txn.logged)
+                for call in txn.after_commit:
+                    call()
         self._last_write.encoded = txn.encoded
 
     def _trim_logs(self, txn: Txn) -> None:

@@ -139,3 +139,50 @@ def test_can_i_answers_as_the_role(
             f'RBAC: allowed by RoleBinding "gitdeploy/{side.namespace}" of Role "gitdeploy" '
             'to ServiceAccount "gitdeploy/gitdeploy"'
         )
+
+
+def _owned(name: str, owner: Any, kind: str, *, blocking: bool) -> dict[str, Any]:
+    ref = {
+        "apiVersion": owner.api_version,
+        "kind": kind,
+        "name": owner.metadata.name,
+        "uid": owner.metadata.uid,
+    }
+    return configmap(name, ownerReferences=[{**ref, "blockOwnerDeletion": blocking}])
+
+
+def test_block_owner_deletion_needs_the_owners_finalizers(side: Side, gitdeploy: Any) -> None:
+    """OwnerReferencesPermissionEnforcement: an owner reference with ``blockOwnerDeletion`` set
+    needs ``update`` on the owner's ``finalizers``: the Role grants it for ReplicaSets (hook pods
+    are owned so), not for ConfigMaps."""
+    core, ns = client.CoreV1Api(gitdeploy), side.namespace
+    rs = side.apps.create_namespaced_replica_set(ns, replicaset("web", replicas=0))
+    record = side.core.create_namespaced_config_map(ns, configmap("record"))
+    # Given the Role: a blocking reference to a ReplicaSet, a plain one to a ConfigMap, are allowed
+    core.create_namespaced_config_map(ns, _owned("of-rs", rs, "ReplicaSet", blocking=True))
+    plain = core.create_namespaced_config_map(ns, _owned("of-cm", record, "ConfigMap", blocking=False))
+    # When a blocking reference to a ConfigMap is created, or set on an update
+    refused = (
+        "cannot set blockOwnerDeletion if an ownerReference refers to a resource"
+        " you can't set finalizers on: , <nil>"
+    )
+    expected = {"reason": "Forbidden"}
+    blocking = _owned("blocking", record, "ConfigMap", blocking=True)
+    assert _refusal(lambda: core.create_namespaced_config_map(ns, blocking)) == {
+        **expected,
+        "message": f'configmaps "blocking" is forbidden: {refused}',
+        "details": {"name": "blocking", "kind": "configmaps"},
+    }
+    update = _owned("of-cm", record, "ConfigMap", blocking=True)
+    update["metadata"]["resourceVersion"] = plain.metadata.resource_version
+    assert _refusal(lambda: core.replace_namespaced_config_map("of-cm", ns, update)) == {
+        **expected,
+        "message": f'configmaps "of-cm" is forbidden: {refused}',
+        "details": {"name": "of-cm", "kind": "configmaps"},
+    }
+    # Then nothing refused was written; the admin may set it
+    assert [
+        r.block_owner_deletion
+        for r in side.core.read_namespaced_config_map("of-cm", ns).metadata.owner_references
+    ] == [False]
+    side.core.create_namespaced_config_map(ns, blocking)

@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.contract.conftest import Side
 from tests.contract.test_api_rules import configmap, event, lease, replicaset
-from tests.fixtures.serverdefaults import DEFAULTED_TEMPLATE, POD_DEFAULTS, TEMPLATE
+from tests.fixtures.serverdefaults import DEFAULTED_TEMPLATE, POD_DEFAULTS, TEMPLATE, quantity_containers
 
 
 def test_replicaset_create_scale_patch(side: Side) -> None:
@@ -132,3 +132,23 @@ def test_the_defaults_gitdeploy_reads(side: Side) -> None:
         DEFAULTED_TEMPLATE["containers"][1]
     )
     assert spec["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+
+
+def test_resource_quantities_read_back_canonical(side: Side) -> None:
+    """The API server stores a quantity in its canonical form (``0.5`` → ``500m``, ``1024Mi`` →
+    ``1Gi``), in a ReplicaSet's template as in a pod."""
+    given, stored = quantity_containers(0), quantity_containers(1)
+    created = side.apps.create_namespaced_replica_set(
+        side.namespace, replicaset("web", replicas=0, containers=given)
+    )
+    read = side.api.sanitize_for_serialization(side.apps.read_namespaced_replica_set("web", side.namespace))
+    for answer in (side.api.sanitize_for_serialization(created), read):
+        assert [c["resources"] for c in answer["spec"]["template"]["spec"]["containers"]] == [
+            c["resources"] for c in stored
+        ]
+    pod = side.core.create_namespaced_pod(
+        side.namespace, {"metadata": {"name": "p"}, "spec": {"containers": given}}
+    )
+    assert [c["resources"] for c in side.api.sanitize_for_serialization(pod)["spec"]["containers"]] == [
+        c["resources"] for c in stored
+    ]

@@ -157,6 +157,32 @@ def test_an_app_pinned_by_an_automatic_rollback_is_manual_with_the_way_out(
     assert app["template_changes"][0]["before"] == "nginx:1.25"
 
 
+def sized_web(image: str) -> str:
+    """web with resources written as a person writes them, not as the API server stores them."""
+    resources = "{requests: {cpu: 0.5, memory: 1024Mi}, limits: {cpu: 1000m, memory: 1.5Gi}}"
+    return web(image).replace(f'image: "{image}"}}', f'image: "{image}", resources: {resources}}}')
+
+
+def test_quantities_the_server_rewrote_are_no_template_change(
+    run_cli: RunCli, git_remote: GitRemote, cluster: None
+) -> None:
+    # Given web deployed with cpu 0.5 and memory 1024Mi (which the API server stores as 500m, 1Gi)
+    deploy(run_cli, git_remote, {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": sized_web("nginx:1.25")})
+    # and a branch that changes only its image
+    git_remote.run_git("checkout", "--quiet", "-b", "feature")
+    git_remote.commit_and_push("Bump web", {"apps/web.yaml": sized_web("nginx:1.26")}, "feature")
+
+    # When the branch is planned against the cluster
+    code, report = plan_live(run_cli, git_remote, "feature")
+
+    # Then the image is the one change: the quantities as stored equal those in git
+    assert code == 0, report
+    (app,) = report["apps"]
+    assert app["template_changes"] == [
+        {"scope": "container web", "field": "image", "before": "nginx:1.25", "after": "nginx:1.26"}
+    ]
+
+
 def kube_apps(state: Path) -> Any:
     api = config.new_client_from_config(config_file=str(state / "kubeconfig"))  # type: ignore[no-untyped-call]
     return client.AppsV1Api(api)

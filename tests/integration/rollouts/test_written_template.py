@@ -95,14 +95,15 @@ def test_numbers_are_written_as_kubectl_reads_them(world: World) -> None:
     # When it rolls out
     world.roll(app, commit("numbers", 1))
     # Then the ReplicaSet holds what kubectl would have sent (YAML 1.1 numbers: 0644 is 420;
-    # a quantity written as a number is the same quantity as text)
+    # a quantity written as a number is the same quantity as text, stored in the API server's
+    # canonical form)
     name = f"numbers-{app.template_hash}"
     written = json.loads(world.apps.read_namespaced_replica_set(name, "shop", _preload_content=False).data)
     spec = written["spec"]["template"]["spec"]
     assert spec["volumes"][0]["configMap"]["defaultMode"] == 0o644 == 420
     assert spec["volumes"][0]["configMap"]["items"][0]["mode"] == 0o400
     resources = spec["containers"][0].pop("resources")
-    assert resources == {"requests": {"cpu": "0.25", "memory": "67108864"}, "limits": {"cpu": "0.5"}}
+    assert resources == {"requests": {"cpu": "250m", "memory": "67108864"}, "limits": {"cpu": "500m"}}
     in_git = server_side(yaml.safe_load(NUMBERS)["spec"]["template"])["spec"]
     del in_git["containers"][0]["resources"]
     assert spec == in_git

@@ -1,0 +1,84 @@
+"""The embedded cluster's own time: a thread that fires the simulation's timers when they are due.
+
+Pods start, become ready, stop and go when due by the cluster's clock (a fake clock's moves are
+seen within :data:`POLL_SECONDS`), so that watches hear of them with no request arriving.
+
+The ReplicaSet controller's look after a write (``rs-written``, due at once) is different: the
+next write fires it in its own transaction (see ``Registry._settle``), which saves a transaction
+per write while writes come one after another. This thread fires it only once no write took it
+for :data:`WRITE_SYNC_SECONDS` of real time: a moment after the last write, as a real
+ReplicaSet controller acts a moment after the write it was told of.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from gitdeploy.localcluster.registry import Registry
+
+__all__ = ["POLL_SECONDS", "WRITE_SYNC_SECONDS", "Kubelet"]
+
+POLL_SECONDS = 0.2
+"""How often a fake clock is looked at for due transitions (and other processes' writes)."""
+WRITE_SYNC_SECONDS = 0.005
+"""How long a look of the ReplicaSet controller after a write waits for the next write."""
+
+
+class Kubelet:
+    """One thread per cluster, instead of every watch looking for due timers."""
+
+    def __init__(self, registry: Registry, log: Callable[[str], None]) -> None:
+        self._registry = registry
+        self._log = log
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._writes = 0  # how many writes left the ReplicaSet controller a look (told by the registry)
+        self._looked_after = 0  # the count of those when this thread last fired them
+        registry.write_synced = self._written
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="localcluster-kubelet", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _written(self) -> None:
+        """A write committed and left a look of the ReplicaSet controller pending (called by the
+        registry, holding the store's write lock: one at a time)."""
+        self._writes += 1
+        self._wake.set()
+
+    def _run(self) -> None:
+        seen: int | None = None  # the writes counted a moment ago, while some are pending
+        while not self._stopping.is_set():
+            self._wake.clear()  # before looking: a write told after this is seen by the look
+            writes = self._writes
+            try:
+                if writes != self._looked_after and writes == seen:
+                    # no write for a moment took the last one's look: this thread takes it
+                    self._registry.materialise()
+                    self._looked_after, seen = writes, None
+                wait = self._next_look(writes_pending=writes != self._looked_after)
+            except Exception as problem:  # keep serving; requests materialise too
+                if self._stopping.is_set():
+                    return
+                self._log(f"materialising transitions failed: {problem!r}")
+                wait = POLL_SECONDS
+            if writes == self._looked_after:
+                self._wake.wait(wait)
+            else:  # writes meanwhile need no wake: it looks again in a moment
+                seen = writes
+                self._stopping.wait(min(wait, WRITE_SYNC_SECONDS))
+
+    def _next_look(self, *, writes_pending: bool) -> float:
+        """Fire the transitions due (the looks after this process's writes aside while they are
+        left to the next writes; other processes' are fired here); the seconds until the next."""
+        self._registry.materialise(writes=not writes_pending)
+        due_in = self._registry.next_transition_in()
+        return POLL_SECONDS if due_in is None else min(POLL_SECONDS, max(due_in, 0.0) + 0.001)
