@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.watchcache import WatchCache
 from gitdeploy.core.commitwait import CommitProgress, commit_progress
 from gitdeploy.core.drift import Drift, find_drift
 from gitdeploy.core.imagetriggers import suspension_note
@@ -21,6 +22,7 @@ from gitdeploy.core.observed import (
     COMMIT_ANNOTATION,
     PHASE_ANNOTATION,
     ObservedReplicaSet,
+    StoredRecord,
     newest_replica_set,
     record_name,
 )
@@ -81,9 +83,16 @@ def read_records(
     cluster: Cluster, namespace: str | None, app: str | None
 ) -> tuple[dict[AppKey, AppRecord], dict[AppKey, DamagedRecordError]]:
     """The app records, and the damaged ones apart (one damaged record never hides the others)."""
+    return load_records(cluster.list_app_records(namespace), app)
+
+
+def load_records(
+    stored_records: Iterable[StoredRecord], app: str | None = None
+) -> tuple[dict[AppKey, AppRecord], dict[AppKey, DamagedRecordError]]:
+    """:func:`read_records` of records as stored (listed, or as the watches saw them)."""
     records: dict[AppKey, AppRecord] = {}
     damaged: dict[AppKey, DamagedRecordError] = {}
-    for stored in cluster.list_app_records(namespace):
+    for stored in stored_records:
         if app is not None and stored.app != app:
             continue
         key = AppKey(stored.namespace, stored.app)
@@ -110,10 +119,18 @@ def _damaged_message(key: AppKey, problem: DamagedRecordError, replica_sets: lis
 def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | None = None) -> list[AppView]:
     """Every app gitdeploy manages (in ``namespace``; only ``app`` when given), sorted. An app whose
     record cannot be read shows as ``RecordDamaged`` with what to do."""
+    return app_views(cluster.list_replica_sets(namespace, app), cluster.list_app_records(namespace), app)
+
+
+def app_views(
+    replica_sets: Iterable[ObservedReplicaSet], stored_records: Iterable[StoredRecord], app: str | None = None
+) -> list[AppView]:
+    """:func:`list_app_views` of ReplicaSets and app records as listed (or as the watches saw them)."""
     grouped: dict[AppKey, list[ObservedReplicaSet]] = defaultdict(list)
-    for rs in cluster.list_replica_sets(namespace, app):
-        grouped[AppKey(rs.namespace, rs.app)].append(rs)
-    records, damaged = read_records(cluster, namespace, app)
+    for rs in replica_sets:
+        if app is None or rs.app == app:
+            grouped[AppKey(rs.namespace, rs.app)].append(rs)
+    records, damaged = load_records(stored_records, app)
     views = []
     for key in sorted(set(grouped) | set(records) | set(damaged)):
         replica_sets = grouped.get(key, [])
@@ -165,10 +182,17 @@ class AppStateCounts:
     triggers_suspended: int
 
 
-def count_app_states(cluster: Cluster, namespaces: Iterable[str | None]) -> AppStateCounts:
+def count_app_states(
+    cluster: Cluster, namespaces: Iterable[str | None], watched: WatchCache | None = None
+) -> AppStateCounts:
     """The apps of ``namespaces`` counted by state as :func:`list_app_views` shows them now (the
-    stored verdict checked against the cluster), never by the last pass's word."""
-    views = [view for namespace in namespaces for view in list_app_views(cluster, namespace)]
+    stored verdict checked against the cluster), never by the last pass's word. A namespace the
+    loop's watches hold in ``watched`` is counted from there, with no API request; the others are
+    listed (two list calls each)."""
+    views: list[AppView] = []
+    for namespace in namespaces:
+        held = watched.contents(namespace) if watched is not None and namespace is not None else None
+        views += list_app_views(cluster, namespace) if held is None else app_views(*held)
     return AppStateCounts(
         Counter(v.sync for v in views),
         Counter(v.health for v in views),

@@ -1,0 +1,91 @@
+"""What the loop's watches saw: every managed ReplicaSet and app record of the watched namespaces,
+kept as the API server last told them (an informer's cache, in the small).
+
+The ReplicaSet and record watches (:mod:`gitdeploy.controller.watcher`) list each namespace once,
+then follow its changes from the list's resourceVersion; each list replaces what the cache held of
+the namespace, each event updates one object. The apps-by-state gauges are counted from it at each
+``/metrics`` scrape (:func:`~gitdeploy.controller.inspect.count_app_states`): O(apps) in memory and
+no API request, where listing both kinds in every managed namespace took two lists per namespace
+per scrape. A namespace is served from the cache only once both of its watches have listed it
+(:meth:`WatchCache.contents`); until then the counting lists it, as ``gitdeploy status`` does.
+
+Like an informer's cache, it is as current as the watches: an event arrives milliseconds after the
+change, and a watch that breaks off resumes from the version it reached, so no change is missed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from enum import StrEnum
+
+from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
+
+
+class Kind(StrEnum):
+    """The two kinds of object the cache holds."""
+
+    REPLICA_SETS = "replicasets"
+    RECORDS = "records"
+
+
+DELETED = "DELETED"
+"""A watch event's type when the object is gone."""
+
+
+class WatchCache:
+    """The managed ReplicaSets and app records of each watched namespace (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._replica_sets: dict[str, dict[str, ObservedReplicaSet]] = {}
+        self._records: dict[str, dict[str, StoredRecord]] = {}
+
+    def replace_replica_sets(self, namespace: str, listed: Iterable[ObservedReplicaSet]) -> None:
+        """A list of the namespace's ReplicaSets: what it says replaces what the cache held."""
+        with self._lock:
+            self._replica_sets[namespace] = {rs.name: rs for rs in listed}
+
+    def replica_set_changed(self, kind: str, rs: ObservedReplicaSet) -> None:
+        """A watch event of one ReplicaSet (``kind``: ADDED, MODIFIED, DELETED)."""
+        with self._lock:
+            held = self._replica_sets.get(rs.namespace)
+            if held is None:
+                return  # not listed yet: the list will say
+            if kind == DELETED:
+                held.pop(rs.name, None)
+            else:
+                held[rs.name] = rs
+
+    def replace_records(self, namespace: str, listed: Iterable[StoredRecord]) -> None:
+        """A list of the namespace's app records: what it says replaces what the cache held."""
+        with self._lock:
+            self._records[namespace] = {stored.app: stored for stored in listed}
+
+    def record_changed(self, kind: str, stored: StoredRecord) -> None:
+        """A watch event of one app record (``kind``: ADDED, MODIFIED, DELETED)."""
+        with self._lock:
+            held = self._records.get(stored.namespace)
+            if held is None:
+                return
+            if kind == DELETED:
+                held.pop(stored.app, None)
+            else:
+                held[stored.app] = stored
+
+    def forget(self, namespace: str, kind: Kind) -> None:
+        """The watch of ``kind`` in ``namespace`` stopped: the namespace is listed again when read."""
+        with self._lock:
+            (self._replica_sets if kind is Kind.REPLICA_SETS else self._records).pop(namespace, None)
+
+    def contents(self, namespace: str) -> tuple[list[ObservedReplicaSet], list[StoredRecord]] | None:
+        """The ReplicaSets and app records of ``namespace``, or None while one of its watches has
+        not listed it yet."""
+        with self._lock:
+            replica_sets, records = self._replica_sets.get(namespace), self._records.get(namespace)
+            if replica_sets is None or records is None:
+                return None
+            return list(replica_sets.values()), list(records.values())
+
+
+__all__ = ["DELETED", "Kind", "WatchCache"]
