@@ -8,7 +8,7 @@ message comes from git (the config repo, or the mirror ``run``/``sync`` keep in 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,10 +86,17 @@ def read_records(
     return load_records(cluster.list_app_records(namespace), app)
 
 
+def _load_stored(stored: StoredRecord) -> AppRecord:
+    return load_record(stored.namespace, stored.app, stored.payload)
+
+
 def load_records(
-    stored_records: Iterable[StoredRecord], app: str | None = None
+    stored_records: Iterable[StoredRecord],
+    app: str | None = None,
+    load: Callable[[StoredRecord], AppRecord] = _load_stored,
 ) -> tuple[dict[AppKey, AppRecord], dict[AppKey, DamagedRecordError]]:
-    """:func:`read_records` of records as stored (listed, or as the watches saw them)."""
+    """:func:`read_records` of records as stored (listed, or as the watches saw them), each read
+    with ``load``."""
     records: dict[AppKey, AppRecord] = {}
     damaged: dict[AppKey, DamagedRecordError] = {}
     for stored in stored_records:
@@ -97,7 +104,7 @@ def load_records(
             continue
         key = AppKey(stored.namespace, stored.app)
         try:
-            records[key] = load_record(stored.namespace, stored.app, stored.payload)
+            records[key] = load(stored)
         except DamagedRecordError as problem:
             damaged[key] = problem
     return records, damaged
@@ -123,14 +130,18 @@ def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | No
 
 
 def app_views(
-    replica_sets: Iterable[ObservedReplicaSet], stored_records: Iterable[StoredRecord], app: str | None = None
+    replica_sets: Iterable[ObservedReplicaSet],
+    stored_records: Iterable[StoredRecord],
+    app: str | None = None,
+    load: Callable[[StoredRecord], AppRecord] = _load_stored,
 ) -> list[AppView]:
-    """:func:`list_app_views` of ReplicaSets and app records as listed (or as the watches saw them)."""
+    """:func:`list_app_views` of ReplicaSets and app records as listed (or as the watches saw
+    them, each record read with ``load``)."""
     grouped: dict[AppKey, list[ObservedReplicaSet]] = defaultdict(list)
     for rs in replica_sets:
         if app is None or rs.app == app:
             grouped[AppKey(rs.namespace, rs.app)].append(rs)
-    records, damaged = load_records(stored_records, app)
+    records, damaged = load_records(stored_records, app, load)
     views = []
     for key in sorted(set(grouped) | set(records) | set(damaged)):
         replica_sets = grouped.get(key, [])
@@ -192,7 +203,10 @@ def count_app_states(
     views: list[AppView] = []
     for namespace in namespaces:
         held = watched.contents(namespace) if watched is not None and namespace is not None else None
-        views += list_app_views(cluster, namespace) if held is None else app_views(*held)
+        if held is None or watched is None:
+            views += list_app_views(cluster, namespace)
+        else:
+            views += app_views(*held, load=watched.load)
     return AppStateCounts(
         Counter(v.sync for v in views),
         Counter(v.health for v in views),

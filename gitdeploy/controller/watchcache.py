@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
+from gitdeploy.core.records import AppRecord, load_record
 
 
 class Kind(StrEnum):
@@ -40,6 +41,8 @@ class WatchCache:
         self._lock = threading.Lock()
         self._replica_sets: dict[str, dict[str, ObservedReplicaSet]] = {}
         self._records: dict[str, dict[str, StoredRecord]] = {}
+        self._loaded: dict[tuple[str, str], tuple[str, AppRecord]] = {}
+        """Each record as last loaded, with the resourceVersion it was loaded at."""
 
     def replace_replica_sets(self, namespace: str, listed: Iterable[ObservedReplicaSet]) -> None:
         """A list of the namespace's ReplicaSets: what it says replaces what the cache held."""
@@ -60,7 +63,9 @@ class WatchCache:
     def replace_records(self, namespace: str, listed: Iterable[StoredRecord]) -> None:
         """A list of the namespace's app records: what it says replaces what the cache held."""
         with self._lock:
-            self._records[namespace] = {stored.app: stored for stored in listed}
+            self._records[namespace] = held = {stored.app: stored for stored in listed}
+            for key in [k for k in self._loaded if k[0] == namespace and k[1] not in held]:
+                del self._loaded[key]
 
     def record_changed(self, kind: str, stored: StoredRecord) -> None:
         """A watch event of one app record (``kind``: ADDED, MODIFIED, DELETED)."""
@@ -70,13 +75,32 @@ class WatchCache:
                 return
             if kind == DELETED:
                 held.pop(stored.app, None)
+                self._loaded.pop((stored.namespace, stored.app), None)
             else:
                 held[stored.app] = stored
+
+    def load(self, stored: StoredRecord) -> AppRecord:
+        """:func:`~gitdeploy.core.records.load_record` of ``stored``, parsed once per version (a
+        scrape would otherwise parse every record again); a damaged one raises each time."""
+        key = (stored.namespace, stored.app)
+        with self._lock:
+            loaded = self._loaded.get(key)
+        if loaded is not None and loaded[0] == stored.resource_version:
+            return loaded[1]
+        record = load_record(stored.namespace, stored.app, stored.payload)
+        with self._lock:
+            self._loaded[key] = (stored.resource_version, record)
+        return record
 
     def forget(self, namespace: str, kind: Kind) -> None:
         """The watch of ``kind`` in ``namespace`` stopped: the namespace is listed again when read."""
         with self._lock:
-            (self._replica_sets if kind is Kind.REPLICA_SETS else self._records).pop(namespace, None)
+            if kind is Kind.REPLICA_SETS:
+                self._replica_sets.pop(namespace, None)
+                return
+            self._records.pop(namespace, None)
+            for key in [k for k in self._loaded if k[0] == namespace]:
+                del self._loaded[key]
 
     def contents(self, namespace: str) -> tuple[list[ObservedReplicaSet], list[StoredRecord]] | None:
         """The ReplicaSets and app records of ``namespace``, or None while one of its watches has
