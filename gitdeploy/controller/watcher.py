@@ -12,8 +12,11 @@
   once through :meth:`Controller.notice_drift`: the pass undoes it, as the Deployment controller would.
 
 One watch per namespace and kind (gitdeploy's RBAC is per namespace, so never a cluster-wide
-watch), started as apps appear in new namespaces. A watch costs no request per poll, so a poll
-with nothing new still makes none.
+watch), started as apps appear in new namespaces. Each lists its namespace once, then follows it
+from the list's resourceVersion (resumed where it broke off; a 410 lists again), and keeps what it
+sees in the controller's :class:`~gitdeploy.controller.watchcache.WatchCache`, from which
+``/metrics`` counts the apps by state. A watch costs no request per poll, so a poll with nothing
+new still makes none.
 """
 
 from __future__ import annotations

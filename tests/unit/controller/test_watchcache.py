@@ -1,0 +1,65 @@
+"""The watch cache: what the ReplicaSet and record watches saw, per namespace."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gitdeploy.controller.watchcache import DELETED, Kind, WatchCache
+from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
+from gitdeploy.core.records import AppRecord
+from gitdeploy.core.replicasets import ReplicaSetState
+from gitdeploy.errors import DamagedRecordError
+
+
+def replica_set(name: str, replicas: int = 2, namespace: str = "shop") -> ObservedReplicaSet:
+    return ObservedReplicaSet(
+        namespace, "web", ReplicaSetState(name, name, 1, 1.0, replicas, replicas, replicas, replicas)
+    )
+
+
+def record(app: str, version: str, payload: str | None = None) -> StoredRecord:
+    return StoredRecord("shop", app, payload or AppRecord().to_json(), version, f"uid-{app}")
+
+
+def test_a_namespace_is_held_only_once_both_watches_listed_it() -> None:
+    cache = WatchCache()
+    cache.replica_set_changed("ADDED", replica_set("web-a"))  # before the list: the list will say
+    assert cache.contents("shop") is None
+    cache.replace_replica_sets("shop", [replica_set("web-b")])
+    assert cache.contents("shop") is None
+    cache.replace_records("shop", [record("web", "1")])
+    held = cache.contents("shop")
+    assert held is not None
+    assert ([rs.name for rs in held[0]], [r.app for r in held[1]]) == (["web-b"], ["web"])
+
+
+def test_events_change_deleted_objects_go_and_a_list_replaces_everything() -> None:
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [replica_set("web-a"), replica_set("web-b")])
+    cache.replace_records("shop", [record("web", "1"), record("api", "1")])
+    cache.replica_set_changed("MODIFIED", replica_set("web-a", replicas=0))
+    cache.replica_set_changed(DELETED, replica_set("web-b"))
+    cache.record_changed(DELETED, record("api", "2"))
+    held = cache.contents("shop")
+    assert held is not None
+    assert [(rs.name, rs.state.replicas) for rs in held[0]] == [("web-a", 0)]
+    assert [r.app for r in held[1]] == ["web"]
+    cache.replace_replica_sets("shop", [replica_set("web-c")])  # a relist after a 410
+    held = cache.contents("shop")
+    assert held is not None and [rs.name for rs in held[0]] == ["web-c"]
+    cache.forget("shop", Kind.REPLICA_SETS)
+    assert cache.contents("shop") is None
+
+
+def test_a_record_is_parsed_again_only_when_its_version_changes() -> None:
+    cache = WatchCache()
+    first = cache.load(record("web", "1"))
+    assert cache.load(record("web", "1")) is first
+    changed = cache.load(
+        record("web", "2", json.dumps({**json.loads(first.to_json()), "triggersSuspended": True}))
+    )
+    assert changed is not first and changed.triggers_suspended
+    with pytest.raises(DamagedRecordError):
+        cache.load(record("web", "3", "{not json"))
