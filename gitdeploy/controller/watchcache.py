@@ -9,18 +9,22 @@ no API request, where listing both kinds in every managed namespace took two lis
 per scrape. A namespace is served from the cache only once both of its watches have listed it
 (:meth:`WatchCache.contents`); until then the counting lists it, as ``gitdeploy status`` does.
 
-Like an informer's cache, it is as current as the watches: an event arrives milliseconds after the
-change, and a watch that breaks off resumes from the version it reached, so no change is missed.
+A ReplicaSet is kept without its pod template unless the template was edited by hand (see
+:func:`_without_template`). Like an informer's cache, it is as current as the watches: an event
+arrives milliseconds after the change, and a watch that breaks off resumes from the version it
+reached, so no change is missed.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from enum import StrEnum
 
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
 from gitdeploy.core.records import AppRecord, load_record
+from gitdeploy.core.templatedrift import edited_by_hand
 
 
 class Kind(StrEnum):
@@ -46,11 +50,13 @@ class WatchCache:
 
     def replace_replica_sets(self, namespace: str, listed: Iterable[ObservedReplicaSet]) -> None:
         """A list of the namespace's ReplicaSets: what it says replaces what the cache held."""
+        slim = {rs.name: _without_template(rs) for rs in listed}
         with self._lock:
-            self._replica_sets[namespace] = {rs.name: rs for rs in listed}
+            self._replica_sets[namespace] = slim
 
     def replica_set_changed(self, kind: str, rs: ObservedReplicaSet) -> None:
         """A watch event of one ReplicaSet (``kind``: ADDED, MODIFIED, DELETED)."""
+        rs = _without_template(rs)
         with self._lock:
             held = self._replica_sets.get(rs.namespace)
             if held is None:
@@ -110,6 +116,16 @@ class WatchCache:
             if replica_sets is None or records is None:
                 return None
             return list(replica_sets.values()), list(records.values())
+
+
+def _without_template(rs: ObservedReplicaSet) -> ObservedReplicaSet:
+    """``rs`` as the cache keeps it: without its pod template unless that was edited by hand.
+
+    Counting the apps reads a template only to tell a hand edit (its digest against the
+    annotation, :func:`~gitdeploy.core.templatedrift.find_template_drift`), which is decided here
+    once per change instead of at every scrape; and 20,000 parsed templates would be most of the
+    memory of ``run``."""
+    return rs if edited_by_hand(rs) else replace(rs, template=None)
 
 
 __all__ = ["DELETED", "Kind", "WatchCache"]

@@ -251,27 +251,36 @@ def test_once_the_watches_run_a_scrape_counts_the_apps_from_them_with_no_api_req
         assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 1
         assert requests_but_watches(embedded_cluster) == {}
 
-        # When its ReplicaSet is scaled to 0 by hand (and no pass runs)
+        # When its ReplicaSet's image is edited by hand, then it is scaled to 0 (and no pass runs)
         [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
-        client.AppsV1Api(kube_client).patch_namespaced_replica_set_scale(
-            name, "shop", {"spec": {"replicas": 0}}
-        )
+        apps = client.AppsV1Api(kube_client)
         embedded_cluster.stats.reset()
+        edited = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:9"}]}}}}
+        apps.patch_namespaced_replica_set(name, "shop", edited)
 
         # Then the scrapes say so as soon as the watch tells it, still with no request of their own
-        def out_of_sync() -> bool:
-            shown = scrape(metrics)
-            return bool(
-                total(shown, "gitdeploy_apps_sync_state", state="OutOfSync") == 1
-                and total(shown, "gitdeploy_apps_health_state", state="Degraded") == 1
-            )
-
-        eventually(out_of_sync, "the gauges to show the hand scale")
-        assert requests_but_watches(embedded_cluster) == {}
+        eventually(lambda: gauges(metrics) == ("OutOfSync", "Healthy"), "the gauges to show the edit")
+        apps.patch_namespaced_replica_set_scale(name, "shop", {"spec": {"replicas": 0}})
+        eventually(lambda: gauges(metrics) == ("OutOfSync", "Degraded"), "the gauges to show the scale")
+        assert {verb for verb, _ in requests_but_watches(embedded_cluster)} == {"patch"}  # the test's
         [shown] = status_views(controller)
         assert (shown.sync, shown.health) == ("OutOfSync", "Degraded")
     finally:
         stop.set()
+
+
+def gauges(metrics: Metrics) -> tuple[str, str] | None:
+    """The sync and health state of the one app, as one scrape counts it."""
+    samples = scrape(metrics)
+    [sync] = [
+        dict(labels)["state"] for (n, labels), v in samples.items() if n == "gitdeploy_apps_sync_state" and v
+    ]
+    [health] = [
+        dict(labels)["state"]
+        for (n, labels), v in samples.items()
+        if n == "gitdeploy_apps_health_state" and v
+    ]
+    return sync, health
 
 
 def requests_but_watches(cluster: LocalCluster) -> dict[tuple[str, str], int]:

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from gitdeploy.controller.watchcache import DELETED, Kind, WatchCache
+from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
 from gitdeploy.core.records import AppRecord
 from gitdeploy.core.replicasets import ReplicaSetState
+from gitdeploy.core.templatedrift import (
+    TEMPLATE_DIGEST_ANNOTATION,
+    TemplateDrift,
+    find_template_drift,
+    template_digest,
+)
 from gitdeploy.errors import DamagedRecordError
 
 
@@ -63,3 +71,29 @@ def test_a_record_is_parsed_again_only_when_its_version_changes() -> None:
     assert changed is not first and changed.triggers_suspended
     with pytest.raises(DamagedRecordError):
         cache.load(record("web", "3", "{not json"))
+
+
+def test_a_template_is_kept_only_when_it_was_edited_by_hand() -> None:
+    template = PodTemplate('{"spec":{"containers":[{"image":"n:1","name":"w"}]}}')
+    kept = replica_set("web-a")
+    cache = WatchCache()
+    cache.replace_records("shop", [])
+    cache.replace_replica_sets(
+        "shop",
+        [
+            replace(
+                kept,
+                annotations=((TEMPLATE_DIGEST_ANNOTATION, template_digest(template)),),
+                template=template,
+            ),
+            replace(
+                replica_set("web-b"), annotations=((TEMPLATE_DIGEST_ANNOTATION, "0" * 16),), template=template
+            ),
+        ],
+    )
+    held = cache.contents("shop")
+    assert held is not None
+    as_written, edited = held[0]
+    assert as_written.template is None and find_template_drift(as_written) is None
+    assert edited.template == template
+    assert find_template_drift(edited) == TemplateDrift("web-b")
