@@ -22,9 +22,13 @@ from collections.abc import Iterable
 from dataclasses import replace
 from enum import StrEnum
 
-from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
+from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet, StoredRecord
 from gitdeploy.core.records import AppRecord, load_record
-from gitdeploy.core.templatedrift import edited_by_hand
+from gitdeploy.core.templatedrift import (
+    REPLACING_PODS_ANNOTATION,
+    TEMPLATE_DIGEST_ANNOTATION,
+    edited_by_hand,
+)
 
 
 class Kind(StrEnum):
@@ -46,7 +50,8 @@ class WatchCache:
         self._replica_sets: dict[str, dict[str, ObservedReplicaSet]] = {}
         self._records: dict[str, dict[str, StoredRecord]] = {}
         self._loaded: dict[tuple[str, str], tuple[str, AppRecord]] = {}
-        """Each record as last loaded, with the resourceVersion it was loaded at."""
+        """Each record held as loaded, with the resourceVersion it was loaded at (the record held
+        then keeps no payload: see :meth:`load`)."""
 
     def replace_replica_sets(self, namespace: str, listed: Iterable[ObservedReplicaSet]) -> None:
         """A list of the namespace's ReplicaSets: what it says replaces what the cache held."""
@@ -86,16 +91,21 @@ class WatchCache:
                 held[stored.app] = stored
 
     def load(self, stored: StoredRecord) -> AppRecord:
-        """:func:`~gitdeploy.core.records.load_record` of ``stored``, parsed once per version (a
-        scrape would otherwise parse every record again); a damaged one raises each time."""
+        """:func:`~gitdeploy.core.records.load_record` of ``stored`` (from :meth:`contents`),
+        parsed once per version (a scrape would otherwise parse every record again); a damaged
+        one raises each time. Once parsed, the cache keeps the record without its JSON."""
         key = (stored.namespace, stored.app)
         with self._lock:
             loaded = self._loaded.get(key)
         if loaded is not None and loaded[0] == stored.resource_version:
-            return loaded[1]
-        record = load_record(stored.namespace, stored.app, stored.payload)
+            record = loaded[1]
+        else:
+            record = load_record(stored.namespace, stored.app, stored.payload)
         with self._lock:
-            self._loaded[key] = (stored.resource_version, record)
+            held = self._records.get(stored.namespace, {})
+            if stored.payload and held.get(stored.app) is stored:  # still held: the parse stands for it
+                self._loaded[key] = (stored.resource_version, record)
+                held[stored.app] = replace(stored, payload="")
         return record
 
     def forget(self, namespace: str, kind: Kind) -> None:
@@ -119,13 +129,26 @@ class WatchCache:
 
 
 def _without_template(rs: ObservedReplicaSet) -> ObservedReplicaSet:
-    """``rs`` as the cache keeps it: without its pod template unless that was edited by hand.
+    """``rs`` as the cache keeps it: without its pod template unless that was edited by hand, and
+    with only the annotations counting the apps reads (:data:`VIEWED_ANNOTATIONS`).
 
     Counting the apps reads a template only to tell a hand edit (its digest against the
     annotation, :func:`~gitdeploy.core.templatedrift.find_template_drift`), which is decided here
     once per change instead of at every scrape; and 20,000 parsed templates would be most of the
     memory of ``run``."""
-    return rs if edited_by_hand(rs) else replace(rs, template=None)
+    if edited_by_hand(rs):
+        return replace(rs, annotations=_kept(rs, (*VIEWED_ANNOTATIONS, TEMPLATE_DIGEST_ANNOTATION)))
+    return replace(rs, template=None, annotations=_kept(rs, VIEWED_ANNOTATIONS))
+
+
+VIEWED_ANNOTATIONS = (COMMIT_ANNOTATION, PHASE_ANNOTATION, REPLACING_PODS_ANNOTATION)
+"""The annotations :func:`~gitdeploy.controller.inspect.app_views` reads of a ReplicaSet (the
+others, parsed into its ``state`` or only read by a pass, are not kept: they are most of its
+size). The digest is kept with an edited template, to tell the edit."""
+
+
+def _kept(rs: ObservedReplicaSet, keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((key, value) for key, value in rs.annotations if key in keys)
 
 
 __all__ = ["DELETED", "Kind", "WatchCache"]

@@ -194,11 +194,7 @@ def follow_once(
     ReplicaSets): ``list_at()`` lists them with the list's resourceVersion, ``watch(version)``
     watches from one; ``listed`` is told of each list as a whole, before ``seen`` of each item."""
     if not version:
-        items, version = list_at()
-        if listed is not None:
-            listed(items)
-        for stored in items:
-            seen(stored)
+        version = _list_first(list_at, seen, listed)
         if reached is not None:
             reached(version)
     try:
@@ -213,6 +209,21 @@ def follow_once(
     except ExpiredError as gone:
         log.info("%s: %s; listing again", what, gone)
         return ""
+    return version
+
+
+def _list_first(
+    list_at: Callable[[], tuple[list[Seen], str]],
+    seen: Callable[[Seen], None],
+    listed: Callable[[list[Seen]], None] | None,
+) -> str:
+    """The list that starts a watch: ``listed`` of it all, ``seen`` of each item; its version.
+    A function of its own so that the list is not held while the watch runs."""
+    items, version = list_at()
+    if listed is not None:
+        listed(items)
+    for stored in items:
+        seen(stored)
     return version
 
 

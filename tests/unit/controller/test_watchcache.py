@@ -63,14 +63,19 @@ def test_events_change_deleted_objects_go_and_a_list_replaces_everything() -> No
 
 def test_a_record_is_parsed_again_only_when_its_version_changes() -> None:
     cache = WatchCache()
-    first = cache.load(record("web", "1"))
-    assert cache.load(record("web", "1")) is first
-    changed = cache.load(
-        record("web", "2", json.dumps({**json.loads(first.to_json()), "triggersSuspended": True}))
-    )
+    cache.replace_replica_sets("shop", [])
+    cache.replace_records("shop", [record("web", "1")])
+    [held] = held_records(cache)
+    first = cache.load(held)
+    assert cache.load(held_records(cache)[0]) is first
+    suspended = json.dumps({**json.loads(first.to_json()), "triggersSuspended": True})
+    cache.record_changed("MODIFIED", record("web", "2", suspended))
+    changed = cache.load(held_records(cache)[0])
     assert changed is not first and changed.triggers_suspended
+    cache.record_changed("MODIFIED", record("web", "3", "{not json"))
     with pytest.raises(DamagedRecordError):
-        cache.load(record("web", "3", "{not json"))
+        cache.load(held_records(cache)[0])
+    assert held_records(cache)[0].payload == "{not json"  # a damaged one keeps what it says
 
 
 def test_a_template_is_kept_only_when_it_was_edited_by_hand() -> None:
@@ -97,3 +102,26 @@ def test_a_template_is_kept_only_when_it_was_edited_by_hand() -> None:
     assert as_written.template is None and find_template_drift(as_written) is None
     assert edited.template == template
     assert find_template_drift(edited) == TemplateDrift("web-b")
+
+
+def test_a_parsed_record_is_held_without_its_json_until_it_changes() -> None:
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [])
+    cache.replace_records("shop", [record("web", "1")])
+    [listed] = held_records(cache)
+    parsed = cache.load(listed)
+    [slim] = held_records(cache)
+    assert slim.payload == "" and cache.load(slim) is parsed
+    cache.replace_records("shop", [record("web", "1")])  # a relist: the same version again
+    [again] = held_records(cache)
+    assert cache.load(again) is parsed and held_records(cache)[0].payload == ""
+    suspended = json.dumps({**json.loads(parsed.to_json()), "triggersSuspended": True})
+    cache.record_changed("MODIFIED", record("web", "2", suspended))
+    [changed] = held_records(cache)
+    assert cache.load(changed).triggers_suspended
+
+
+def held_records(cache: WatchCache) -> list[StoredRecord]:
+    held = cache.contents("shop")
+    assert held is not None
+    return held[1]
