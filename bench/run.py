@@ -39,12 +39,14 @@ if __package__ in (None, ""):  # run as ``python bench/run.py``: make ``bench`` 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kubernetes import client as kubernetes_client
+from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from rich.table import Table
 
 from bench import clusterstate
 from bench.clusterstate import SIMULATION, api_client_for, settle
 from bench.generate import GeneratedRepo, generate_repo
+from gitdeploy.cli.run_cmd import instrument
 from gitdeploy.clock import Clock, FakeClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.connection import connect
@@ -66,6 +68,7 @@ from gitdeploy.localcluster.store import Store
 from gitdeploy.manifests.documents import Document, ManifestFile, parse_documents
 from gitdeploy.manifests.loader import FileAnalysis, analyse_file
 from gitdeploy.manifests.schemas import iter_violations
+from gitdeploy.server.metrics import Metrics
 from gitdeploy.source.repo import ConfigRepo
 
 client: Any = kubernetes_client
@@ -1262,6 +1265,60 @@ def run_scenario(entry: Scenario, bench: Bench) -> dict[str, Any]:
     measured = entry.run(bench)
     figures = measured.figures
     return {**line, **figures, "target": entry.target, "ok": measured.ok, "_summary": measured.summary}
+
+
+@scenario("metrics-scrape", target="0 API requests per /metrics scrape once the watches run")
+def metrics_scrape(bench: Bench) -> Measured:
+    """System clock: the cached cluster of every app (spread over 12 namespaces) and ``run``'s
+    metrics wiring (:func:`~gitdeploy.cli.run_cmd.instrument`); one scrape renders ``/metrics``,
+    counting the apps by state. Measured twice: before the loop's ReplicaSet and record watches
+    have listed the namespaces (every scrape lists both kinds in each namespace: what every scrape
+    did before the watch cache), then once they run (the counts come from the watch cache)."""
+    rounds = bench.rounds_or(20)
+    with bench.running_cluster() as (cluster, facts), config_repo(bench, "metrics-scrape") as repo:
+        stats = timed_stats(cluster)
+        api = api_client_for(cluster)
+        controller = Controller(repo, Cluster(api), SystemClock())
+        controller.poll()
+        metrics = Metrics(process_collectors=False)
+        instrument(controller, metrics)
+        listing = _scrapes(metrics, stats, rounds)
+        stop = threading.Event()
+        watcher.watch_records(controller, stop, lambda: None)
+        watcher.watch_rollouts(controller, stop, lambda: None)
+        namespaces = [ns for ns in controller.managed_namespaces() if ns is not None]
+        deadline = time.monotonic() + 120
+        while any(controller.watch_cache.contents(ns) is None for ns in namespaces):
+            assert time.monotonic() < deadline, "the watches did not list every namespace in 120 s"
+            time.sleep(0.05)
+        watching = _scrapes(metrics, stats, rounds)
+        stop.set()
+        api.close()
+    figures = {
+        **{f"lists_{k}": v for k, v in listing.items()},
+        **{f"watches_{k}": v for k, v in watching.items()},
+        "namespaces": len(namespaces),
+        "rounds": rounds,
+        "clock": "system",
+        **facts,
+    }
+    summary = (
+        f"before the watches list: {listing['median_ms']:.0f} ms, {listing['requests']:.0f} requests "
+        f"per scrape; from the watch cache: {watching['median_ms']:.1f} ms (p99 "
+        f"{watching['p99_ms']:.1f}), {watching['requests']:.0f} requests; {watching['apps']} apps counted"
+    )
+    return Measured(figures, watching["requests"] == 0 and watching["apps"] == bench.apps, summary)
+
+
+def _scrapes(metrics: Metrics, stats: TimedStats, rounds: int) -> dict[str, Any]:
+    """``rounds`` renders of ``/metrics``: their time, the API requests per scrape (a watch that
+    the server ended and the loop resumed meanwhile is not the scrape's), the apps counted."""
+    stats.reset()
+    times = [timed_ms(metrics.render) for _ in range(rounds)]
+    samples = text_string_to_metric_families(metrics.render().decode())
+    apps = sum(s.value for f in samples if f.name == "gitdeploy_apps_sync_state" for s in f.samples)
+    requests = (stats.count() - stats.count("watch")) / (rounds + 1)
+    return {**spread("", times), "requests": requests, "apps": int(apps)}
 
 
 def print_table(lines: Sequence[dict[str, Any]], apps: int) -> None:

@@ -430,7 +430,8 @@ def instrument(
 ) -> None:
     """Feed ``metrics`` (and ``notifier``) from the controller's observers and its API client; the
     apps-by-state gauges are read from the cluster at each scrape while ``acting()`` (this process
-    leads: a standby exports zeros, so that a sum over replicas counts each app once)."""
+    leads: a standby exports zeros, so that a sum over replicas counts each app once), from the
+    watches' cache once they run (:func:`live_app_states`)."""
     observe_api_requests(controller.cluster.api, metrics.api_request)
     controller.poll_observers.append(metrics.observe_poll)
     controller.reconcile_observers.append(metrics.observe_reconcile)
@@ -442,10 +443,11 @@ def instrument(
 
 
 def live_app_states(controller: Controller) -> AppStates | None:
-    """The apps by state as ``gitdeploy status`` shows them now; None when the cluster cannot be
-    read (the gauges keep their previous values, and the log says why)."""
+    """The apps by state as ``gitdeploy status`` shows them now, from what the loop's watches saw
+    (no API request) or, in a namespace they have not listed yet, from the cluster; None when the
+    cluster cannot be read (the gauges keep their previous values, and the log says why)."""
     try:
-        counts = count_app_states(controller.cluster, controller.managed_namespaces())
+        counts = count_app_states(controller.cluster, controller.managed_namespaces(), controller.watch_cache)
     except GitdeployError as problem:
         logging.getLogger("gitdeploy").warning("apps by state for /metrics: %s", problem)
         return None

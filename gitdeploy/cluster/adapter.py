@@ -71,10 +71,13 @@ class Cluster:
     ) -> list[ObservedReplicaSet]:
         return self.replica_sets.list_replica_sets(namespace, app, of_apps=of_apps)
 
+    def list_replica_sets_at(self, namespace: str) -> tuple[list[ObservedReplicaSet], str]:
+        return self.replica_sets.list_replica_sets_at(namespace)
+
     def watch_replica_sets(
-        self, namespace: str, timeout_seconds: int = 300
+        self, namespace: str, timeout_seconds: int = 300, resource_version: str = ""
     ) -> Iterator[tuple[str, ObservedReplicaSet]]:
-        return self.replica_sets.watch_replica_sets(namespace, timeout_seconds)
+        return self.replica_sets.watch_replica_sets(namespace, timeout_seconds, resource_version)
 
     def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
         return self.replica_sets.create_replica_set(spec)

@@ -80,6 +80,7 @@ def to_observed_replica_set(raw: Mapping[str, Any]) -> ObservedReplicaSet:
         observed_generation_current=int(status.get("observedGeneration", 0) or 0)
         >= int(meta.get("generation", 0) or 0),
         generation=int(meta.get("generation", 0) or 0),
+        resource_version=str(meta.get("resourceVersion", "")),
         template=template if isinstance(template, dict) else None,
         owned_the_old_way=bool(_old_ownership(raw)),
     )
@@ -149,22 +150,36 @@ class ReplicaSets:
             raw = [item for item in raw if labels_of(item).get(APP_LABEL) in of_apps]
         return [to_observed_replica_set(item) for item in raw]
 
+    def list_replica_sets_at(self, namespace: str) -> tuple[list[ObservedReplicaSet], str]:
+        """The ReplicaSets gitdeploy manages in ``namespace`` and the list's resourceVersion, in
+        one list call: where :meth:`watch_replica_sets` goes on from."""
+        raw, version = self.kube.list_json_at(
+            self.kube.apps.list_namespaced_replica_set,
+            f"list ReplicaSets in {namespace}",
+            namespace=namespace,
+            label_selector=MANAGED_SELECTOR,
+        )
+        return [to_observed_replica_set(item) for item in raw], version
+
     def watch_replica_sets(
-        self, namespace: str, timeout_seconds: int = 300
+        self, namespace: str, timeout_seconds: int = 300, resource_version: str = ""
     ) -> Iterator[tuple[str, ObservedReplicaSet]]:
         """``(event type, ReplicaSet)`` for every change of a ReplicaSet gitdeploy manages in
-        ``namespace`` from now on (never a dump of every ReplicaSet), until the server ends the
-        watch."""
+        ``namespace`` after ``resource_version`` (from :meth:`list_replica_sets_at`; without it,
+        from now on: never a dump of every ReplicaSet), until the server ends the watch. A
+        ``410 Gone`` surfaces as :class:`ExpiredError`."""
         what = f"watch of ReplicaSets in {namespace}"
-        with translated(what):
-            listed = self.kube.apps.list_namespaced_replica_set(
-                namespace,
-                label_selector=MANAGED_SELECTOR,
-                limit=1,
-                _preload_content=False,
-                _request_timeout=self.kube.timeout,
-            )
-            version = str(json.loads(listed.data)["metadata"]["resourceVersion"])
+        version = resource_version
+        if not version:
+            with translated(what):
+                listed = self.kube.apps.list_namespaced_replica_set(
+                    namespace,
+                    label_selector=MANAGED_SELECTOR,
+                    limit=1,
+                    _preload_content=False,
+                    _request_timeout=self.kube.timeout,
+                )
+                version = str(json.loads(listed.data)["metadata"]["resourceVersion"])
         for kind, raw in self.kube.watch_json(
             self.kube.apps.list_namespaced_replica_set,
             what,

@@ -43,6 +43,7 @@ from gitdeploy.controller.reconcile import (
 )
 from gitdeploy.controller.rollouts import RolloutRunner
 from gitdeploy.controller.tracking import SourceTracker
+from gitdeploy.controller.watchcache import WatchCache
 from gitdeploy.controller.workers import NO_HOOKS, PER_APP_LISTS_BELOW, PassHooks, Workers, lists_per_app
 from gitdeploy.controller.workqueue import MAX_BACKOFF_SECONDS, DueQueue
 from gitdeploy.core.imagetriggers import stream_tag_key
@@ -96,6 +97,8 @@ class Controller:
         self.reports: dict[AppKey, AppReport] = {}
         self.reconciler = Reconciler(self.source, self.runner, self.images, clock, self.reports.get)
         self.pool = Workers(cluster, self.reconciler, lambda: self.source.apps, workers)
+        self.watch_cache = WatchCache()
+        """What the ReplicaSet and record watches saw (:mod:`gitdeploy.controller.watchcache`)."""
         self.prune_flag = prune
         self.prune_limit_flag = prune_limit
         self.resync_seconds = resync_seconds

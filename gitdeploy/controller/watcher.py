@@ -12,8 +12,11 @@
   once through :meth:`Controller.notice_drift`: the pass undoes it, as the Deployment controller would.
 
 One watch per namespace and kind (gitdeploy's RBAC is per namespace, so never a cluster-wide
-watch), started as apps appear in new namespaces. A watch costs no request per poll, so a poll
-with nothing new still makes none.
+watch), started as apps appear in new namespaces. Each lists its namespace once, then follows it
+from the list's resourceVersion (resumed where it broke off; a 410 lists again), and keeps what it
+sees in the controller's :class:`~gitdeploy.controller.watchcache.WatchCache`, from which
+``/metrics`` counts the apps by state. A watch costs no request per poll, so a poll with nothing
+new still makes none.
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.watchcache import DELETED, Kind
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.observed import StoredRecord
+from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
 from gitdeploy.core.progress import unblocks_rollout
 from gitdeploy.core.replicasets import ReplicaSetState
 from gitdeploy.errors import ExpiredError, GitdeployError
@@ -79,13 +84,17 @@ def per_namespace(
 def _follow(
     controller: Controller, namespace: str, stop: threading.Event, on_notice: Callable[[], None]
 ) -> None:
+    cache = controller.watch_cache
+
     def seen(stored: StoredRecord) -> None:
+        cache.record_changed("MODIFIED", stored)
         if not stop.is_set() and controller.notice(
             AppKey(stored.namespace, stored.app), stored.resource_version
         ):
             on_notice()
 
     def gone(stored: StoredRecord) -> None:  # news too: the next pass rebuilds it from the ReplicaSets
+        cache.record_changed(DELETED, stored)
         if not stop.is_set() and controller.notice(AppKey(stored.namespace, stored.app), ""):
             on_notice()
 
@@ -93,9 +102,17 @@ def _follow(
         stop,
         f"record watch of {namespace}",
         lambda version, reached: follow_records_once(
-            controller.cluster, namespace, version, seen, timeout_seconds=60, deleted=gone, reached=reached
+            controller.cluster,
+            namespace,
+            version,
+            seen,
+            timeout_seconds=60,
+            deleted=gone,
+            reached=reached,
+            listed=lambda items: cache.replace_records(namespace, items),
         ),
     )
+    cache.forget(namespace, Kind.RECORDS)
 
 
 def keep_following(
@@ -127,6 +144,7 @@ def follow_records_once(
     timeout_seconds: int,
     deleted: Callable[[StoredRecord], None] | None = None,
     reached: Callable[[str], None] | None = None,
+    listed: Callable[[list[StoredRecord]], None] | None = None,
 ) -> str:
     """One watch of the app records in ``namespace`` from ``version`` until the server ends it,
     ``seen`` told of each record that was added or changed (and ``deleted`` of each one deleted);
@@ -137,7 +155,7 @@ def follow_records_once(
     Without a ``version`` the records are listed first (each one is ``seen``) and the watch starts
     from the *list's* resourceVersion: an item's may be older than the server keeps, and a watch
     from it would end at once in 410 Gone, over and over. A 410 Gone returns ``""``: the next call
-    lists again, once, and goes on from that list.
+    lists again, once, and goes on from that list. ``listed`` is told of each list as a whole.
     """
     return follow_once(
         f"record watch of {namespace}",
@@ -147,25 +165,36 @@ def follow_records_once(
         seen,
         deleted=deleted,
         reached=reached,
+        listed=listed,
     )
+
+
+class Versioned(Protocol):
+    """An object as the API server stored it: a watch that saw it goes on from its version."""
+
+    @property
+    def resource_version(self) -> str: ...
+
+
+Seen = TypeVar("Seen", bound=Versioned)
 
 
 def follow_once(
     what: str,
-    list_at: Callable[[], tuple[list[StoredRecord], str]],
-    watch: Callable[[str], Iterable[tuple[str, StoredRecord]]],
+    list_at: Callable[[], tuple[list[Seen], str]],
+    watch: Callable[[str], Iterable[tuple[str, Seen]]],
     version: str,
-    seen: Callable[[StoredRecord], None],
+    seen: Callable[[Seen], None],
     *,
-    deleted: Callable[[StoredRecord], None] | None = None,
+    deleted: Callable[[Seen], None] | None = None,
     reached: Callable[[str], None] | None = None,
+    listed: Callable[[list[Seen]], None] | None = None,
 ) -> str:
-    """:func:`follow_records_once` for any kind of ConfigMap gitdeploy keeps: ``list_at()`` lists
-    them with the list's resourceVersion, ``watch(version)`` watches from one."""
+    """:func:`follow_records_once` for any kind of object gitdeploy watches (its ConfigMaps, its
+    ReplicaSets): ``list_at()`` lists them with the list's resourceVersion, ``watch(version)``
+    watches from one; ``listed`` is told of each list as a whole, before ``seen`` of each item."""
     if not version:
-        items, version = list_at()
-        for stored in items:
-            seen(stored)
+        version = _list_first(list_at, seen, listed)
         if reached is not None:
             reached(version)
     try:
@@ -183,33 +212,69 @@ def follow_once(
     return version
 
 
+def _list_first(
+    list_at: Callable[[], tuple[list[Seen], str]],
+    seen: Callable[[Seen], None],
+    listed: Callable[[list[Seen]], None] | None,
+) -> str:
+    """The list that starts a watch: ``listed`` of it all, ``seen`` of each item; its version.
+    A function of its own so that the list is not held while the watch runs."""
+    items, version = list_at()
+    if listed is not None:
+        listed(items)
+    for stored in items:
+        seen(stored)
+    return version
+
+
 def _follow_replica_sets(
     controller: Controller, namespace: str, stop: threading.Event, on_notice: Callable[[], None]
 ) -> None:
-    seen: dict[str, ReplicaSetState] = {}
-    """The last status of each ReplicaSet that changed while watched. The first change seen of a
-    ReplicaSet, and changes in a gap between two watches, wake nothing: the step then comes at
-    its requeue time."""
-    while not stop.is_set():
+    """List the namespace's ReplicaSets, then follow their changes from the list's version (a
+    watch that breaks off resumes from where it was; a 410 lists again): each one goes into the
+    watch cache, and may make its app due (a hand change, or a rollout's progress)."""
+    cache, cluster = controller.watch_cache, controller.cluster
+    before: dict[str, ReplicaSetState] = {}
+    """The last status seen of each ReplicaSet (listed or watched): a change of it that unblocks
+    a rollout makes the app due at once."""
+
+    def listed(items: list[ObservedReplicaSet]) -> None:
+        cache.replace_replica_sets(namespace, items)
+
+    def changed(kind: str, rs: ObservedReplicaSet) -> None:
+        cache.replica_set_changed(kind, rs)
+        if stop.is_set():
+            return
+        if controller.notice_drift(kind, rs):  # a hand change: the pass undoes it
+            on_notice()
+        last = before.pop(rs.name, None)
+        if kind == DELETED:
+            return
+        before[rs.name] = rs.state
+        progressed = last is not None and unblocks_rollout(last, rs.state)
+        if progressed and controller.notice_progress(AppKey(rs.namespace, rs.app)):
+            on_notice()
+
+    def once(version: str, reached: Callable[[str], None]) -> str:
         controller.watched.add(namespace)
         try:
-            for kind, rs in controller.cluster.watch_replica_sets(namespace, timeout_seconds=60):
-                if stop.is_set():
-                    break
-                if controller.notice_drift(kind, rs):  # a hand change: the pass undoes it
-                    on_notice()
-                before = seen.pop(rs.name, None)
-                if kind == "DELETED":
-                    continue
-                seen[rs.name] = rs.state
-                progressed = before is not None and unblocks_rollout(before, rs.state)
-                if progressed and controller.notice_progress(AppKey(rs.namespace, rs.app)):
-                    on_notice()
-        except GitdeployError as problem:
+            return follow_once(
+                f"ReplicaSet watch of {namespace}",
+                lambda: cluster.list_replica_sets_at(namespace),
+                lambda since: cluster.watch_replica_sets(namespace, 60, resource_version=since),
+                version,
+                lambda rs: changed("MODIFIED", rs),
+                deleted=lambda rs: changed(DELETED, rs),
+                reached=reached,
+                listed=listed,
+            )
+        except GitdeployError:
             controller.watched.discard(namespace)  # steps requeue as if unwatched meanwhile
-            log.debug("ReplicaSet watch restarts: %s", problem)
-            stop.wait(1.0)
+            raise
+
+    keep_following(stop, f"ReplicaSet watch of {namespace}", once)
     controller.watched.discard(namespace)
+    cache.forget(namespace, Kind.REPLICA_SETS)
 
 
 __all__ = [

@@ -81,6 +81,8 @@ class ObservedReplicaSet:
     could adopt them): the loop releases it (see ``Cluster.release_replica_set``)."""
     generation: int = field(default=0, compare=False)
     """``metadata.generation``: bumped by the API server on every change of the spec (0: unknown)."""
+    resource_version: str = field(default="", compare=False)
+    """``metadata.resourceVersion``: where a watch that saw this goes on from ("" when unknown)."""
 
     @property
     def name(self) -> str:

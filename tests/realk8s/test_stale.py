@@ -10,12 +10,17 @@ away, so only its watches can explain what it does within the tests' timeouts:
 * **No false green after a push.** The README's CI recipe, run as written against this cluster
   (``git push`` then ``rollout status APP --commit SHA``), passes for a commit whose revision
   completes and fails, saying why, for one whose image kwok keeps in ``ErrImagePull``.
+* **Template edits undone.** ``kubectl patch`` of the running ReplicaSet's image while ``run`` is
+  held: ``status`` says ``OutOfSync`` naming the edit; resumed, ``run`` restores the template from
+  its watch's news, replaces the pod made from the edited one and says so in a ``DriftCorrected``
+  event naming the field, and ``status`` comes back to ``Synced Healthy``.
 * **The stream watch.** ``gitdeploy tag`` moves an image stream tag and the trigger rollout starts
   without waiting for ``--image-interval``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -223,3 +228,92 @@ def test_a_moved_tag_rolls_out_without_waiting_for_the_image_interval(
     assert (last["revision"], last["cause"], last["outcome"]) == (2, "ImageChange", "Complete"), last
     assert last["images"][0]["image"] == f"registry.test/web@{DIGEST_B}", last["images"]
     assert running_images(control_plane, namespace, "web") == {f"registry.test/web@{DIGEST_B}"}
+
+
+def test_run_restores_a_hand_edited_template_and_replaces_the_pods_made_from_it(
+    control_plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+    runs: Callable[..., Run],
+) -> None:
+    namespace = managed_namespace("tmpldrift")
+    git_remote.commit_and_push(
+        "web 1",
+        {
+            "gitdeploy.yaml": settings(namespace),
+            "apps/web.yaml": deployment("web", "registry.test/web:1", 2, grace=1),
+        },
+    )
+    run = watching_run(runs, "tmpldrift", git_remote, namespace)
+    wait_for("revision 1", at_revision(gitdeploy, namespace, 1), timeout=90)
+    wait_for(
+        "gitdeploy's ReplicaSet watch",
+        lambda: bool(requests(audit_events(control_plane), namespace, "replicasets", "watch")),
+    )
+    replica_sets: Any = control_plane.get_json("replicasets", "-n", namespace)
+    [name] = [rs["metadata"]["name"] for rs in replica_sets["items"]]
+    seen: list[tuple[int, int, str, str]] = []
+
+    # Given run held (SIGSTOP), an admin edits the running ReplicaSet's image, and a pod is made
+    # from the edited template (the ReplicaSet controller replaces a deleted pod)
+    run.process.send_signal(signal.SIGSTOP)
+    try:
+        edit = [{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": EDITED}]
+        control_plane.kubectl("patch", "replicaset", name, "-n", namespace, "--type", "json",
+                              "-p", json.dumps(edit))  # fmt: skip
+        [pod, _] = running_pods(control_plane, namespace)
+        control_plane.kubectl("delete", "pod", pod, "-n", namespace, "--wait=false")
+        wait_for("a pod made from the edited template", lambda: EDITED in running_images(
+            control_plane, namespace, "web"))  # fmt: skip
+
+        # Then status says the cluster does not run what git says, and why
+        held = shown_truly(gitdeploy, namespace, seen)
+        assert held["sync"] == "OutOfSync", held
+        assert f"{name}: its pod template was changed by hand" in held["message"], held
+    finally:
+        run.process.send_signal(signal.SIGCONT)
+
+    # When run goes on, its watch's news (its resync is 10 minutes away) restores the template,
+    # replaces the edited pod, and an event names what it undid
+    wait_for("run to restore the template and replace the edited pod",
+             restored(control_plane, gitdeploy, namespace, name, seen), timeout=90)  # fmt: skip
+    [event] = events(control_plane, namespace, DRIFT_CORRECTED)
+    assert event.startswith(
+        f"{name}: its pod template was changed by hand (container web image: "
+        f"registry.test/web:1 -> {EDITED}); restored"
+    ), (event, run.log)
+    assert at_revision(gitdeploy, namespace, 1)(), "a hand edit made a new revision"
+    assert any(sync == "OutOfSync" for _, _, sync, _ in seen), seen
+
+
+EDITED = "registry.test/web:edited"
+
+
+def running_pods(control_plane: ControlPlane, namespace: str) -> list[str]:
+    """The names of web's pods that are not going."""
+    pods: Any = control_plane.get_json("pods", "-n", namespace, "-l", "app=web")
+    return sorted(p["metadata"]["name"] for p in pods["items"] if not p["metadata"].get("deletionTimestamp"))
+
+
+def restored(
+    control_plane: ControlPlane,
+    gitdeploy: RunCli,
+    namespace: str,
+    name: str,
+    seen: list[tuple[int, int, str, str]],
+) -> Callable[[], bool]:
+    """ReplicaSet ``name`` has git's template again, only pods made from it run, both ready, and
+    ``status`` says Synced Healthy."""
+
+    def check() -> bool:
+        shown = shown_truly(gitdeploy, namespace, seen)
+        found: Any = control_plane.get_json("replicaset", name, "-n", namespace)
+        image = found["spec"]["template"]["spec"]["containers"][0]["image"]
+        return bool(
+            image == "registry.test/web:1"
+            and running_images(control_plane, namespace, "web") == {"registry.test/web:1"}
+            and (shown["ready"], shown["sync"], shown["health"]) == (2, "Synced", "Healthy")
+        )
+
+    return check

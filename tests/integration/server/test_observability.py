@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import AppView, list_app_views
 from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.notify import Notifier
+from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.controller.workers import PassHooks
 from gitdeploy.core.models import AppKey
 from gitdeploy.localcluster import LocalCluster
@@ -220,3 +222,67 @@ def test_the_app_state_gauges_follow_the_cluster_as_status_does_not_the_last_pas
     samples = scrape(metrics)
     assert total(samples, "gitdeploy_apps_sync_state", state="Synced") == 1
     assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 1
+
+
+def test_once_the_watches_run_a_scrape_counts_the_apps_from_them_with_no_api_request(
+    git_remote: GitRemote,
+    controller: Controller,
+    fake_clock: FakeClock,
+    kube_client: Any,
+    embedded_cluster: LocalCluster,
+) -> None:
+    # Given web settled, with gitdeploy wired as `run` wires it and its watches running
+    metrics = Metrics(version="test", process_collectors=False)
+    instrument(controller, metrics)
+    git_remote.commit_and_push("Deploy web", {"apps/web.yaml": web("nginx:1.25")})
+    settle(controller, fake_clock, metrics)
+    stop = threading.Event()
+    watch_records(controller, stop, lambda: None)
+    watch_rollouts(controller, stop, lambda: None)
+    try:
+        eventually(lambda: controller.watch_cache.contents("shop") is not None, "the watches to list shop")
+
+        # When /metrics is scraped
+        embedded_cluster.stats.reset()
+        samples = scrape(metrics)
+
+        # Then web is counted Synced Healthy, and the scrape asked the API server nothing
+        assert total(samples, "gitdeploy_apps_sync_state", state="Synced") == 1
+        assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 1
+        assert requests_but_watches(embedded_cluster) == {}
+
+        # When its ReplicaSet's image is edited by hand, then it is scaled to 0 (and no pass runs)
+        [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
+        apps = client.AppsV1Api(kube_client)
+        embedded_cluster.stats.reset()
+        edited = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:9"}]}}}}
+        apps.patch_namespaced_replica_set(name, "shop", edited)
+
+        # Then the scrapes say so as soon as the watch tells it, still with no request of their own
+        eventually(lambda: gauges(metrics) == ("OutOfSync", "Healthy"), "the gauges to show the edit")
+        apps.patch_namespaced_replica_set_scale(name, "shop", {"spec": {"replicas": 0}})
+        eventually(lambda: gauges(metrics) == ("OutOfSync", "Degraded"), "the gauges to show the scale")
+        assert {verb for verb, _ in requests_but_watches(embedded_cluster)} == {"patch"}  # the test's
+        [shown] = status_views(controller)
+        assert (shown.sync, shown.health) == ("OutOfSync", "Degraded")
+    finally:
+        stop.set()
+
+
+def gauges(metrics: Metrics) -> tuple[str, str] | None:
+    """The sync and health state of the one app, as one scrape counts it."""
+    samples = scrape(metrics)
+    [sync] = [
+        dict(labels)["state"] for (n, labels), v in samples.items() if n == "gitdeploy_apps_sync_state" and v
+    ]
+    [health] = [
+        dict(labels)["state"]
+        for (n, labels), v in samples.items()
+        if n == "gitdeploy_apps_health_state" and v
+    ]
+    return sync, health
+
+
+def requests_but_watches(cluster: LocalCluster) -> dict[tuple[str, str], int]:
+    """The API requests the cluster served since its stats were reset, watches left out."""
+    return {key: n for key, n in cluster.stats.snapshot().items() if key[0] != "watch" and n}

@@ -1,0 +1,154 @@
+"""What the loop's watches saw: every managed ReplicaSet and app record of the watched namespaces,
+kept as the API server last told them (an informer's cache, in the small).
+
+The ReplicaSet and record watches (:mod:`gitdeploy.controller.watcher`) list each namespace once,
+then follow its changes from the list's resourceVersion; each list replaces what the cache held of
+the namespace, each event updates one object. The apps-by-state gauges are counted from it at each
+``/metrics`` scrape (:func:`~gitdeploy.controller.inspect.count_app_states`): O(apps) in memory and
+no API request, where listing both kinds in every managed namespace took two lists per namespace
+per scrape. A namespace is served from the cache only once both of its watches have listed it
+(:meth:`WatchCache.contents`); until then the counting lists it, as ``gitdeploy status`` does.
+
+A ReplicaSet is kept without its pod template unless the template was edited by hand (see
+:func:`_without_template`). Like an informer's cache, it is as current as the watches: an event
+arrives milliseconds after the change, and a watch that breaks off resumes from the version it
+reached, so no change is missed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import replace
+from enum import StrEnum
+
+from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet, StoredRecord
+from gitdeploy.core.records import AppRecord, load_record
+from gitdeploy.core.templatedrift import (
+    REPLACING_PODS_ANNOTATION,
+    TEMPLATE_DIGEST_ANNOTATION,
+    edited_by_hand,
+)
+
+
+class Kind(StrEnum):
+    """The two kinds of object the cache holds."""
+
+    REPLICA_SETS = "replicasets"
+    RECORDS = "records"
+
+
+DELETED = "DELETED"
+"""A watch event's type when the object is gone."""
+
+
+class WatchCache:
+    """The managed ReplicaSets and app records of each watched namespace (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._replica_sets: dict[str, dict[str, ObservedReplicaSet]] = {}
+        self._records: dict[str, dict[str, StoredRecord]] = {}
+        self._loaded: dict[tuple[str, str], tuple[str, AppRecord]] = {}
+        """Each record held as loaded, with the resourceVersion it was loaded at (the record held
+        then keeps no payload: see :meth:`load`)."""
+
+    def replace_replica_sets(self, namespace: str, listed: Iterable[ObservedReplicaSet]) -> None:
+        """A list of the namespace's ReplicaSets: what it says replaces what the cache held."""
+        slim = {rs.name: _without_template(rs) for rs in listed}
+        with self._lock:
+            self._replica_sets[namespace] = slim
+
+    def replica_set_changed(self, kind: str, rs: ObservedReplicaSet) -> None:
+        """A watch event of one ReplicaSet (``kind``: ADDED, MODIFIED, DELETED)."""
+        rs = _without_template(rs)
+        with self._lock:
+            held = self._replica_sets.get(rs.namespace)
+            if held is None:
+                return  # not listed yet: the list will say
+            if kind == DELETED:
+                held.pop(rs.name, None)
+            else:
+                held[rs.name] = rs
+
+    def replace_records(self, namespace: str, listed: Iterable[StoredRecord]) -> None:
+        """A list of the namespace's app records: what it says replaces what the cache held."""
+        with self._lock:
+            self._records[namespace] = held = {stored.app: stored for stored in listed}
+            for key in [k for k in self._loaded if k[0] == namespace and k[1] not in held]:
+                del self._loaded[key]
+
+    def record_changed(self, kind: str, stored: StoredRecord) -> None:
+        """A watch event of one app record (``kind``: ADDED, MODIFIED, DELETED)."""
+        with self._lock:
+            held = self._records.get(stored.namespace)
+            if held is None:
+                return
+            if kind == DELETED:
+                held.pop(stored.app, None)
+                self._loaded.pop((stored.namespace, stored.app), None)
+            else:
+                held[stored.app] = stored
+
+    def load(self, stored: StoredRecord) -> AppRecord:
+        """:func:`~gitdeploy.core.records.load_record` of ``stored`` (from :meth:`contents`),
+        parsed once per version (a scrape would otherwise parse every record again); a damaged
+        one raises each time. Once parsed, the cache keeps the record without its JSON."""
+        key = (stored.namespace, stored.app)
+        with self._lock:
+            loaded = self._loaded.get(key)
+        if loaded is not None and loaded[0] == stored.resource_version:
+            record = loaded[1]
+        else:
+            record = load_record(stored.namespace, stored.app, stored.payload)
+        with self._lock:
+            held = self._records.get(stored.namespace, {})
+            if stored.payload and held.get(stored.app) is stored:  # still held: the parse stands for it
+                self._loaded[key] = (stored.resource_version, record)
+                held[stored.app] = replace(stored, payload="")
+        return record
+
+    def forget(self, namespace: str, kind: Kind) -> None:
+        """The watch of ``kind`` in ``namespace`` stopped: the namespace is listed again when read."""
+        with self._lock:
+            if kind is Kind.REPLICA_SETS:
+                self._replica_sets.pop(namespace, None)
+                return
+            self._records.pop(namespace, None)
+            for key in [k for k in self._loaded if k[0] == namespace]:
+                del self._loaded[key]
+
+    def contents(self, namespace: str) -> tuple[list[ObservedReplicaSet], list[StoredRecord]] | None:
+        """The ReplicaSets and app records of ``namespace``, or None while one of its watches has
+        not listed it yet."""
+        with self._lock:
+            replica_sets, records = self._replica_sets.get(namespace), self._records.get(namespace)
+            if replica_sets is None or records is None:
+                return None
+            return list(replica_sets.values()), list(records.values())
+
+
+def _without_template(rs: ObservedReplicaSet) -> ObservedReplicaSet:
+    """``rs`` as the cache keeps it: without its pod template unless that was edited by hand, and
+    with only the annotations counting the apps reads (:data:`VIEWED_ANNOTATIONS`).
+
+    Counting the apps reads a template only to tell a hand edit (its digest against the
+    annotation, :func:`~gitdeploy.core.templatedrift.find_template_drift`), which is decided here
+    once per change instead of at every scrape; and 20,000 parsed templates would be most of the
+    memory of ``run``."""
+    if edited_by_hand(rs):
+        return replace(rs, annotations=_kept(rs, (*VIEWED_ANNOTATIONS, TEMPLATE_DIGEST_ANNOTATION)))
+    return replace(rs, template=None, annotations=_kept(rs, VIEWED_ANNOTATIONS))
+
+
+VIEWED_ANNOTATIONS = (COMMIT_ANNOTATION, PHASE_ANNOTATION, REPLACING_PODS_ANNOTATION)
+"""The annotations :func:`~gitdeploy.controller.inspect.app_views` reads of a ReplicaSet (the
+others, parsed into its ``state`` or only read by a pass, are not kept: they are most of its
+size). The digest is kept with an edited template, to tell the edit."""
+
+
+def _kept(rs: ObservedReplicaSet, keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((key, value) for key, value in rs.annotations if key in keys)
+
+
+__all__ = ["DELETED", "Kind", "WatchCache"]

@@ -1,0 +1,127 @@
+"""The watch cache: what the ReplicaSet and record watches saw, per namespace."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from gitdeploy.controller.watchcache import DELETED, Kind, WatchCache
+from gitdeploy.core.models import PodTemplate
+from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
+from gitdeploy.core.records import AppRecord
+from gitdeploy.core.replicasets import ReplicaSetState
+from gitdeploy.core.templatedrift import (
+    TEMPLATE_DIGEST_ANNOTATION,
+    TemplateDrift,
+    find_template_drift,
+    template_digest,
+)
+from gitdeploy.errors import DamagedRecordError
+
+
+def replica_set(name: str, replicas: int = 2, namespace: str = "shop") -> ObservedReplicaSet:
+    return ObservedReplicaSet(
+        namespace, "web", ReplicaSetState(name, name, 1, 1.0, replicas, replicas, replicas, replicas)
+    )
+
+
+def record(app: str, version: str, payload: str | None = None) -> StoredRecord:
+    return StoredRecord("shop", app, payload or AppRecord().to_json(), version, f"uid-{app}")
+
+
+def test_a_namespace_is_held_only_once_both_watches_listed_it() -> None:
+    cache = WatchCache()
+    cache.replica_set_changed("ADDED", replica_set("web-a"))  # before the list: the list will say
+    assert cache.contents("shop") is None
+    cache.replace_replica_sets("shop", [replica_set("web-b")])
+    assert cache.contents("shop") is None
+    cache.replace_records("shop", [record("web", "1")])
+    held = cache.contents("shop")
+    assert held is not None
+    assert ([rs.name for rs in held[0]], [r.app for r in held[1]]) == (["web-b"], ["web"])
+
+
+def test_events_change_deleted_objects_go_and_a_list_replaces_everything() -> None:
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [replica_set("web-a"), replica_set("web-b")])
+    cache.replace_records("shop", [record("web", "1"), record("api", "1")])
+    cache.replica_set_changed("MODIFIED", replica_set("web-a", replicas=0))
+    cache.replica_set_changed(DELETED, replica_set("web-b"))
+    cache.record_changed(DELETED, record("api", "2"))
+    held = cache.contents("shop")
+    assert held is not None
+    assert [(rs.name, rs.state.replicas) for rs in held[0]] == [("web-a", 0)]
+    assert [r.app for r in held[1]] == ["web"]
+    cache.replace_replica_sets("shop", [replica_set("web-c")])  # a relist after a 410
+    held = cache.contents("shop")
+    assert held is not None and [rs.name for rs in held[0]] == ["web-c"]
+    cache.forget("shop", Kind.REPLICA_SETS)
+    assert cache.contents("shop") is None
+
+
+def test_a_record_is_parsed_again_only_when_its_version_changes() -> None:
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [])
+    cache.replace_records("shop", [record("web", "1")])
+    [held] = held_records(cache)
+    first = cache.load(held)
+    assert cache.load(held_records(cache)[0]) is first
+    suspended = json.dumps({**json.loads(first.to_json()), "triggersSuspended": True})
+    cache.record_changed("MODIFIED", record("web", "2", suspended))
+    changed = cache.load(held_records(cache)[0])
+    assert changed is not first and changed.triggers_suspended
+    cache.record_changed("MODIFIED", record("web", "3", "{not json"))
+    with pytest.raises(DamagedRecordError):
+        cache.load(held_records(cache)[0])
+    assert held_records(cache)[0].payload == "{not json"  # a damaged one keeps what it says
+
+
+def test_a_template_is_kept_only_when_it_was_edited_by_hand() -> None:
+    template = PodTemplate('{"spec":{"containers":[{"image":"n:1","name":"w"}]}}')
+    kept = replica_set("web-a")
+    cache = WatchCache()
+    cache.replace_records("shop", [])
+    cache.replace_replica_sets(
+        "shop",
+        [
+            replace(
+                kept,
+                annotations=((TEMPLATE_DIGEST_ANNOTATION, template_digest(template)),),
+                template=template,
+            ),
+            replace(
+                replica_set("web-b"), annotations=((TEMPLATE_DIGEST_ANNOTATION, "0" * 16),), template=template
+            ),
+        ],
+    )
+    held = cache.contents("shop")
+    assert held is not None
+    as_written, edited = held[0]
+    assert as_written.template is None and find_template_drift(as_written) is None
+    assert edited.template == template
+    assert find_template_drift(edited) == TemplateDrift("web-b")
+
+
+def test_a_parsed_record_is_held_without_its_json_until_it_changes() -> None:
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [])
+    cache.replace_records("shop", [record("web", "1")])
+    [listed] = held_records(cache)
+    parsed = cache.load(listed)
+    [slim] = held_records(cache)
+    assert slim.payload == "" and cache.load(slim) is parsed
+    cache.replace_records("shop", [record("web", "1")])  # a relist: the same version again
+    [again] = held_records(cache)
+    assert cache.load(again) is parsed and held_records(cache)[0].payload == ""
+    suspended = json.dumps({**json.loads(parsed.to_json()), "triggersSuspended": True})
+    cache.record_changed("MODIFIED", record("web", "2", suspended))
+    [changed] = held_records(cache)
+    assert cache.load(changed).triggers_suspended
+
+
+def held_records(cache: WatchCache) -> list[StoredRecord]:
+    held = cache.contents("shop")
+    assert held is not None
+    return held[1]
