@@ -142,6 +142,11 @@ class RolloutRunner:
         self.replicas_known: dict[tuple[str, str], tuple[int, int]] = {}
         """``spec.replicas`` and ``metadata.generation`` of each ReplicaSet (by namespace and name)
         as this runner last saw or set them (:meth:`changed_by_hand`)."""
+        self.digests_due: dict[tuple[str, str], str] = {}
+        """The template digest of each ReplicaSet this runner created and has not scaled since: it
+        goes with the next scale of that ReplicaSet (a rollout always writes its new ReplicaSet
+        again), so creating a ReplicaSet costs no write of its own. Lost with the process, it is
+        then recorded from the template as read (:func:`~gitdeploy.core.templatedrift.needs_digest`)."""
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
@@ -247,6 +252,11 @@ class RolloutRunner:
         if repair is None:
             return
         ns, name = app.namespace, repair.name
+        if (
+            repair == TemplateRepair(name, repair.template_hash, digest=repair.digest)
+            and (ns, name) in self.digests_due
+        ):
+            return  # only the digest, which goes with the ReplicaSet's next scale
         marks: dict[str, str | None] = {}
         if repair.restore is not None:
             restored = self.cluster.restore_replica_set_template(
@@ -296,12 +306,16 @@ class RolloutRunner:
         elif isinstance(action, PatchReplicaSet):
             if action.replicas is not None:
                 self._know(ns, action.name, action.replicas)  # before: a watch may tell it first
-            patched = self.cluster.scale_replica_set(
-                ns, action.name, action.replicas, dict(action.annotations)
-            )
+            annotations = dict(action.annotations)
+            digest = self.digests_due.get((ns, action.name))
+            if digest is not None:
+                annotations[TEMPLATE_DIGEST_ANNOTATION] = digest
+            patched = self.cluster.scale_replica_set(ns, action.name, action.replicas, annotations)
+            self.digests_due.pop((ns, action.name), None)
             self._know(ns, action.name, patched.state.replicas, patched.generation)
         elif isinstance(action, DeleteReplicaSet):
             self.replicas_known.pop((ns, action.name), None)
+            self.digests_due.pop((ns, action.name), None)
             self.cluster.delete_replica_set(ns, action.name)
         elif isinstance(action, CreatePod):
             try:
@@ -312,7 +326,8 @@ class RolloutRunner:
             self.cluster.delete_pod(ns, action.name)
 
     def _create_replica_set(self, key: AppKey, spec: ReplicaSetSpec) -> None:
-        """Create a revision's ReplicaSet and record the digest of its template as stored."""
+        """Create a revision's ReplicaSet; the digest of its template as stored is due (see
+        :attr:`digests_due`)."""
         self._know(key.namespace, spec.name, spec.replicas)  # before: a watch may tell it first
         try:
             created = self.cluster.create_replica_set(spec)
@@ -320,8 +335,7 @@ class RolloutRunner:
             log.info("[%s] ReplicaSet %s exists already; the next pass adopts it", key, spec.name)
             return
         if created.template is not None:  # the template as the server stored it
-            digest = template_digest(created.template)
-            self.cluster.annotate_replica_set(key.namespace, spec.name, {TEMPLATE_DIGEST_ANNOTATION: digest})
+            self.digests_due[key.namespace, spec.name] = template_digest(created.template)
 
     def _record_event(self, app: App, record_uid: str, event: Event) -> None:
         try:
