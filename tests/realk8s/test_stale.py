@@ -26,8 +26,7 @@ from typing import Any
 import pytest
 
 from gitdeploy.core.drift import DRIFT_CORRECTED
-from tests.e2e.test_commit_wait import _recipe
-from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.cli import RunCli, gitdeploy_executable, readme_ci_recipe
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.conftest import PULL_FAILURE_IMAGE, ManagedNamespace, Run, history, wait_for
 from tests.realk8s.controlplane import ControlPlane, audit_events
@@ -151,7 +150,7 @@ def ci_recipe(
         "NO_COLOR": "1",
         "PATH": f"{Path(gitdeploy_executable()).parent}{os.pathsep}{os.environ['PATH']}",
     }
-    recipe = _recipe().replace("APP=shop/web ", f"APP={app} ")
+    recipe = readme_ci_recipe().replace("APP=shop/web ", f"APP={app} ")
     assert f"APP={app} " in recipe, "the README's recipe no longer sets APP=shop/web"
     done = subprocess.run(
         ["bash", "-e", "-c", recipe], cwd=git_remote.work, env=env,

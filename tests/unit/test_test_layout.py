@@ -44,8 +44,7 @@ def test_no_test_module_imports_another_test_module() -> None:
     found = _imports_where(lambda part: part.startswith("test_"))
     assert not found, (
         "these imports reach into a test module; move what they share to "
-        "tests/fixtures/<concept>.py (a pytest fixture: to the nearest conftest.py):\n  "
-        + "\n  ".join(found)
+        "tests/fixtures/<concept>.py (a pytest fixture: to the nearest conftest.py):\n  " + "\n  ".join(found)
     )
 
 
