@@ -4,29 +4,8 @@ from __future__ import annotations
 
 from gitdeploy.core.records import Outcome
 from gitdeploy.core.rollout import AppPhase, Step
+from tests.fixtures.rolloutapps import nginx
 from tests.fixtures.rollouts import World, commit, load_app
-
-
-def nginx(image: str = "nginx:1.14.2", replicas: int = 3, extra: str = "") -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: nginx-deployment
-  namespace: demo
-spec:
-  replicas: {replicas}
-  selector:
-    matchLabels: {{app: nginx}}
-{extra}  template:
-    metadata:
-      labels: {{app: nginx}}
-    spec:
-      containers:
-      - name: nginx
-        image: {image}
-        ports: [{{containerPort: 80}}]
-"""
 
 
 def test_seed_002_walkthrough_scales_one_pod_at_a_time(world: World) -> None:
