@@ -27,14 +27,19 @@ import pytest
 
 from gitdeploy.core.drift import DRIFT_CORRECTED
 from tests.fixtures.cli import RunCli, gitdeploy_executable, readme_ci_recipe
+from tests.fixtures.controlplane import PULL_FAILURE_IMAGE
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import PULL_FAILURE_IMAGE, ManagedNamespace, Run, history, wait_for
 from tests.realk8s.controlplane import ControlPlane, audit_events
-from tests.realk8s.manifests import deployment, settings
-from tests.realk8s.test_api_faults import requests
-from tests.realk8s.test_lifecycle import DIGEST_A, DIGEST_B, events, following_the_stream, image_stream
-from tests.realk8s.test_recreate_hooks import running_images
-from tests.realk8s.test_run import at_revision, view
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, at_revision, history, view, wait_for
+from tests.realk8s.manifests import (
+    DIGEST_A,
+    DIGEST_B,
+    deployment,
+    following_the_stream,
+    image_stream,
+    settings,
+)
+from tests.realk8s.observed import events, requests, running_images
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
