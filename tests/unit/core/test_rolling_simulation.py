@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from gitdeploy.core.replicasets import ReplicaSetState, ScaleAction, sum_available, sum_replicas
 from gitdeploy.core.rolling import Bound, RolloutBounds, max_surge, max_unavailable, plan_rolling_step
+from tests.fixtures.hypothesis_rollouts import percent_or_count
 
 OLD = "nginx-deployment-2035384211"
 NEW = "nginx-deployment-1564180365"
@@ -113,18 +114,11 @@ def test_upstream_fencepost_sequences(
     assert steps == expected
 
 
-bounds = st.one_of(
-    st.none(),
-    st.integers(min_value=0, max_value=12),
-    st.integers(min_value=0, max_value=100).map(lambda p: f"{p}%"),
-)
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     replicas=st.integers(min_value=0, max_value=40),
-    surge=bounds,
-    unavailable=bounds,
+    surge=percent_or_count,
+    unavailable=percent_or_count,
     new_pods_available=st.booleans(),
 )
 def test_rolling_invariants_hold_at_every_pass(
