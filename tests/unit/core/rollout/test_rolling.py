@@ -50,7 +50,7 @@ from tests.fixtures.rolloutpass import (
 # (old spec/current/available, new spec/current/available) → the scales of the step: upstream's
 # passes back to back (it re-syncs after its own writes), so a scale-down that makes room is
 # followed by the scale-up it allows in the same step
-SEED_002: list[tuple[tuple[int, int, int], tuple[int, int, int], list[tuple[str, int]]]] = [
+ROLLING_PASSES: list[tuple[tuple[int, int, int], tuple[int, int, int], list[tuple[str, int]]]] = [
     ((3, 3, 3), (1, 0, 0), []),  # new pod not there yet: wait
     ((3, 3, 3), (1, 1, 0), []),  # not available yet: wait
     ((3, 3, 3), (1, 1, 1), [("old", 2), ("new", 2)]),
@@ -62,8 +62,8 @@ SEED_002: list[tuple[tuple[int, int, int], tuple[int, int, int], list[tuple[str,
 ]
 
 
-@pytest.mark.parametrize(("old_counts", "new_counts", "expected"), SEED_002)
-def test_seed_002_rolling_steps(
+@pytest.mark.parametrize(("old_counts", "new_counts", "expected"), ROLLING_PASSES)
+def test_each_rolling_pass_scales_within_surge_and_unavailability(
     old_counts: tuple[int, int, int], new_counts: tuple[int, int, int], expected: list[tuple[str, int]]
 ) -> None:
     old = rs(V1, 1, *old_counts)
@@ -80,7 +80,7 @@ def test_seed_002_rolling_steps(
     assert (step.phase, step.record, step.revision) == (AppPhase.PROGRESSING, None, 2)
 
 
-def test_seed_002_first_pass_creates_the_new_replica_set_with_one_pod() -> None:
+def test_the_first_rolling_pass_creates_the_new_replica_set_with_one_pod() -> None:
     old = rs(V1, 1, 3)
     step = plan_pass(make_target(make_app(V2)), snap(old, record=AppRecord(revisions=(entry(V1, 1),))), T0)
     assert only_create(step).spec.replicas == 1
@@ -148,7 +148,7 @@ def test_a_replica_set_the_completing_step_scaled_to_0_is_deleted_by_the_history
 @pytest.mark.parametrize(
     "old_pods", [1, 0], ids=["the step that scales the last old pod away", "a pass later"]
 )
-def test_seed_002_last_pass_completes_the_revision(old_pods: int) -> None:
+def test_the_last_rolling_pass_completes_the_revision(old_pods: int) -> None:
     old = rs(V1, 1, old_pods, progressed_at=T0 + 50)
     new = rs(V2, 2, 3, phase="Running", started_at=T0, progressed_at=T0 + 50)
     now = T0 + 60

@@ -47,7 +47,7 @@ def test_a_replicas_only_change_scales_without_a_new_revision(
     assert (step.phase, step.revision, step.record, step.requeue_after) == (AppPhase.COMPLETE, 1, None, 1.0)
 
 
-def test_scaling_a_stuck_rollout_is_proportional_as_in_the_documentation() -> None:
+def test_scaling_a_stuck_rollout_from_10_to_15_grows_old_to_11_and_new_to_7() -> None:
     # 10 replicas, maxSurge 3, maxUnavailable 2: old 8, new 5 (none available); scaled to 15
     strategy = Strategy(StrategyType.ROLLING_UPDATE, rolling=RollingParams(max_surge=3, max_unavailable=2))
     old = rs(V1, 1, 8, desired=10, max_replicas=13)
