@@ -15,19 +15,18 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client as kubernetes_client
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.connection import connect
 from gitdeploy.localcluster import LocalCluster, WatchWindow
 from gitdeploy.localcluster.resources import CONFIGMAPS
 from tests.fixtures.cluster import api_client_for
+from tests.fixtures.contract import Side, client
 from tests.fixtures.controlplane import REALK8S_GROUP
 from tests.fixtures.rbac import service_account_client
 from tests.realk8s.controlplane import (
@@ -36,61 +35,6 @@ from tests.realk8s.controlplane import (
     restart_apiserver,
     service_account_kubeconfig,
 )
-
-client: Any = kubernetes_client
-WAIT_SECONDS = 60.0
-
-
-@dataclass
-class Side:
-    """One server of the contract: ``api`` (an official ``ApiClient``) and ``namespace`` (new,
-    empty, the test's own); ``wait_for`` lets its time pass until ``check`` holds."""
-
-    name: str
-    api: Any
-    namespace: str
-    _step: Callable[[], None]
-    _as_gitdeploy: Callable[[], Any]
-    _forget: Callable[[], None]
-
-    def forget_watch_history(self) -> None:
-        """Let every resourceVersion written so far fall out of the server's watch window: on the
-        embedded cluster, twice 75 s pass and 200 other ConfigMap changes are made (its
-        default ``WatchWindow``); kube-apiserver is restarted, so that its watch cache starts anew at
-        etcd's revision (as tests/realk8s/test_api_faults.py does)."""
-        self._forget()
-
-    def gitdeploy_api(self) -> Any:
-        """An ``ApiClient`` that is gitdeploy's ServiceAccount token, with deploy/rbac.yaml's Role
-        bound in ``namespace`` (and deploy/leader-election.yaml's in its own): close it when done."""
-        return self._as_gitdeploy()
-
-    @property
-    def core(self) -> Any:
-        return client.CoreV1Api(self.api)
-
-    @property
-    def apps(self) -> Any:
-        return client.AppsV1Api(self.api)
-
-    @property
-    def coordination(self) -> Any:
-        return client.CoordinationV1Api(self.api)
-
-    def wait_for(self, what: str, check: Callable[[], bool], seconds: float = WAIT_SECONDS) -> None:
-        """Let ``seconds`` of the server's time pass at most, until ``check`` holds (fail naming
-        ``what``): the embedded cluster's fake clock moves a second a step, the real one its own pace."""
-        steps = int(seconds / _step_seconds(self.name))
-        for _ in range(steps):
-            if check():
-                return
-            self._step()
-        if not check():
-            raise AssertionError(f"{self.name}: {what} did not happen within {seconds:.0f} s")
-
-
-def _step_seconds(name: str) -> float:
-    return 1.0 if name == "embedded" else 0.2
 
 
 def _embedded_side(request: pytest.FixtureRequest, namespace: str) -> Iterator[Side]:

@@ -15,53 +15,10 @@ from typing import Any
 import pytest
 from kubernetes import client as kubernetes_client
 
-from tests.contract.conftest import Side
+from tests.fixtures.contract import Side, configmap, event, lease, owner, replicaset
 
 MIB = 1024 * 1024
 client: Any = kubernetes_client
-
-
-def replicaset(name: str = "web", replicas: int = 1, **template_spec: Any) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "main", "image": "nginx:1"}], **template_spec},
-            },
-        },
-    }
-
-
-def configmap(name: str = "cfg", data: dict[str, str] | None = None, **metadata: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, **metadata}, "data": data or {"key": "value"}}
-
-
-def owner(
-    name: str = "owner", uid: str = "0b6f1a3e-1111-4e8e-9a52-2f7c0c0b3d01", **more: Any
-) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": uid, **more}
-
-
-def event(namespace: str, involved_namespace: str) -> dict[str, Any]:
-    return {
-        "metadata": {"generateName": "web.", "namespace": namespace},
-        "involvedObject": {"kind": "ReplicaSet", "name": "web", "namespace": involved_namespace},
-        "reason": "Scaled",
-        "message": "scaled up",
-        "type": "Normal",
-        "source": {"component": "gitdeploy"},
-        "firstTimestamp": "2026-01-01T00:00:00Z",
-        "lastTimestamp": "2026-01-01T00:00:00Z",
-        "count": 1,
-    }
-
-
-def lease(duration: int) -> dict[str, Any]:
-    return {"metadata": {"name": "leader"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": duration}}
 
 
 def change_selector(side: Side) -> None:

@@ -9,8 +9,7 @@ from typing import Any
 
 from kubernetes import client as kubernetes_client
 
-from tests.contract.conftest import Side
-from tests.contract.test_api_rules import configmap, owner
+from tests.fixtures.contract import Side, configmap, owner
 
 client: Any = kubernetes_client
 GHOST_UID = "3f1c9d2e-0000-4a6b-8c1d-5e2f7a9b0c4d"

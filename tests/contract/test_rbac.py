@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client as kubernetes_client
 
-from tests.contract.conftest import Side
-from tests.contract.test_api_rules import configmap, replicaset
+from tests.fixtures.contract import Side, configmap, replicaset
 
 client: Any = kubernetes_client
 USER = "system:serviceaccount:gitdeploy:gitdeploy"

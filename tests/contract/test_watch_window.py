@@ -8,8 +8,7 @@ from typing import Any
 from kubernetes import client as kubernetes_client
 from kubernetes import watch as kubernetes_watch
 
-from tests.contract.conftest import Side
-from tests.contract.test_api_rules import configmap
+from tests.fixtures.contract import Side, configmap
 
 client: Any = kubernetes_client
 watch: Any = kubernetes_watch

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tests.contract.conftest import Side
-from tests.contract.test_api_rules import configmap, event, lease, replicaset
+from tests.fixtures.contract import Side, configmap, event, lease, replicaset
 from tests.fixtures.serverdefaults import DEFAULTED_TEMPLATE, POD_DEFAULTS, TEMPLATE, quantity_containers
 
 

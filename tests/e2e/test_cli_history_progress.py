@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.test_sync_history import SETTINGS, web
 from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.shopweb import SETTINGS, web
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,6 @@ with a real ``gitdeploy run`` polling the remote, on the embedded cluster.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -16,22 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_sync_history import SETTINGS, web
-from tests.fixtures.cli import REPO_ROOT, RunCli, gitdeploy_executable
+from tests.fixtures.cli import RunCli, gitdeploy_executable, readme_ci_recipe
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.shopweb import SETTINGS, web
 
 
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-def _recipe() -> str:
-    """The shell block of the README that follows the ``ci-recipe`` marker."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    found = re.search(r"<!-- ci-recipe:[^>]*-->\n```sh\n(.*?)```", readme, re.S)
-    assert found, "README.md lost its CI recipe"
-    return found.group(1)
 
 
 def _env(tmp_path: Path, git_remote: GitRemote) -> dict[str, str]:
@@ -47,7 +38,7 @@ def _env(tmp_path: Path, git_remote: GitRemote) -> dict[str, str]:
 
 def _run_recipe(tmp_path: Path, git_remote: GitRemote) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", "-e", "-c", _recipe()],
+        ["bash", "-e", "-c", readme_ci_recipe()],
         cwd=git_remote.work,
         env=_env(tmp_path, git_remote),
         capture_output=True,

@@ -3,31 +3,26 @@ other stands by (reads git, writes nothing) and takes over when the leader is ki
 
 from __future__ import annotations
 
-import json
-import os
-import re
 import signal
 import socket
-import ssl
-import subprocess
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import httpx
 import pytest
 
-from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.cluster.connection import connect
-from gitdeploy.core.lease import LeaseSpec
-from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.leader import (  # noqa: F401 (cluster and runs are fixtures)
+    FAST_LEASE,
+    LEASE_NAME,
+    LEASE_NAMESPACE,
+    SETTINGS,
+    Embedded,
+    Run,
+    leader_cluster,
+    leader_runs,
+)
 from tests.fixtures.manifests import deployment
 from tests.fixtures.waiting import eventually
-
-SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
-LEASE_NAMESPACE, LEASE_NAME = "gitdeploy-system", "gitdeploy"
-FAST_LEASE = ["--lease-duration", "2s", "--renew-deadline", "1.5s", "--retry-period", "0.2s"]
 
 
 def web(image: str) -> str:
@@ -41,98 +36,9 @@ def free_port() -> int:
         return port
 
 
-class Run:
-    """One ``gitdeploy run`` in the background; its log goes to a file (no pipe to fill up)."""
-
-    def __init__(self, state: Path, log: Path, *args: str) -> None:
-        env = {**os.environ, "GITDEPLOY_STATE_DIR": str(state), "NO_COLOR": "1"}
-        env.pop("KUBECONFIG", None)
-        self.log_path = log
-        with log.open("w") as out:
-            self.process = subprocess.Popen(
-                [gitdeploy_executable(), "run", *args], env=env, stdout=out, stderr=subprocess.STDOUT
-            )
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def identity(self) -> str:
-        found = eventually(
-            lambda: re.search(r"became leader \(lease \S+, identity (\S+)\)", self.log), "became leader"
-        )
-        return found.group(1)
-
-    def stop(self, signum: int) -> int:
-        self.process.send_signal(signum)
-        return self.process.wait(timeout=30)
-
-
-class Embedded:
-    """What the tests read from the embedded cluster: the Lease, app status, request counts."""
-
-    def __init__(self, state: Path, run_cli: RunCli) -> None:
-        connection = connect(state / "kubeconfig")
-        self.api: Any = connection.api
-        self.adapter = Cluster(connection.api)
-        self.token = (state / "token").read_text().strip()
-        self.run_cli = run_cli
-
-    def lease(self) -> LeaseSpec | None:
-        observed = self.adapter.read_lease(LEASE_NAMESPACE, LEASE_NAME)
-        return observed.spec if observed else None
-
-    def lease_taken_from(self, leader: str) -> LeaseSpec | None:
-        """The Lease once someone other than ``leader`` holds it."""
-        lease = self.lease()
-        return lease if lease is not None and lease.holder not in ("", leader) else None
-
-    def web(self) -> dict[str, Any] | None:
-        status = self.run_cli("status", "-o", "json")
-        views = json.loads(status.stdout) if status.returncode == 0 else []
-        return next((v for v in views if v["key"] == "shop/web"), None)
-
-    def stats(self, method: str = "GET") -> dict[tuple[str, str], int]:
-        configuration = self.api.configuration
-        response = httpx.request(
-            method,
-            f"{configuration.host}/gitdeploy/v1/stats",
-            headers={"Authorization": f"Bearer {self.token}"},
-            verify=ssl.create_default_context(cafile=configuration.ssl_ca_cert),
-        )
-        response.raise_for_status()
-        return {(r["verb"], r["resource"]): r["count"] for r in response.json()["requests"]}
-
-
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-@pytest.fixture
-def cluster(run_cli: RunCli, tmp_path: Path) -> Iterator[Embedded]:
-    up = run_cli("cluster", "up", "--pod-start-seconds", "0.2", "--job-seconds", "0.3")
-    assert up.returncode == 0, up.stderr
-    try:
-        yield Embedded(tmp_path / "state", run_cli)
-    finally:
-        run_cli("cluster", "down")
-
-
-@pytest.fixture
-def runs(tmp_path: Path) -> Iterator[Callable[..., Run]]:
-    started: list[Run] = []
-
-    def start(name: str, *args: str) -> Run:
-        run = Run(tmp_path / "state", tmp_path / f"{name}.log", *args)
-        started.append(run)
-        return run
-
-    yield start
-    for run in started:
-        if run.process.poll() is None:
-            run.process.kill()
-            run.process.wait(timeout=30)
 
 
 def test_the_standby_writes_nothing_and_takes_over_when_the_leader_is_killed(

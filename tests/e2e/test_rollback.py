@@ -8,21 +8,24 @@ and checks what the revision log, the ReplicaSets and the status say afterwards.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
 
-from tests.e2e.test_sync_history import SETTINGS, web
-from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.shopweb import (
+    SETTINGS,
+    deploy_three_releases,
+    running_loop,
+    sync_and_wait,
+    wait_for,
+    web,
+    web_history,
+    web_status,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -30,57 +33,11 @@ def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
 
 
-def _sync(run_cli: RunCli, git_remote: GitRemote, *extra: str) -> subprocess.CompletedProcess[str]:
-    done = run_cli("sync", "--repo", git_remote.url, "--wait", "--timeout", "60s", *extra)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
-
-
-def _history(run_cli: RunCli) -> list[dict[str, Any]]:
-    shown = run_cli("history", "shop/web", "-o", "json")
-    assert shown.returncode == 0, shown.stderr
-    entries: list[dict[str, Any]] = json.loads(shown.stdout)
-    return entries
-
-
-def _status(run_cli: RunCli) -> dict[str, Any]:
-    [view] = json.loads(run_cli("status", "-o", "json").stdout)
-    return dict(view)
-
-
-@pytest.fixture
-def read_record(tmp_path: Path) -> Callable[[], dict[str, Any]]:
-    """The app record of shop/web, read with the official client from the embedded cluster."""
-
-    def read() -> dict[str, Any]:
-        api = config.new_client_from_config(str(tmp_path / "state" / "kubeconfig"))  # type: ignore[no-untyped-call]
-        try:
-            found: Any = client.CoreV1Api(api).read_namespaced_config_map("gitdeploy.web", "shop")
-        finally:
-            api.close()
-        body: dict[str, Any] = json.loads(found.data["record.json"])
-        return body
-
-    return read
-
-
-def _deploy_three(git_remote: GitRemote, run_cli: RunCli, limit: int | None = None) -> None:
-    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
-    for tag in ("1.25", "1.26", "1.27"):
-        manifest = web(f"nginx:{tag}")
-        if limit is not None:
-            manifest = manifest.replace(
-                "  replicas: 2\n", f"  replicas: 2\n  revisionHistoryLimit: {limit}\n"
-            )
-        git_remote.commit_and_push(f"web {tag}", {"apps/web.yaml": manifest})
-        _sync(run_cli, git_remote)
-
-
 def test_rollback_to_the_previous_revision_sticks_until_the_manifest_changes(
     git_remote: GitRemote, run_cli: RunCli, cluster: None, read_record: Callable[[], dict[str, Any]]
 ) -> None:
-    _deploy_three(git_remote, run_cli)
-    before = _history(run_cli)
+    deploy_three_releases(git_remote, run_cli)
+    before = web_history(run_cli)
 
     done = run_cli("rollback", "web", "-n", "shop", "-m", "1.27 breaks checkout")
     assert done.returncode == 0, done.stderr
@@ -88,15 +45,15 @@ def test_rollback_to_the_previous_revision_sticks_until_the_manifest_changes(
     assert "image: nginx:1.27 -> nginx:1.26" in done.stdout
     assert f"reuses ReplicaSet {before[1]['replica_set']}" in done.stdout
 
-    _sync(run_cli, git_remote)
-    last = _history(run_cli)[-1]
+    sync_and_wait(run_cli, git_remote)
+    last = web_history(run_cli)[-1]
     assert (last["revision"], last["cause"], last["outcome"]) == (4, "Rollback", "Complete")
     assert (last["rolled_back_from"], last["rolled_back_to"]) == (3, 2)
     assert last["replica_set"] == before[1]["replica_set"]
     assert last["by"] and "@" in last["by"]
     assert last["images"] == [{"container": "web", "image": "nginx:1.26"}]
     assert last["commit"]["sha"] == before[1]["commit"]["sha"]
-    view = _status(run_cli)
+    view = web_status(run_cli)
     assert (view["revision"], view["sync"]) == (4, "Pinned")
     assert "deploy shop/web --latest" in view["message"]
     record = read_record()
@@ -104,20 +61,20 @@ def test_rollback_to_the_previous_revision_sticks_until_the_manifest_changes(
 
     # polls of the unchanged manifest do not roll forward again
     git_remote.commit_and_push("unrelated", {"README.md": "docs\n"})
-    _sync(run_cli, git_remote)
-    assert [e["revision"] for e in _history(run_cli)] == [1, 2, 3, 4]
-    assert _status(run_cli)["sync"] == "Pinned"
+    sync_and_wait(run_cli, git_remote)
+    assert [e["revision"] for e in web_history(run_cli)] == [1, 2, 3, 4]
+    assert web_status(run_cli)["sync"] == "Pinned"
 
     # a commit that changes the app's manifest rolls forward; image triggers stay suspended
     git_remote.commit_and_push("web 1.28", {"apps/web.yaml": web("nginx:1.28")})
-    _sync(run_cli, git_remote)
-    last = _history(run_cli)[-1]
+    sync_and_wait(run_cli, git_remote)
+    last = web_history(run_cli)[-1]
     assert (last["revision"], last["cause"], last["images"]) == (
         5,
         "ConfigChange",
         [{"container": "web", "image": "nginx:1.28"}],
     )
-    assert _status(run_cli)["sync"] == "Synced"
+    assert web_status(run_cli)["sync"] == "Synced"
     record = read_record()
     assert record["pin"] is None and record["triggersSuspended"] is True
 
@@ -129,7 +86,7 @@ def test_rollback_to_the_previous_revision_sticks_until_the_manifest_changes(
 def test_rollback_to_a_chosen_revision_dry_run_and_refusals(
     git_remote: GitRemote, run_cli: RunCli, cluster: None, read_record: Callable[[], dict[str, Any]]
 ) -> None:
-    _deploy_three(git_remote, run_cli)
+    deploy_three_releases(git_remote, run_cli)
     record_before = read_record()
 
     dry = run_cli("rollback", "shop/web", "--to-revision", "1", "--dry-run")
@@ -148,13 +105,13 @@ def test_rollback_to_a_chosen_revision_dry_run_and_refusals(
     assert same.returncode == 0 and "skipped rollback" in same.stdout
     assert read_record() == record_before
 
-    first_commit = _history(run_cli)[0]["commit"]["sha"]
+    first_commit = web_history(run_cli)[0]["commit"]["sha"]
     done = run_cli("rollback", "shop/web", "--to-commit", first_commit[:8], "-o", "json")
     assert done.returncode == 0, done.stderr
     [plan] = json.loads(done.stdout)
     assert (plan["from"], plan["to"], plan["applied"]) == (3, 1, True)
-    _sync(run_cli, git_remote)
-    last = _history(run_cli)[-1]
+    sync_and_wait(run_cli, git_remote)
+    last = web_history(run_cli)[-1]
     assert (last["revision"], last["rolled_back_to"], last["images"]) == (
         4,
         1,
@@ -165,8 +122,8 @@ def test_rollback_to_a_chosen_revision_dry_run_and_refusals(
 def test_rollback_after_the_history_limit_removed_the_replica_set_rebuilds_it_from_git(
     git_remote: GitRemote, run_cli: RunCli, cluster: None
 ) -> None:
-    _deploy_three(git_remote, run_cli, limit=1)
-    first = _history(run_cli)[0]
+    deploy_three_releases(git_remote, run_cli, limit=1)
+    first = web_history(run_cli)[0]
 
     without_repo = run_cli("rollback", "shop/web", "--to-revision", "1")
     assert without_repo.returncode == 1
@@ -175,8 +132,8 @@ def test_rollback_after_the_history_limit_removed_the_replica_set_rebuilds_it_fr
     done = run_cli("rollback", "shop/web", "--to-revision", "1", "--repo", git_remote.url)
     assert done.returncode == 0, done.stderr
     assert "rebuilt from git" in done.stdout
-    _sync(run_cli, git_remote)
-    last = _history(run_cli)[-1]
+    sync_and_wait(run_cli, git_remote)
+    last = web_history(run_cli)[-1]
     assert (last["revision"], last["cause"], last["outcome"], last["rolled_back_to"]) == (
         4,
         "Rollback",
@@ -190,29 +147,29 @@ def test_rollback_after_the_history_limit_removed_the_replica_set_rebuilds_it_fr
 def test_deploy_latest_releases_the_pin_and_rolls_forward_to_git(
     git_remote: GitRemote, run_cli: RunCli, cluster: None
 ) -> None:
-    _deploy_three(git_remote, run_cli)
+    deploy_three_releases(git_remote, run_cli)
     assert run_cli("rollback", "shop/web").returncode == 0
-    _sync(run_cli, git_remote)
-    assert _status(run_cli)["sync"] == "Pinned"
+    sync_and_wait(run_cli, git_remote)
+    assert web_status(run_cli)["sync"] == "Pinned"
 
     latest = run_cli("deploy", "shop/web", "--latest")
     assert latest.returncode == 0, latest.stderr
     assert "released the pin to revision 2" in latest.stdout
-    _sync(run_cli, git_remote)
-    last = _history(run_cli)[-1]
+    sync_and_wait(run_cli, git_remote)
+    last = web_history(run_cli)[-1]
     assert (last["revision"], last["images"], last["returns_to"]) == (
         5,
         [{"container": "web", "image": "nginx:1.27"}],
         3,
     )
-    assert _status(run_cli)["sync"] == "Synced"
+    assert web_status(run_cli)["sync"] == "Synced"
 
 
 def test_cancel_stops_a_stuck_rollout_and_brings_the_previous_revision_back(
     git_remote: GitRemote, run_cli: RunCli, cluster: None
 ) -> None:
     git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1.25")})
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     git_remote.commit_and_push("typo", {"apps/web.yaml": web("nginx:missing")})
     started = run_cli("sync", "--repo", git_remote.url)  # one pass: revision 2 starts, and gets stuck
     assert "revision 2 started" in started.stdout, started.stderr
@@ -221,51 +178,27 @@ def test_cancel_stops_a_stuck_rollout_and_brings_the_previous_revision_back(
     assert refused.returncode == 1 and "rollout in progress" in refused.stderr
     cancelled = run_cli("deploy", "shop/web", "--cancel")
     assert cancelled.returncode == 0, cancelled.stderr
-    _sync(run_cli, git_remote)
-    history = _history(run_cli)
+    sync_and_wait(run_cli, git_remote)
+    history = web_history(run_cli)
     assert [(e["revision"], e["outcome"]) for e in history] == [
         (1, "Complete"),
         (2, "Cancelled"),
         (3, "Complete"),
     ]
     assert history[-1]["images"] == [{"container": "web", "image": "nginx:1.25"}]
-    assert _status(run_cli)["sync"] == "Pinned"
-
-
-@contextmanager
-def running_loop(git_remote: GitRemote, tmp_path: Path) -> Iterator[None]:
-    """A real `gitdeploy run` (polling git hourly) for the block; it must stop cleanly on SIGTERM."""
-    env = {**os.environ, "GITDEPLOY_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
-    env.pop("KUBECONFIG", None)
-    loop = subprocess.Popen(
-        [gitdeploy_executable(), "run", "--repo", git_remote.url, "--interval", "1h", "--no-leader-elect"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        yield
-    finally:
-        loop.send_signal(signal.SIGTERM)
-        _, stderr = loop.communicate(timeout=30)
-    assert loop.returncode == 0, stderr
-
-
-def wait_for(check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 60  # a bound for a hung test, not a speed check
-    while not check() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    assert web_status(run_cli)["sync"] == "Pinned"
 
 
 def test_a_running_loop_carries_out_a_rollback_made_from_another_terminal(
     git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path
 ) -> None:
-    _deploy_three(git_remote, run_cli)
+    deploy_three_releases(git_remote, run_cli)
     with running_loop(git_remote, tmp_path):
         assert run_cli("rollback", "shop/web").returncode == 0
         wait_for(
-            lambda: (_history(run_cli)[-1]["revision"], _history(run_cli)[-1]["outcome"]) == (4, "Complete")
+            lambda: (
+                (web_history(run_cli)[-1]["revision"], web_history(run_cli)[-1]["outcome"]) == (4, "Complete")
+            )
         )
-        history = _history(run_cli)
+        history = web_history(run_cli)
         assert (history[-1]["revision"], history[-1]["cause"]) == (4, "Rollback")

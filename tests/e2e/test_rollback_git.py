@@ -12,20 +12,18 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from tests.e2e.test_rollback import (
-    _deploy_three,
-    _history,
-    _status,
-    _sync,
-    read_record,
-    running_loop,
-    wait_for,
-)
-from tests.e2e.test_sync_history import SETTINGS, web
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
-
-__all__ = ["read_record"]  # fixture
+from tests.fixtures.shopweb import (
+    SETTINGS,
+    deploy_three_releases,
+    running_loop,
+    sync_and_wait,
+    wait_for,
+    web,
+    web_history,
+    web_status,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -48,8 +46,8 @@ def test_git_revert_prints_the_commit_then_pushes_it_and_the_loop_deploys_it(
     git_remote: GitRemote, run_cli: RunCli, cluster: None, read_record: Any
 ) -> None:
     # Given three deployed commits of shop/web
-    _deploy_three(git_remote, run_cli)
-    before = _history(run_cli)
+    deploy_three_releases(git_remote, run_cli)
+    before = web_history(run_cli)
     head = git_remote.remote_sha()
     short = before[1]["commit"]["sha"][:7]
 
@@ -81,8 +79,8 @@ def test_git_revert_prints_the_commit_then_pushes_it_and_the_loop_deploys_it(
     assert "1.27 breaks checkout" in logged and "Rolled-back-by: " in logged
 
     # And the loop deploys it as a config change that returns to revision 2's ReplicaSet; no pin
-    _sync(run_cli, git_remote)
-    last = _history(run_cli)[-1]
+    sync_and_wait(run_cli, git_remote)
+    last = web_history(run_cli)[-1]
     assert (last["revision"], last["cause"], last["outcome"], last["returns_to"]) == (
         4,
         "ConfigChange",
@@ -91,7 +89,7 @@ def test_git_revert_prints_the_commit_then_pushes_it_and_the_loop_deploys_it(
     )
     assert last["replica_set"] == before[1]["replica_set"]
     assert last["commit"]["sha"] == new
-    assert _status(run_cli)["sync"] == "Synced"
+    assert web_status(run_cli)["sync"] == "Synced"
     record = read_record()
     assert record["pin"] is None and record["triggersSuspended"] is False
 
@@ -129,9 +127,9 @@ def test_git_revert_of_two_apps_in_one_file_goes_to_a_new_branch_and_keeps_the_o
     # Given web and api in one file with a ConfigMap between them, deployed twice
     git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
     git_remote.commit_and_push("v1", {"apps/all.yaml": _all("nginx:1.25", "api:1", "one")})
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     git_remote.commit_and_push("v2", {"apps/all.yaml": _all("nginx:1.26", "api:2", "two")})
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     head = git_remote.remote_sha()
 
     # When both roll back with --git-revert onto a new branch
@@ -152,14 +150,14 @@ def test_git_revert_of_two_apps_in_one_file_goes_to_a_new_branch_and_keeps_the_o
     # And the apps' documents are the old ones, the header and the ConfigMap as they are on main
     assert _show(git_remote, fix, "apps/all.yaml").decode() == _all("nginx:1.25", "api:1", "two")
     # And the loop tracking main has nothing to do
-    _sync(run_cli, git_remote)
-    assert [e["revision"] for e in _history(run_cli)] == [1, 2]
+    sync_and_wait(run_cli, git_remote)
+    assert [e["revision"] for e in web_history(run_cli)] == [1, 2]
 
 
 def test_git_revert_needs_the_repo_and_other_git_flags_need_git_revert(
     git_remote: GitRemote, run_cli: RunCli, cluster: None
 ) -> None:
-    _deploy_three(git_remote, run_cli)
+    deploy_three_releases(git_remote, run_cli)
     no_repo = run_cli("rollback", "shop/web", "--git-revert")
     assert no_repo.returncode == 2 and "--repo" in no_repo.stderr
     stray = run_cli("rollback", "shop/web", "--push")
@@ -196,10 +194,10 @@ def _deploy_recreate_then_rolling(git_remote: GitRemote, run_cli: RunCli) -> tup
     """Revision 1 (Recreate, 3 replicas) and revision 2 (RollingUpdate, 2 replicas): their ReplicaSets."""
     git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
     git_remote.commit_and_push("v1", {"apps/web.yaml": _web("Recreate", 3, "nginx:1.25")})
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     git_remote.commit_and_push("v2", {"apps/web.yaml": _web("RollingUpdate", 2, "nginx:1.26")})
-    _sync(run_cli, git_remote)
-    first, second = (e["replica_set"] for e in _history(run_cli))
+    sync_and_wait(run_cli, git_remote)
+    first, second = (e["replica_set"] for e in web_history(run_cli))
     return first, second
 
 
@@ -225,11 +223,11 @@ def test_change_flags_restore_the_strategy_and_the_replicas_of_the_target(
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[0]["restores"] == ["scaling", "strategy"]
     assert read_record()["pin"]["restore"] == ["scaling", "strategy"]
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
 
     # Then the rollout is a Recreate one (the running ReplicaSet goes down first) to 3 replicas
     assert _scaling_events(tmp_path)[seen:] == [f"down {second} 0", f"up {first} 3"]
-    last = _history(run_cli)[-1]
+    last = web_history(run_cli)[-1]
     assert (last["revision"], last["cause"], last["outcome"], last["replica_set"]) == (
         3,
         "Rollback",
@@ -245,7 +243,7 @@ def test_without_change_flags_only_the_template_rolls_back(
     seen = len(_scaling_events(tmp_path))
 
     assert run_cli("rollback", "shop/web").returncode == 0
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
 
     # a rolling update (the old template comes up first) to git's 2 replicas
     events = _scaling_events(tmp_path)[seen:]
@@ -282,13 +280,13 @@ def test_retry_runs_the_failed_revision_again_under_its_own_number(
     git_remote.commit_and_push(
         "Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": _worker("nginx:1.25")}
     )
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     refused = run_cli("deploy", "shop/web", "--retry")
     assert refused.returncode == 1
     assert "last revision 1 is Complete, not Failed: nothing to retry" in refused.stderr
     git_remote.commit_and_push("typo", {"apps/web.yaml": _worker("nginx:missing")})
     run_cli("sync", "--repo", git_remote.url, "--wait", "--timeout", "60s")
-    assert [(e["revision"], e["outcome"]) for e in _history(run_cli)] == [(1, "Complete"), (2, "Failed")]
+    assert [(e["revision"], e["outcome"]) for e in web_history(run_cli)] == [(1, "Complete"), (2, "Failed")]
     hooks_run = len(_events(tmp_path, "HookStarted"))
 
     # When it is retried
@@ -307,7 +305,7 @@ def test_retry_runs_the_failed_revision_again_under_its_own_number(
     assert read_record()["revisions"][-1]["outcome"] == "Running"
     # And when the hook fails again, revision 2 is Failed again: still no new revision number
     run_cli("sync", "--repo", git_remote.url, "--wait", "--timeout", "60s")
-    assert [(e["revision"], e["outcome"]) for e in _history(run_cli)] == [(1, "Complete"), (2, "Failed")]
+    assert [(e["revision"], e["outcome"]) for e in web_history(run_cli)] == [(1, "Complete"), (2, "Failed")]
     assert len(_events(tmp_path, "HookFailed")) == 2
 
 
@@ -318,7 +316,7 @@ def test_retry_in_a_running_loop_runs_the_hook_again_before_it_fails_again(
     git_remote.commit_and_push(
         "Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": _worker("nginx:1.25")}
     )
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     git_remote.commit_and_push("typo", {"apps/web.yaml": _worker("nginx:missing")})
     with running_loop(git_remote, tmp_path):
         wait_for(lambda: len(_events(tmp_path, "HookFailed")) == 1)
@@ -331,4 +329,4 @@ def test_retry_in_a_running_loop_runs_the_hook_again_before_it_fails_again(
         wait_for(lambda: len(_events(tmp_path, "HookFailed")) == 2)
     started = _events(tmp_path, "HookStarted")
     assert started[-2:] == ["Running pre hook of revision 2 (attempt 1)"] * 2
-    assert [(e["revision"], e["outcome"]) for e in _history(run_cli)] == [(1, "Complete"), (2, "Failed")]
+    assert [(e["revision"], e["outcome"]) for e in web_history(run_cli)] == [(1, "Complete"), (2, "Failed")]

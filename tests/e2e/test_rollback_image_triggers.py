@@ -20,12 +20,11 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from tests.e2e.test_rollback import _history, _status
-from tests.e2e.test_sync_history import SETTINGS
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.imagetriggers import stream, web_config
 from tests.fixtures.registry import RunningRegistry
-from tests.integration.images.test_triggers import stream, web_config
+from tests.fixtures.shopweb import SETTINGS, web_history, web_status
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +50,7 @@ def _sync(
 
 
 def _revisions(run_cli: RunCli) -> list[tuple[int, str, list[dict[str, Any]]]]:
-    return [(e["revision"], e["cause"], e["images"]) for e in _history(run_cli)]
+    return [(e["revision"], e["cause"], e["images"]) for e in web_history(run_cli)]
 
 
 def _pod_template_images(tmp_path: Path, replica_set: str) -> list[str]:
@@ -90,17 +89,17 @@ def test_rollback_suspends_image_triggers_until_they_are_enabled_again(
     _sync(run_cli, git_remote, registry)
     # Then revision 2 rolls out B as an image change
     assert _revisions(run_cli)[-1] == (2, "ImageChange", _web(f"{repo}@{digest_b}"))
-    assert _pod_template_images(tmp_path, _history(run_cli)[-1]["replica_set"]) == [f"{repo}@{digest_b}"]
+    assert _pod_template_images(tmp_path, web_history(run_cli)[-1]["replica_set"]) == [f"{repo}@{digest_b}"]
 
     # When web is rolled back, then synced
     rolled = run_cli("rollback", "web", "-n", "shop", "-m", "B breaks checkout")
     assert rolled.returncode == 0, rolled.stderr
     _sync(run_cli, git_remote, registry)
     # Then revision 3 runs A again and the app is pinned
-    last = _history(run_cli)[-1]
+    last = web_history(run_cli)[-1]
     assert (last["revision"], last["cause"], last["images"]) == (3, "Rollback", _web(image_a))
     assert _pod_template_images(tmp_path, last["replica_set"]) == [image_a]
-    assert _status(run_cli)["sync"] == "Pinned"
+    assert web_status(run_cli)["sync"] == "Pinned"
 
     # When digest C is pushed on the tag, then synced
     digest_c = registry.push_image("shop/web", "prod", marker="C")
@@ -108,14 +107,14 @@ def test_rollback_suspends_image_triggers_until_they_are_enabled_again(
     # Then nothing rolls out: the rollback suspended the image trigger
     assert [r[0] for r in _revisions(run_cli)] == [1, 2, 3]
     assert _revisions(run_cli)[-1][2] == _web(image_a)
-    assert _status(run_cli)["sync"] == "Pinned"
+    assert web_status(run_cli)["sync"] == "Pinned"
 
     # When the triggers are enabled again, then synced
     resumed = run_cli("deploy", "shop/web", "--enable-triggers")
     assert resumed.returncode == 0, resumed.stderr
     _sync(run_cli, git_remote, registry)
     # Then the newest digest, C, rolls out as revision 4
-    last = _history(run_cli)[-1]
+    last = web_history(run_cli)[-1]
     assert (last["revision"], last["images"]) == (4, _web(f"{repo}@{digest_c}"))
     assert _pod_template_images(tmp_path, last["replica_set"]) == [f"{repo}@{digest_c}"]
-    assert _status(run_cli)["sync"] == "Synced"
+    assert web_status(run_cli)["sync"] == "Synced"

@@ -28,14 +28,13 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from tests.e2e.test_rollback import _history
-from tests.e2e.test_sync_history import SETTINGS
 from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.imagestreams import pinned_image as image
 from tests.fixtures.imagestreams import pinned_stream
+from tests.fixtures.imagetriggers import web_config
+from tests.fixtures.shopweb import SETTINGS, sync_and_wait, tag_prod, web_history
 from tests.fixtures.waiting import eventually
-from tests.integration.images.test_triggers import web_config
 
 
 @pytest.fixture(autouse=True)
@@ -43,23 +42,13 @@ def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
 
 
-def _tag(run_cli: RunCli, marker: str) -> None:
-    moved = run_cli("tag", image(marker), "shop/web:prod")
-    assert moved.returncode == 0, moved.stderr
-
-
-def _sync(run_cli: RunCli, git_remote: GitRemote) -> None:
-    done = run_cli("sync", "--repo", git_remote.url, "--wait", "--timeout", "60s")
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 def _images(run_cli: RunCli) -> list[tuple[int, str, str]]:
     """(revision, cause, image of container web) of every revision, oldest first."""
-    return [(e["revision"], e["cause"], e["images"][0]["image"]) for e in _history(run_cli)]
+    return [(e["revision"], e["cause"], e["images"][0]["image"]) for e in web_history(run_cli)]
 
 
 def _revision(run_cli: RunCli, number: int, *, complete: bool = True) -> dict[str, Any] | None:
-    found = [e for e in _history(run_cli) if e["revision"] == number]
+    found = [e for e in web_history(run_cli) if e["revision"] == number]
     if found and (not complete or found[0]["outcome"] == "Complete"):
         return found[0]
     return None
@@ -114,10 +103,10 @@ def test_enable_triggers_after_a_rollback_rolls_out_the_tag_just_moved_not_the_o
             "apps/web.yaml": web_config(),
         },
     )
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     for marker in ("X", "Y", "B", "C"):
-        _tag(run_cli, marker)
-        _sync(run_cli, git_remote)
+        tag_prod(run_cli, marker)
+        sync_and_wait(run_cli, git_remote)
     assert [(r, i) for r, _, i in _images(run_cli)] == [
         (1, image("A")), (2, image("X")), (3, image("Y")), (4, image("B")), (5, image("C")),
     ]  # fmt: skip
@@ -138,7 +127,7 @@ def test_enable_triggers_after_a_rollback_rolls_out_the_tag_just_moved_not_the_o
         assert _images(run_cli)[-1] == (6, "Rollback", image("B"))
 
         # When D is tagged, then the triggers are enabled at once
-        _tag(run_cli, "D")
+        tag_prod(run_cli, "D")
         resumed = run_cli("deploy", "shop/web", "--enable-triggers")
         assert resumed.returncode == 0, resumed.stderr
         written(7, time.monotonic(), "gitdeploy deploy --enable-triggers")
@@ -148,7 +137,7 @@ def test_enable_triggers_after_a_rollback_rolls_out_the_tag_just_moved_not_the_o
         assert _images(run_cli)[6:] == [(7, "ImageChange", image("D"))]
 
         # When E is tagged with the triggers on, run rolls it out without waiting for --image-interval
-        _tag(run_cli, "E")
+        tag_prod(run_cli, "E")
         written(8, time.monotonic(), "gitdeploy tag")
         eventually(lambda: _revision(run_cli, 8), "revision 8 completes")
         assert _images(run_cli)[7:] == [(8, "ImageChange", image("E"))]

@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_stream_watch import _sync, _tag
-from tests.e2e.test_sync_history import SETTINGS, web
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.imagestreams import pinned_image as image
 from tests.fixtures.imagestreams import pinned_stream
-from tests.integration.images.test_triggers import web_config
+from tests.fixtures.imagetriggers import web_config
+from tests.fixtures.shopweb import SETTINGS, sync_and_wait, tag_prod, web
 
 WAY_OUT = "`gitdeploy deploy shop/web --enable-triggers` resumes them"
 
@@ -63,16 +62,16 @@ def test_triggers_suspended_by_a_rollback_are_shown_with_the_reason_and_the_way_
             "apps/web.yaml": web_config(),
         },
     )
-    _sync(run_cli, git_remote)
-    _tag(run_cli, "B")
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
+    tag_prod(run_cli, "B")
+    sync_and_wait(run_cli, git_remote)
     rolled = run_cli("rollback", "shop/web", "-m", "B breaks checkout")
     assert rolled.returncode == 0, rolled.stderr
     assert f"image triggers: suspended ({WAY_OUT})" in rolled.stdout
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     latest = run_cli("deploy", "shop/web", "--latest")
     assert latest.returncode == 0, latest.stderr
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
 
     # Then status is Synced Healthy and says the triggers are suspended, why, and the way out
     view = _status_json(run_cli)
@@ -98,7 +97,7 @@ def test_triggers_suspended_by_a_rollback_are_shown_with_the_reason_and_the_way_
         assert (view["triggers_suspended"], view["suspended_reason"]) == (False, "")
         for name, text in _shown(run_cli, git_remote).items():
             assert "triggers suspended" not in text, name
-        _sync(run_cli, git_remote)
+        sync_and_wait(run_cli, git_remote)
 
 
 def test_a_plain_deployment_rolled_back_says_nothing_of_image_triggers(
@@ -106,9 +105,9 @@ def test_a_plain_deployment_rolled_back_says_nothing_of_image_triggers(
 ) -> None:
     # Given a Deployment without image triggers at its second revision
     git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1.25")})
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     git_remote.commit_and_push("web 1.26", {"apps/web.yaml": web("nginx:1.26")})
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
 
     # When it is rolled back (after a dry run) and released
     dry = run_cli("rollback", "shop/web", "--dry-run")
@@ -116,9 +115,9 @@ def test_a_plain_deployment_rolled_back_says_nothing_of_image_triggers(
     rolled = run_cli("rollback", "shop/web", "-o", "json")
     assert rolled.returncode == 0, rolled.stderr
     assert json.loads(rolled.stdout)[0]["triggersSuspended"] is False
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
     assert run_cli("deploy", "shop/web", "--latest").returncode == 0
-    _sync(run_cli, git_remote)
+    sync_and_wait(run_cli, git_remote)
 
     # Then nothing it shows mentions image triggers
     assert _status_json(run_cli)["triggers_suspended"] is False

@@ -14,23 +14,7 @@ import pytest
 
 from tests.fixtures.cli import RunCli, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
-
-SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
-
-
-def web(image: str, replicas: int = 2) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers: [{{name: web, image: "{image}"}}]
-"""
+from tests.fixtures.shopweb import SETTINGS, web
 
 
 @pytest.fixture(autouse=True)

@@ -7,8 +7,7 @@ once it is off, the app converges without a restart.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,33 +23,12 @@ from tests.fixtures.faultproxy import Fault, FaultProxy
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import controller_for, settle
 from tests.fixtures.manifests import deployment
+from tests.fixtures.waiting import returns
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 T = TypeVar("T")
 WEB = AppKey("shop", "web")
-HANG_GUARD_SECONDS = 120.0
-"""Far beyond any timeout of TIMEOUT (with urllib3's retries): reaching it means a call hangs."""
-
-
-def returns(call: Callable[[], T]) -> T:
-    """``call()``, failing the test instead of hanging it when it does not return."""
-    outcome: list[T] = []
-    problem: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except BaseException as bad:  # handed to the test below
-            problem.append(bad)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(HANG_GUARD_SECONDS)
-    assert not thread.is_alive(), f"{call} hangs"
-    if problem:
-        raise problem[0]
-    return outcome[0]
 
 
 @pytest.fixture

@@ -28,11 +28,11 @@ from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import AppRecord, Outcome
-from tests.faults.test_api_faults import returns
 from tests.fixtures.faultproxy import Fault, FaultProxy
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import controller_for
 from tests.fixtures.manifests import deployment
+from tests.fixtures.waiting import returns
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config", "proxied")
 

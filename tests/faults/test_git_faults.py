@@ -24,9 +24,8 @@ from gitdeploy.controller.loop import Controller
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import Outcome
 from gitdeploy.source.repo import ConfigRepo
-from tests.faults.test_git_outage import record, run_for, sizes
 from tests.fixtures.gitrepo import GitRemote
-from tests.fixtures.loop import SETTINGS, controller_for, settle
+from tests.fixtures.loop import SETTINGS, controller_for, run_for, settle, web_record, web_sizes
 from tests.fixtures.manifests import deployment
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
@@ -53,20 +52,20 @@ def start_v2(remote: GitRemote, controller: Controller, clock: FakeClock) -> Non
     remote.commit_and_push("v2", web(2))
     controller.poll()
     controller.reconcile_due()
-    started = sizes(controller.cluster)
+    started = web_sizes(controller.cluster)
     assert 0 < started["nginx:2"] < 10 and started["nginx:1"] > 0, started
 
 
 def assert_v2_done_and_nothing_newer(controller: Controller) -> None:
-    assert sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 10}
-    outcomes = [(e.revision, e.outcome) for e in record(controller.cluster).revisions]
+    assert web_sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 10}
+    outcomes = [(e.revision, e.outcome) for e in web_record(controller.cluster).revisions]
     assert outcomes == [(1, Outcome.COMPLETE), (2, Outcome.COMPLETE)]
     assert controller.reports[WEB].health == "Healthy"
 
 
 def assert_v3_rolled_out(controller: Controller) -> None:
-    assert sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 0, "nginx:3": 10}
-    outcomes = [(e.revision, e.outcome) for e in record(controller.cluster).revisions]
+    assert web_sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 0, "nginx:3": 10}
+    outcomes = [(e.revision, e.outcome) for e in web_record(controller.cluster).revisions]
     assert outcomes == [(1, Outcome.COMPLETE), (2, Outcome.COMPLETE), (3, Outcome.COMPLETE)]
     assert controller.reports[WEB].sync == "Synced"
 
@@ -84,8 +83,8 @@ def test_a_force_push_during_a_rollout_keeps_every_revision_and_its_commit(
     run_for(controller, fake_clock, 200)
     # Then v3 rolled out as the newest commit; revision 2 stays in the log with its commit,
     # which the mirror still holds (a rollback to it can rebuild its template from git)
-    assert sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 0, "nginx:3": 10}
-    revisions = record(controller.cluster).revisions
+    assert web_sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 0, "nginx:3": 10}
+    revisions = web_record(controller.cluster).revisions
     assert [e.revision for e in revisions] == [1, 2, 3] and revisions[-1].outcome is Outcome.COMPLETE
     assert revisions[1].commit.sha == v2 and controller.repo.commit(v2).sha == v2
 
@@ -127,8 +126,8 @@ def test_a_corrupt_packfile_in_the_mirror_stops_new_commits_and_is_repaired_with
     v1 = git_remote.head_sha("HEAD~2")
     run_for(controller, fake_clock, 200)
     # Then v3 rolled out (it replaced v2's rollout), and the mirror reads every commit again
-    assert sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 0, "nginx:3": 10}
-    outcomes = [(e.revision, e.outcome) for e in record(controller.cluster).revisions]
+    assert web_sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 0, "nginx:3": 10}
+    outcomes = [(e.revision, e.outcome) for e in web_record(controller.cluster).revisions]
     assert outcomes == [(1, Outcome.COMPLETE), (2, Outcome.CANCELLED), (3, Outcome.COMPLETE)]
     assert [f.path for f in controller.repo.files_at(v1)] == ["apps/web.yaml", "gitdeploy.yaml"]
 

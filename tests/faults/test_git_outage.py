@@ -17,15 +17,14 @@ from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import AppRecord, Outcome
+from gitdeploy.core.records import Outcome
 from tests.fixtures.gitrepo import GitRemote
-from tests.fixtures.loop import controller_for, settle
+from tests.fixtures.loop import controller_for, run_for, settle, web_record, web_sizes
 from tests.fixtures.manifests import deployment
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 WEB = AppKey("shop", "web")
-POLL_INTERVAL = 2.0
 
 
 @pytest.fixture
@@ -34,38 +33,6 @@ def controller(
 ) -> Iterator[Controller]:
     with controller_for(git_remote, Cluster(kube_client, "embedded"), fake_clock, tmp_path / "state") as made:
         yield made
-
-
-def run_for(controller: Controller, clock: FakeClock, seconds: float) -> list[float]:
-    """What ``gitdeploy run`` does for ``seconds`` on the fake clock: poll when the poll is due
-    (the interval, or the source's backoff after a failed poll), pass over due apps, advance the
-    clock by at most a second. Returns the times between polls."""
-    start = next_poll = last_poll = clock.now()
-    gaps: list[float] = []
-    while clock.now() - start < seconds:
-        if clock.now() >= next_poll:
-            controller.poll()
-            gaps.append(clock.now() - last_poll)
-            last_poll = clock.now()
-            next_poll = clock.now() + controller.poll_delay(POLL_INTERVAL)
-        controller.reconcile_due()
-        clock.advance(1.0)
-    return gaps[1:]
-
-
-def record(cluster: Cluster) -> AppRecord:
-    stored = cluster.read_app_record("shop", "web")
-    assert stored is not None
-    return AppRecord.from_json(stored.payload)
-
-
-def sizes(cluster: Cluster) -> dict[str, int]:
-    """Replicas of each of web's ReplicaSets, by image."""
-    found = {}
-    for rs in cluster.list_replica_sets("shop", "web"):
-        assert rs.template is not None
-        found[rs.template.containers[0].image] = rs.state.replicas
-    return found
 
 
 def test_a_rollout_in_progress_completes_during_an_outage_and_new_commits_wait(
@@ -78,7 +45,7 @@ def test_a_rollout_in_progress_completes_during_an_outage_and_new_commits_wait(
     git_remote.commit_and_push("v2", {"apps/web.yaml": deployment("web", "shop", "nginx:2", replicas=10)})
     controller.poll()
     controller.reconcile_due()
-    started = sizes(cluster)
+    started = web_sizes(cluster)
     assert 0 < started["nginx:2"] < 10 and started["nginx:1"] > 0
     # When the remote becomes unreachable, and a v3 is pushed where gitdeploy cannot read it
     hidden = git_remote.bare.rename(git_remote.bare.with_name("hidden.git"))
@@ -87,8 +54,8 @@ def test_a_rollout_in_progress_completes_during_an_outage_and_new_commits_wait(
     git_remote.run_git("push", "--quiet", str(hidden), "HEAD:refs/heads/main")
     gaps = run_for(controller, fake_clock, 120)
     # Then v2's rollout completed, v3 is not applied, and the app says its source is unavailable
-    assert sizes(cluster) == {"nginx:1": 0, "nginx:2": 10}
-    assert [(e.revision, e.outcome) for e in record(cluster).revisions] == [
+    assert web_sizes(cluster) == {"nginx:1": 0, "nginx:2": 10}
+    assert [(e.revision, e.outcome) for e in web_record(cluster).revisions] == [
         (1, Outcome.COMPLETE),
         (2, Outcome.COMPLETE),
     ]
@@ -100,6 +67,6 @@ def test_a_rollout_in_progress_completes_during_an_outage_and_new_commits_wait(
     # When the remote is back, v3 rolls out without a restart
     hidden.rename(git_remote.bare)
     run_for(controller, fake_clock, 120 + 80)
-    assert sizes(cluster) == {"nginx:1": 0, "nginx:2": 0, "nginx:3": 10}
-    assert record(cluster).revisions[-1].outcome is Outcome.COMPLETE
+    assert web_sizes(cluster) == {"nginx:1": 0, "nginx:2": 0, "nginx:3": 10}
+    assert web_record(cluster).revisions[-1].outcome is Outcome.COMPLETE
     assert controller.reports[WEB].sync == "Synced"

@@ -13,9 +13,8 @@ import pytest
 from gitdeploy.core.models import App
 from gitdeploy.core.records import Outcome
 from gitdeploy.core.rollout import AppPhase, Step
+from tests.fixtures.rolloutapps import reports, worker
 from tests.fixtures.rollouts import World, commit, load_app
-from tests.integration.rollouts.test_custom import reports
-from tests.integration.rollouts.test_recreate import worker
 
 HOOK_DEADLINE = 120  # the worker's recreateParams.timeoutSeconds
 

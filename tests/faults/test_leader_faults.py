@@ -14,15 +14,15 @@ from typing import Any
 
 from kubernetes import client
 
-from tests.e2e.test_leader_election import (  # noqa: F401 (cluster and runs are fixtures)
+from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.leader import (  # noqa: F401 (cluster and runs are fixtures)
     FAST_LEASE,
     SETTINGS,
     Embedded,
     Run,
-    cluster,
-    runs,
+    leader_cluster,
+    leader_runs,
 )
-from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.manifests import deployment
 from tests.fixtures.waiting import eventually
 
@@ -43,8 +43,8 @@ def versions(embedded: Embedded) -> dict[str, str]:
 
 def test_a_leader_resumed_after_its_lease_expired_writes_nothing(
     git_remote: GitRemote,
-    cluster: Embedded,  # noqa: F811
-    runs: Callable[..., Run],  # noqa: F811
+    cluster: Embedded,
+    runs: Callable[..., Run],
 ) -> None:
     # Given a leader in the middle of rolling out revision 2, and a standby
     git_remote.commit_and_push("v1", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1")})

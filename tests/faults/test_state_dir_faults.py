@@ -21,9 +21,8 @@ from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
 from gitdeploy.core.models import AppKey
-from tests.faults.test_git_outage import run_for, sizes
 from tests.fixtures.gitrepo import GitRemote
-from tests.fixtures.loop import controller_for, settle
+from tests.fixtures.loop import controller_for, run_for, settle, web_sizes
 from tests.fixtures.manifests import deployment
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
@@ -90,7 +89,7 @@ def test_a_full_or_read_only_state_dir_says_so_disturbs_nothing_and_recovers(
     git_remote.commit_and_push("v2", {"apps/web.yaml": deployment("web", "shop", "nginx:2", replicas=4)})
     run_for(controller, fake_clock, 60)
     # Then web keeps running v1, and says why v2 waits: the path, the cause, what to do
-    assert sizes(controller.cluster) == {"nginx:1": 4}
+    assert web_sizes(controller.cluster) == {"nginx:1": 4}
     report = controller.reports[WEB]
     assert report.sync == "SourceUnavailable" and report.health == "Healthy", report
     said = {"full": "No space left on device", "read-only": "Read-only file system"}[fault]
@@ -103,5 +102,5 @@ def test_a_full_or_read_only_state_dir_says_so_disturbs_nothing_and_recovers(
     else:
         remount(small_disk, "rw")
     run_for(controller, fake_clock, 400)
-    assert sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 4}
+    assert web_sizes(controller.cluster) == {"nginx:1": 0, "nginx:2": 4}
     assert controller.reports[WEB].sync == "Synced"

@@ -13,11 +13,7 @@ All tests of the tier share one xdist group, so one worker runs them against one
 
 from __future__ import annotations
 
-import json
-import os
-import re
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,15 +21,14 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.cli import RunCli, gitdeploy_executable
-from tests.fixtures.controlplane import PULL_FAILURE_IMAGE as PULL_FAILURE_IMAGE
+from tests.fixtures.cli import RunCli
 from tests.fixtures.controlplane import REALK8S_GROUP
-from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import (
     ControlPlane,
     managed_namespace_for_gitdeploy,
     service_account_kubeconfig,
 )
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the group into the node id
@@ -46,9 +41,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def gitdeploy_kubeconfig(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return service_account_kubeconfig(control_plane, tmp_path_factory.mktemp("sa") / "kubeconfig")
-
-
-ManagedNamespace = Callable[..., str]
 
 
 @pytest.fixture
@@ -70,15 +62,6 @@ def managed_namespace(control_plane: ControlPlane) -> Iterator[ManagedNamespace]
         control_plane.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float = 60.0) -> None:
-    """Poll ``check`` until true; fail naming ``what`` (the real cluster moves at its own pace)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
-
-
 @pytest.fixture
 def gitdeploy(run_cli: RunCli, gitdeploy_kubeconfig: Path) -> RunCli:
     """``gitdeploy("status", "-n", ns)``: the real CLI, as deploy/'s ServiceAccount."""
@@ -87,40 +70,6 @@ def gitdeploy(run_cli: RunCli, gitdeploy_kubeconfig: Path) -> RunCli:
         return run_cli("--kubeconfig", str(gitdeploy_kubeconfig), *args, **kwargs)
 
     return run
-
-
-def synced(gitdeploy: RunCli, repo: GitRemote, *, expect: int = 0, timeout: str = "60s") -> str:
-    """``gitdeploy sync --repo REPO --wait``; fail unless it exits with ``expect``."""
-    done = gitdeploy("sync", "--repo", repo.url, "--wait", "--timeout", timeout, timeout=600)
-    assert done.returncode == expect, done.stdout + done.stderr
-    return done.stdout
-
-
-def history(gitdeploy: RunCli, app: str) -> list[dict[str, Any]]:
-    done = gitdeploy("history", app, "-o", "json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-
-class Run:
-    """One ``gitdeploy run`` in the background, as the ServiceAccount; its log goes to a file."""
-
-    def __init__(self, kubeconfig: Path, state: Path, log: Path, *args: str) -> None:
-        env = {**os.environ, "GITDEPLOY_STATE_DIR": str(state), "NO_COLOR": "1"}
-        env.pop("KUBECONFIG", None)
-        self.log_path = log
-        with log.open("w") as out:
-            self.process = subprocess.Popen(
-                [gitdeploy_executable(), "--kubeconfig", str(kubeconfig), "run", *args],
-                env=env, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def leads(self) -> bool:
-        return re.search(r"became leader", self.log) is not None
 
 
 @pytest.fixture

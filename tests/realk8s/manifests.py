@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.realk8s.kwok_stages import EXIT_CODE_VAR
+
 RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 10001, "seccompProfile": {"type": "RuntimeDefault"}}
 RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
@@ -66,3 +68,43 @@ def deployment_config(
         },
     }
     return json.dumps(body, indent=1) + "\n"
+
+
+def hook(policy: str, exit_code: str = "0") -> dict[str, Any]:
+    env = [{"name": EXIT_CODE_VAR, "value": exit_code}]
+    return {
+        "failurePolicy": policy,
+        "execNewPod": {"containerName": "worker", "command": ["/bin/hook"], "env": env},
+    }
+
+
+def recreate(timeout: int = 60, **hooks: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "Recreate", "recreateParams": {"timeoutSeconds": timeout, **hooks}}
+
+
+def worker(version: int, replicas: int, strategy: dict[str, Any], grace: int | None = None) -> dict[str, str]:
+    return {
+        "apps/worker.yaml": deployment_config(
+            "worker", f"registry.test/worker:{version}", replicas, strategy, grace
+        )
+    }
+
+
+DIGEST_A, DIGEST_B, DIGEST_C = (f"sha256:{c * 64}" for c in "abc")
+
+
+def image_stream(digest: str) -> str:
+    tags = [{"name": "prod", "from": {"kind": "DockerImage", "name": f"registry.test/web@{digest}"}}]
+    body = {"apiVersion": "image.openshift.io/v1", "kind": "ImageStream", "metadata": {"name": "web"},
+            "spec": {"tags": tags}}  # fmt: skip
+    return json.dumps(body, indent=1) + "\n"
+
+
+def following_the_stream() -> str:
+    change = {
+        "automatic": True,
+        "containerNames": ["web"],
+        "from": {"kind": "ImageStreamTag", "name": "web:prod"},
+    }
+    triggers = [{"type": "ConfigChange"}, {"type": "ImageChange", "imageChangeParams": change}]
+    return deployment_config("web", "web:prod", 2, {"type": "Rolling"}, grace=1, triggers=triggers)

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from gitdeploy.core.observed import MANAGED_BY_LABEL, MANAGED_BY_VALUE, RECORD_L
 from tests.fixtures.cli import RunCli
 from tests.fixtures.faultproxy import FaultProxy
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import ManagedNamespace, Run, history, wait_for
 from tests.realk8s.controlplane import (
     GITDEPLOY_NAMESPACE,
     ControlPlane,
@@ -32,31 +30,16 @@ from tests.realk8s.controlplane import (
     audit_log_size,
     restart_apiserver,
 )
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, at_revision, history, wait_for
 from tests.realk8s.manifests import deployment, settings
+from tests.realk8s.observed import requests
 from tests.realk8s.stallproxy import api_server_address, kubeconfig_through, resume, stall
-from tests.realk8s.test_run import at_revision
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 RECORDS = f"{RECORD_LABEL}=true"
 """The label selector of the record watch's list (the loop's own lists also name the app)."""
 MANAGED = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
-
-
-def requests(
-    events: list[dict[str, Any]], namespace: str, resource: str, verb: str, **query: str
-) -> list[dict[str, Any]]:
-    """gitdeploy's requests (the last audit stage of each) of ``verb`` on ``resource`` in
-    ``namespace`` whose query has every ``query`` parameter given (``labelSelector`` and so on)."""
-    found: dict[str, dict[str, Any]] = {}
-    for event in events:
-        ref = event.get("objectRef") or {}
-        if (event.get("verb"), ref.get("resource"), ref.get("namespace")) != (verb, resource, namespace):
-            continue
-        asked = urllib.parse.parse_qs(urllib.parse.urlsplit(event["requestURI"]).query)
-        if all(asked.get(name) == [value] for name, value in query.items()):
-            found[event["auditID"]] = event
-    return list(found.values())
 
 
 @pytest.fixture

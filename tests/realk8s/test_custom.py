@@ -28,8 +28,8 @@ from gitdeploy.core.replicasets import DESIRED_REPLICAS_ANNOTATION
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.waiting import eventually
-from tests.realk8s.conftest import ManagedNamespace, history, synced
 from tests.realk8s.controlplane import ControlPlane, apply_to_namespace, service_account_kubeconfig
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, history, synced
 from tests.realk8s.kwok_stages import EXIT_CODE_VAR, HANG
 from tests.realk8s.manifests import deployment_config, settings
 

@@ -8,15 +8,15 @@ triggers; ``git revert`` that reuses the old ReplicaSet; prune when the manifest
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from tests.fixtures.cli import RunCli
+from tests.fixtures.controlplane import PULL_FAILURE_IMAGE
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import PULL_FAILURE_IMAGE, ManagedNamespace, history, synced, wait_for
 from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, history, status, synced, wait_for
 from tests.realk8s.manifests import deployment, settings
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
@@ -43,13 +43,6 @@ def running_images(control_plane: ControlPlane, namespace: str) -> set[str]:
         for p in pods["items"]
         if not p["metadata"].get("deletionTimestamp")
     }
-
-
-def status(gitdeploy: RunCli, namespace: str) -> dict[str, Any]:
-    done = gitdeploy("status", "-n", namespace, "-o", "json")
-    assert done.returncode == 0, done.stderr
-    [view] = json.loads(done.stdout)
-    return dict(view)
 
 
 def test_an_image_that_cannot_be_pulled_fails_at_the_deadline_and_old_pods_keep_serving(

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.kubectl import Kubectl
-from tests.realk8s.conftest import wait_for
 from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.gitdeploy_cli import wait_for
 
 MANIFEST = """
 apiVersion: apps/v1

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -21,28 +20,33 @@ import pytest
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.observed import ATTEMPT_ANNOTATION, POD_ROLE_LABEL
 from tests.fixtures.cli import RunCli
+from tests.fixtures.controlplane import PULL_FAILURE_IMAGE
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import PULL_FAILURE_IMAGE, ManagedNamespace, history, synced
 from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, history, status, synced
 from tests.realk8s.kwok_stages import SUCCEED_ON_ATTEMPT_VAR
-from tests.realk8s.manifests import deployment, deployment_config, settings
+from tests.realk8s.manifests import (
+    DIGEST_A,
+    DIGEST_B,
+    DIGEST_C,
+    deployment,
+    deployment_config,
+    following_the_stream,
+    hook,
+    image_stream,
+    recreate,
+    settings,
+    worker,
+)
+from tests.realk8s.observed import app_pods, events, running_images
 from tests.realk8s.podwatch import PodState, PodWatch
-from tests.realk8s.test_history import status
-from tests.realk8s.test_recreate_hooks import app_pods, hook, recreate, running_images, worker
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
-
-DIGEST_A, DIGEST_B, DIGEST_C = (f"sha256:{c * 64}" for c in "abc")
 
 
 def hook_pods(control_plane: ControlPlane, namespace: str, phase: str) -> list[dict[str, Any]]:
     pods: Any = control_plane.get_json("pods", "-n", namespace, "-l", f"{POD_ROLE_LABEL}=hook-{phase}")
     return list(pods["items"])
-
-
-def events(control_plane: ControlPlane, namespace: str, reason: str) -> list[str]:
-    found: Any = control_plane.get_json("events", "-n", namespace, "--field-selector", f"reason={reason}")
-    return [e["message"] for e in found["items"]]
 
 
 def test_a_retry_hook_runs_again_and_the_rollout_completes_when_an_attempt_succeeds(
@@ -154,23 +158,6 @@ def test_an_image_that_cannot_be_pulled_is_rolled_back_automatically_at_the_dead
     assert revisions[3]["replica_set"] == revisions[1]["replica_set"], "the rollback made a new ReplicaSet"
     assert running_images(control_plane, namespace, "web") == {"registry.test/web:2"}
     assert status(gitdeploy, namespace)["sync"] == "Pinned"
-
-
-def image_stream(digest: str) -> str:
-    tags = [{"name": "prod", "from": {"kind": "DockerImage", "name": f"registry.test/web@{digest}"}}]
-    body = {"apiVersion": "image.openshift.io/v1", "kind": "ImageStream", "metadata": {"name": "web"},
-            "spec": {"tags": tags}}  # fmt: skip
-    return json.dumps(body, indent=1) + "\n"
-
-
-def following_the_stream() -> str:
-    change = {
-        "automatic": True,
-        "containerNames": ["web"],
-        "from": {"kind": "ImageStreamTag", "name": "web:prod"},
-    }
-    triggers = [{"type": "ConfigChange"}, {"type": "ImageChange", "imageChangeParams": change}]
-    return deployment_config("web", "web:prod", 2, {"type": "Rolling"}, grace=1, triggers=triggers)
 
 
 def test_a_rollback_suspends_image_triggers_until_they_are_enabled_again(

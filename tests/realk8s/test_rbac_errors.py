@@ -16,8 +16,8 @@ import pytest
 from gitdeploy.core.models import AppKey
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import synced
 from tests.realk8s.controlplane import DEPLOY, ControlPlane
+from tests.realk8s.gitdeploy_cli import synced
 from tests.realk8s.manifests import deployment, settings
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")

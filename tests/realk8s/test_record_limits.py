@@ -24,8 +24,8 @@ from gitdeploy.core.observed import record_name
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.waiting import eventually
-from tests.realk8s.conftest import ManagedNamespace, Run, history
 from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, history
 from tests.realk8s.kwok_logs import CHATTY_CONTAINER, chatty_log
 from tests.realk8s.kwok_stages import RUN_FOR_VAR
 from tests.realk8s.manifests import RESTRICTED_POD, container, deployment_config, settings

@@ -15,49 +15,16 @@ from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.observed import POD_ROLE_LABEL
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import ManagedNamespace, history, synced
 from tests.realk8s.controlplane import ControlPlane
-from tests.realk8s.kwok_stages import EXIT_CODE_VAR, HANG
-from tests.realk8s.manifests import deployment_config, settings
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, history, synced
+from tests.realk8s.kwok_stages import HANG
+from tests.realk8s.manifests import hook, recreate, settings, worker
+from tests.realk8s.observed import app_pods, running_images
 from tests.realk8s.podwatch import PodState, PodWatch
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 GRACE = 4
-
-
-def hook(policy: str, exit_code: str = "0") -> dict[str, Any]:
-    env = [{"name": EXIT_CODE_VAR, "value": exit_code}]
-    return {
-        "failurePolicy": policy,
-        "execNewPod": {"containerName": "worker", "command": ["/bin/hook"], "env": env},
-    }
-
-
-def recreate(timeout: int = 60, **hooks: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "Recreate", "recreateParams": {"timeoutSeconds": timeout, **hooks}}
-
-
-def worker(version: int, replicas: int, strategy: dict[str, Any], grace: int | None = None) -> dict[str, str]:
-    return {
-        "apps/worker.yaml": deployment_config(
-            "worker", f"registry.test/worker:{version}", replicas, strategy, grace
-        )
-    }
-
-
-def app_pods(pods: dict[str, PodState]) -> list[PodState]:
-    return [p for p in pods.values() if POD_ROLE_LABEL not in p.labels and p.labels.get("app") == "worker"]
-
-
-def running_images(control_plane: ControlPlane, namespace: str, app: str = "worker") -> set[str]:
-    """The images of the app's pods that are not going (no hook pods)."""
-    pods: Any = control_plane.get_json("pods", "-n", namespace, "-l", f"app={app},!{POD_ROLE_LABEL}")
-    return {
-        p["spec"]["containers"][0]["image"]
-        for p in pods["items"]
-        if not p["metadata"].get("deletionTimestamp")
-    }
 
 
 def test_recreate_never_overlaps_pods_and_the_mid_hook_runs_when_old_pods_are_gone(

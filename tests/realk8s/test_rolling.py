@@ -22,8 +22,8 @@ import pytest
 
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import ManagedNamespace, history, synced
 from tests.realk8s.controlplane import ControlPlane
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, history, synced
 from tests.realk8s.manifests import deployment, settings
 from tests.realk8s.podwatch import PodState, PodWatch, ReplicaSetWatch
 

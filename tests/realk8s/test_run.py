@@ -5,7 +5,6 @@ under the namespaced Role lists only the namespaces gitdeploy was given and undo
 
 from __future__ import annotations
 
-import json
 import signal
 from collections.abc import Callable
 from typing import Any
@@ -14,29 +13,13 @@ import pytest
 
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import ManagedNamespace, Run, wait_for
 from tests.realk8s.controlplane import GITDEPLOY_NAMESPACE, ControlPlane
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, at_revision, wait_for
 from tests.realk8s.manifests import deployment, settings
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 FAST_LEASE = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.3s"]
-
-
-def view(gitdeploy: RunCli, namespace: str) -> dict[str, Any] | None:
-    done = gitdeploy("status", "-n", namespace, "-o", "json")
-    views = json.loads(done.stdout) if done.returncode == 0 else []
-    return next(iter(views), None)
-
-
-def at_revision(gitdeploy: RunCli, namespace: str, revision: int) -> Callable[[], bool]:
-    def check() -> bool:
-        found = view(gitdeploy, namespace)
-        return bool(
-            found and (found["revision"], found["sync"], found["health"]) == (revision, "Synced", "Healthy")
-        )
-
-    return check
 
 
 def test_two_runs_one_leader_the_standby_takes_over_when_it_is_killed(

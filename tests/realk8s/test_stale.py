@@ -31,16 +31,20 @@ from typing import Any
 import pytest
 
 from gitdeploy.core.drift import DRIFT_CORRECTED
-from tests.e2e.test_commit_wait import _recipe
-from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.cli import RunCli, gitdeploy_executable, readme_ci_recipe
+from tests.fixtures.controlplane import PULL_FAILURE_IMAGE
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.conftest import PULL_FAILURE_IMAGE, ManagedNamespace, Run, history, wait_for
 from tests.realk8s.controlplane import ControlPlane, audit_events
-from tests.realk8s.manifests import deployment, settings
-from tests.realk8s.test_api_faults import requests
-from tests.realk8s.test_lifecycle import DIGEST_A, DIGEST_B, events, following_the_stream, image_stream
-from tests.realk8s.test_recreate_hooks import running_images
-from tests.realk8s.test_run import at_revision, view
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, at_revision, history, view, wait_for
+from tests.realk8s.manifests import (
+    DIGEST_A,
+    DIGEST_B,
+    deployment,
+    following_the_stream,
+    image_stream,
+    settings,
+)
+from tests.realk8s.observed import events, requests, running_images
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
@@ -156,7 +160,7 @@ def ci_recipe(
         "NO_COLOR": "1",
         "PATH": f"{Path(gitdeploy_executable()).parent}{os.pathsep}{os.environ['PATH']}",
     }
-    recipe = _recipe().replace("APP=shop/web ", f"APP={app} ")
+    recipe = readme_ci_recipe().replace("APP=shop/web ", f"APP={app} ")
     assert f"APP={app} " in recipe, "the README's recipe no longer sets APP=shop/web"
     done = subprocess.run(
         ["bash", "-e", "-c", recipe], cwd=git_remote.work, env=env,

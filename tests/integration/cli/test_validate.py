@@ -49,8 +49,8 @@ def test_examples_json_output(run_cli: RunCli) -> None:
     assert by_name["frontend"]["triggers"] == ["ConfigChange", "ImageChange(origin-ruby-sample:latest)"]
 
 
-def test_seed_000_json_as_published_fails_at_the_missing_comma(run_cli: RunCli, tmp_path: Path) -> None:
-    # The seed 000 example lacks the comma between the template and "replicas".
+def test_a_json_manifest_without_a_comma_fails_at_the_line_after_it(run_cli: RunCli, tmp_path: Path) -> None:
+    # The published example lacks the comma between the template and "replicas".
     text = (EXAMPLES / "apps" / "frontend.json").read_text()
     broken = text.replace('    },\n    "replicas"', '    }\n    "replicas"')
     assert broken != text
@@ -63,7 +63,7 @@ def test_seed_000_json_as_published_fails_at_the_missing_comma(run_cli: RunCli, 
     assert error["hint"]
 
 
-def test_seed_002_nginx_broken_copy_fails_with_the_right_line(run_cli: RunCli, tmp_path: Path) -> None:
+def test_replicas_given_as_a_string_fails_naming_file_line_and_field(run_cli: RunCli, tmp_path: Path) -> None:
     text = (EXAMPLES / "apps" / "nginx-deployment.yaml").read_text()
     (tmp_path / "nginx.yaml").write_text(text.replace("replicas: 3", "replicas: three"))
     done = run_cli("validate", str(tmp_path))

@@ -29,14 +29,7 @@ from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.imagestreams import pinned_image as image
 from tests.fixtures.imagestreams import pinned_stream
-from tests.integration.images.test_triggers import (
-    SETTINGS,
-    WEB,
-    controller_for,
-    record_of,
-    settle,
-    web_config,
-)
+from tests.fixtures.imagetriggers import SETTINGS, WEB, controller_for, record_of, settle, web_config
 from tests.integration.server.scrape import parse, total
 
 

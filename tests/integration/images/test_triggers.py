@@ -12,60 +12,30 @@ import pytest
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.imagetriggers import ImageSettings
 from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.records import AppRecord
 from gitdeploy.images.streams import histories_from_json
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.imagetriggers import (
+    INTERVAL,
+    SETTINGS,
+    WEB,
+    controller_for,
+    record_of,
+    settle,
+    stream,
+    web_config,
+)
+from tests.fixtures.manifests import deployment
 from tests.fixtures.registry import RunningRegistry
-from tests.integration.controller.test_loop import deployment
 
-SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
-INTERVAL = 60.0
-WEB = AppKey("shop", "web")
 OTHER = AppKey("shop", "other")
 
 
-def stream(host: str, scheduled: bool = True) -> str:
-    return f"""\
-apiVersion: image.openshift.io/v1
-kind: ImageStream
-metadata: {{name: web}}
-spec:
-  tags:
-  - name: prod
-    from: {{kind: DockerImage, name: "{host}/shop/web:prod"}}
-    importPolicy: {{scheduled: {str(scheduled).lower()}}}
-"""
-
-
-def web_config(replicas: int = 2) -> str:
-    return f"""\
-apiVersion: apps.openshift.io/v1
-kind: DeploymentConfig
-metadata: {{name: web}}
-spec:
-  replicas: {replicas}
-  selector: {{app: web}}
-  strategy: {{type: Rolling}}
-  triggers:
-  - type: ConfigChange
-  - type: ImageChange
-    imageChangeParams:
-      automatic: true
-      containerNames: [web]
-      from: {{kind: ImageStreamTag, name: "web:prod"}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers: [{{name: web, image: "web:prod"}}]
-"""
-
-
 def other(image: str) -> str:
-    return deployment("other", image, replicas=1)
+    return deployment("other", "shop", image, replicas=1)
 
 
 @pytest.fixture(autouse=True)
@@ -93,34 +63,10 @@ def repo(git_remote: GitRemote, registry: RunningRegistry, tmp_path: Path) -> It
         yield config
 
 
-def controller_for(repo: ConfigRepo, adapter: Cluster, clock: FakeClock) -> Controller:
-    return Controller(repo, adapter, clock, workers=2, images=ImageSettings(interval_seconds=INTERVAL))
-
-
-def settle(controller: Controller, clock: FakeClock, limit: float = 600) -> dict[AppKey, AppReport]:
-    """Poll, then pass after pass until no app is due (the image check stays scheduled)."""
-    controller.poll()
-    start = clock.now()
-    while clock.now() - start < limit:
-        controller.reconcile_due()
-        with controller._lock:
-            busy = any(t <= clock.now() + 5.0 for t in controller.due.values())
-        if not busy:
-            return dict(controller.reports)
-        clock.advance(1.0)
-    raise AssertionError(f"not settled: {controller.reports}")
-
-
 def next_image_check(controller: Controller, clock: FakeClock) -> dict[AppKey, AppReport]:
     """Let the image interval pass, then settle."""
     clock.advance(INTERVAL + 1)
     return settle(controller, clock)
-
-
-def record_of(adapter: Cluster, name: str = "web") -> AppRecord:
-    stored = adapter.read_app_record("shop", name)
-    assert stored is not None
-    return AppRecord.from_json(stored.payload)
 
 
 def running_images(adapter: Cluster, app: str = "web") -> set[str]:

@@ -10,30 +10,8 @@ from typing import Any
 
 from gitdeploy.core.records import Outcome
 from gitdeploy.core.rollout import AppPhase
+from tests.fixtures.rolloutapps import reports
 from tests.fixtures.rollouts import World, commit, load_app
-
-
-def reports(image: str = "example/reports:3.1", deployer: str = "example/custom-deployer:1.0") -> str:
-    return f"""\
-apiVersion: apps.openshift.io/v1
-kind: DeploymentConfig
-metadata: {{name: reports, namespace: batch}}
-spec:
-  replicas: 2
-  selector: {{app: reports}}
-  template:
-    metadata: {{labels: {{app: reports}}}}
-    spec:
-      containers: [{{name: reports, image: "{image}"}}]
-  strategy:
-    type: Custom
-    customParams:
-      image: {deployer}
-      command: [/bin/deploy, --canary-first]
-      environment: [{{name: CANARY_PERCENT, value: "10"}}]
-    resources: {{requests: {{cpu: 100m}}}}
-  triggers: [{{type: ConfigChange}}]
-"""
 
 
 def test_custom_strategy_succeeds_when_the_deployer_exits_0_and_the_replica_set_is_available(

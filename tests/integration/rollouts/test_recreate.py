@@ -4,43 +4,8 @@ from __future__ import annotations
 
 from gitdeploy.core.records import Outcome
 from gitdeploy.core.rollout import AppPhase, Step
+from tests.fixtures.rolloutapps import worker
 from tests.fixtures.rollouts import World, commit, load_app
-
-
-def worker(
-    image: str = "example/worker:1.0",
-    replicas: int = 2,
-    mid_policy: str = "Retry",
-    pre_policy: str = "Abort",
-    auto_rollback: bool = False,
-    grace_seconds: int = 30,
-) -> str:
-    return f"""\
-apiVersion: apps.openshift.io/v1
-kind: DeploymentConfig
-metadata:
-  name: worker
-  namespace: jobs
-  annotations: {{"gitdeploy.io/auto-rollback": "{str(auto_rollback).lower()}"}}
-spec:
-  replicas: {replicas}
-  selector: {{app: worker}}
-  template:
-    metadata: {{labels: {{app: worker}}}}
-    spec:
-      terminationGracePeriodSeconds: {grace_seconds}
-      containers:
-      - name: worker
-        image: {image}
-  strategy:
-    type: Recreate
-    recreateParams:
-      timeoutSeconds: 120
-      pre: {{failurePolicy: {pre_policy}, execNewPod: {{containerName: worker, command: [/bin/drain]}}}}
-      mid: {{failurePolicy: {mid_policy}, execNewPod: {{containerName: worker, command: [/bin/migrate]}}}}
-      post: {{failurePolicy: Ignore, execNewPod: {{containerName: worker, command: [/bin/warm]}}}}
-  triggers: [{{type: ConfigChange}}]
-"""
 
 
 def timeline(world: World) -> list[str]:

@@ -14,9 +14,8 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.rollouts import RolloutRunner
 from gitdeploy.core.models import App
 from gitdeploy.core.records import CommitRef
+from tests.fixtures.rolloutapps import nginx, worker
 from tests.fixtures.rollouts import World, commit, load_app
-from tests.integration.rollouts.test_recreate import worker
-from tests.integration.rollouts.test_rolling import nginx
 
 
 class Crash(Exception):

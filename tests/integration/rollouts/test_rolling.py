@@ -4,32 +4,11 @@ from __future__ import annotations
 
 from gitdeploy.core.records import Outcome
 from gitdeploy.core.rollout import AppPhase, Step
+from tests.fixtures.rolloutapps import nginx
 from tests.fixtures.rollouts import World, commit, load_app
 
 
-def nginx(image: str = "nginx:1.14.2", replicas: int = 3, extra: str = "") -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: nginx-deployment
-  namespace: demo
-spec:
-  replicas: {replicas}
-  selector:
-    matchLabels: {{app: nginx}}
-{extra}  template:
-    metadata:
-      labels: {{app: nginx}}
-    spec:
-      containers:
-      - name: nginx
-        image: {image}
-        ports: [{{containerPort: 80}}]
-"""
-
-
-def test_seed_002_walkthrough_scales_one_pod_at_a_time(world: World) -> None:
+def test_a_rolling_update_of_3_replicas_scales_one_pod_at_a_time(world: World) -> None:
     # Given nginx-deployment running 3 replicas of nginx:1.14.2
     v1 = load_app(nginx())
     world.roll(v1, commit("Deploy nginx", 1))
@@ -178,7 +157,7 @@ def test_auto_rollback_returns_to_the_last_complete_revision_and_pins_it(world: 
     assert (record.latest_revision, record.revisions[-1].outcome, record.pin) == (4, Outcome.COMPLETE, None)
 
 
-def test_proportional_scaling_of_a_stuck_rollout_matches_the_documentation(world: World) -> None:
+def test_scaling_a_stuck_rollout_shares_the_new_replicas_in_proportion(world: World) -> None:
     surge = "  strategy: {rollingUpdate: {maxSurge: 3, maxUnavailable: 2}}\n"
     # Given 10 replicas, maxSurge 3, maxUnavailable 2, and a rollout stuck on an unresolvable image
     v1 = load_app(nginx(replicas=10, extra=surge))

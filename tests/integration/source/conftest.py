@@ -9,21 +9,12 @@ import pytest
 
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.manifests import render_app
 
 
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """Every test here runs git without the machine's user or system configuration."""
-
-
-def render_app(name: str, image: str = "nginx:1.25") -> str:
-    """A small Deployment manifest (the source layer does not parse it; any text would do)."""
-    return (
-        "apiVersion: apps/v1\nkind: Deployment\n"
-        f"metadata:\n  name: {name}\n"
-        "spec:\n  template:\n    spec:\n      containers:\n"
-        f"        - name: {name}\n          image: {image}\n"
-    )
 
 
 @pytest.fixture

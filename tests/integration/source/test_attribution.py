@@ -10,7 +10,7 @@ import pytest
 from gitdeploy.source.history import ChangeWalk
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
-from tests.integration.source.conftest import render_app
+from tests.fixtures.manifests import render_app
 
 
 def _every_file_agrees(repo: ConfigRepo, at_sha: str) -> int:

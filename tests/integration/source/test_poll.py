@@ -11,7 +11,7 @@ from gitdeploy.core.commits import ChangeType
 from gitdeploy.errors import PermanentError, TransientError
 from gitdeploy.source.repo import ConfigRepo, RefNotFoundError
 from tests.fixtures.gitrepo import GitRemote
-from tests.integration.source.conftest import render_app
+from tests.fixtures.manifests import render_app
 
 
 def test_first_sync_fetches_the_branch_and_reads_every_manifest(

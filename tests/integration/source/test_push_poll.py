@@ -17,7 +17,7 @@ from gitdeploy.errors import TransientError
 from gitdeploy.source.repo import ConfigRepo
 from gitdeploy.source.trees import SourceLimits
 from tests.fixtures.gitrepo import GitRemote
-from tests.integration.source.conftest import render_app
+from tests.fixtures.manifests import render_app
 
 
 def git_spent(repo: ConfigRepo) -> Callable[[], dict[str, int]]:

@@ -53,7 +53,7 @@ def test_docstring_examples_hold() -> None:
     assert doctest.testmod(proportional).failed == 0
 
 
-def test_docs_example_ten_to_fifteen_replicas_while_stuck() -> None:
+def test_scaling_a_stuck_rollout_from_10_to_15_grows_old_to_11_and_new_to_7() -> None:
     # 10 replicas, maxSurge 3, maxUnavailable 2; the new image cannot be pulled.
     old = rs("nginx-deployment-618515232", 8, OLD, desired=10, max_replicas=13)
     new = rs("nginx-deployment-1989198191", 5, NEWER, desired=10, max_replicas=13, available=0)
@@ -170,7 +170,7 @@ SCALE_CASES = [
     ("replicas", "surge", "previous", "previous_surge", "new", "olds", "expected"),
     [pytest.param(*case[1:], id=str(case[0])) for case in SCALE_CASES],
 )
-def test_plan_proportional_scaling_upstream_table(
+def test_proportional_scaling_gives_each_replica_set_its_share(
     replicas: int,
     surge: int,
     previous: int,

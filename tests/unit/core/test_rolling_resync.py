@@ -27,7 +27,7 @@ from gitdeploy.core.rolling import (
     plan_rolling_passes,
     plan_rolling_step,
 )
-from tests.unit.core.test_rolling_simulation import bounds
+from tests.fixtures.hypothesis_rollouts import percent_or_count
 
 OLD, NEW = "web-old", "web-new"
 
@@ -224,8 +224,8 @@ def test_nothing_to_do_is_no_pass() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     replicas=st.integers(min_value=0, max_value=40),
-    surge=bounds,
-    unavailable=bounds,
+    surge=percent_or_count,
+    unavailable=percent_or_count,
     new_available=st.integers(min_value=0, max_value=40),
     old_size=st.integers(min_value=0, max_value=40),
 )

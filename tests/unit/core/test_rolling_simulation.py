@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from gitdeploy.core.replicasets import ReplicaSetState, ScaleAction, sum_available, sum_replicas
 from gitdeploy.core.rolling import Bound, RolloutBounds, max_surge, max_unavailable, plan_rolling_step
+from tests.fixtures.hypothesis_rollouts import percent_or_count
 
 OLD = "nginx-deployment-2035384211"
 NEW = "nginx-deployment-1564180365"
@@ -56,7 +57,7 @@ def assert_invariants(
     assert sum_available([old, new]) >= floor
 
 
-def test_docs_rollout_of_three_replicas_emits_the_documented_events() -> None:
+def test_a_rollout_of_three_replicas_scales_up_and_down_one_pod_at_a_time() -> None:
     history = simulate(3, "25%", "25%", new_pods_available=True)
     events = [
         f"Scaled {action.direction} replica set {action.name} to {action.to_replicas}"
@@ -102,7 +103,7 @@ def test_docs_stuck_rollout_of_ten_replicas_stops_at_eight_old_five_new() -> Non
         pytest.param(1, "1%", "0%", ["new+1", "old-1"], id="upstream-1-unavail-0-surge-1pct"),
     ],
 )
-def test_upstream_fencepost_sequences(
+def test_small_percentages_round_surge_up_and_unavailability_down_never_both_to_0(
     replicas: int, surge: Bound, unavailable: Bound, expected: list[str]
 ) -> None:
     steps = [
@@ -113,18 +114,11 @@ def test_upstream_fencepost_sequences(
     assert steps == expected
 
 
-bounds = st.one_of(
-    st.none(),
-    st.integers(min_value=0, max_value=12),
-    st.integers(min_value=0, max_value=100).map(lambda p: f"{p}%"),
-)
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     replicas=st.integers(min_value=0, max_value=40),
-    surge=bounds,
-    unavailable=bounds,
+    surge=percent_or_count,
+    unavailable=percent_or_count,
     new_pods_available=st.booleans(),
 )
 def test_rolling_invariants_hold_at_every_pass(

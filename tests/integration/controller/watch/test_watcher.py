@@ -10,77 +10,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gitdeploy.clock import FakeClock
-from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
-from gitdeploy.controller.scheduler import Scheduler
-from gitdeploy.controller.watcher import watch_rollouts
-from gitdeploy.core.models import AppKey
-from gitdeploy.localcluster import SimulationConfig
-from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
-from tests.fixtures.manifests import deployment
-
-SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
-WEB = AppKey("shop", "web")
-READY_AFTER = 0.5
-
-
-def web(image: str) -> str:
-    return deployment("web", "shop", image, replicas=8)
-
+from tests.fixtures.rswatch import READY_AFTER, eventually, replicas, settle, web
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")  # git without the machine's configuration
-
-
-@pytest.fixture
-def simulation_config() -> SimulationConfig:
-    return SimulationConfig(pod_start_seconds=READY_AFTER)
-
-
-@pytest.fixture
-def controller(
-    git_remote: GitRemote, kube_client: Any, fake_clock: FakeClock, tmp_path: Path
-) -> Iterator[Controller]:
-    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": SETTINGS})
-    git_remote.commit_and_push("web 1.25", {"apps/web.yaml": web("nginx:1.25")})
-    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
-        yield Controller(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
-
-
-@pytest.fixture
-def wake(controller: Controller) -> Iterator[threading.Event]:
-    """The loop's wake-up, set by the ReplicaSet watch (running until the test ends)."""
-    stop, woken = threading.Event(), threading.Event()
-    watch_rollouts(controller, stop, woken.set)
-    yield woken
-    stop.set()
-
-
-def settle(controller: Controller, clock: FakeClock) -> None:
-    passes = Scheduler(controller).settle(clock.advance, limit=600, shortest=0.1)
-    assert passes is not None, f"not settled: {controller.reports}"
-
-
-def eventually(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
-def replicas(controller: Controller) -> list[int]:
-    """spec.replicas of web's ReplicaSets, oldest first."""
-    listed = controller.cluster.list_replica_sets("shop", "web")
-    return [rs.state.replicas for rs in sorted(listed, key=lambda rs: rs.state.revision)]
 
 
 def test_ready_pods_make_the_next_wave_due_before_the_requeue_delay(

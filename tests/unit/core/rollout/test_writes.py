@@ -19,7 +19,7 @@ from gitdeploy.core.records import AppRecord
 from gitdeploy.core.replicasets import ReplicaSetState
 from gitdeploy.core.rolling import RolloutBounds, max_surge, max_unavailable
 from gitdeploy.core.rollout import AppPhase, CreateReplicaSet, PatchReplicaSet, Snapshot, Step, plan_pass
-from tests.unit.core.test_rollout_planner import RECORD_UID, T0, V1, V2, entry, make_app, make_target, rs
+from tests.fixtures.rolloutpass import RECORD_UID, T0, V1, V2, entry, make_app, make_target, rs
 
 
 def rolling(surge: int | str, unavailable: int | str, kind: AppKind = AppKind.DEPLOYMENT) -> Strategy:

@@ -17,13 +17,7 @@ from gitdeploy.controller.loop import Controller
 from gitdeploy.core.observed import ObservedReplicaSet
 from gitdeploy.errors import GitdeployError
 from tests.fixtures.gitrepo import GitRemote
-from tests.integration.controller import test_watcher
-from tests.integration.controller.test_watcher import eventually, replicas, settle, web
-
-# the fixtures of test_watcher: a controller of shop/web (8 replicas) and its ReplicaSet watch
-controller = test_watcher.controller
-simulation_config = test_watcher.simulation_config
-wake = test_watcher.wake
+from tests.fixtures.rswatch import eventually, replicas, settle, web
 
 
 def _drift_events(kube_client: Any) -> list[str]:
