@@ -14,6 +14,13 @@ Pure and shared: the embedded cluster stores quantities so (localcluster/default
 gitdeploy compares templates so (core/serverdefaults.py), a template read back from any cluster
 with one from git. ``tests/contract/test_writes.py`` holds it to what a real kube-apiserver
 stores (tests/fixtures/serverdefaults.py ``QUANTITIES``).
+
+And as the API client accepts them (:func:`quantities_as_text`): Kubernetes reads a quantity
+written as a YAML number (``cpu: 0.5``, ``memory: 67108864``) exactly as the same digits in a
+string, and kubectl sends such manifests as they are; the Python client's models accept only
+strings. gitdeploy's cluster adapter writes a pod spec with every quantity that is a number turned
+into its decimal text, which means the same to the API server. The template hash is computed
+from the template as in git, before this.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any
 
-__all__ = ["canonical_quantity", "canonical_resources"]
+__all__ = ["canonical_quantity", "canonical_resources", "quantities_as_text"]
 
 _FORM = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -96,3 +103,65 @@ def canonical_resources(resources: Any) -> Any:
         if isinstance(amounts, dict):
             done[key] = {name: canonical_quantity(amount) for name, amount in amounts.items()}
     return done
+
+
+# -- quantities as text, for the API client ----------------------------------------------------
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def _as_text(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    return str(value) if isinstance(value, int) else repr(value)
+
+
+def _text_map(amounts: Any) -> Any:
+    if not isinstance(amounts, dict):
+        return amounts
+    return {name: _as_text(amount) for name, amount in amounts.items()}
+
+
+def _resources(resources: Any) -> Any:
+    if not isinstance(resources, dict):
+        return resources
+    return {
+        key: _text_map(value) if key in ("limits", "requests") else value for key, value in resources.items()
+    }
+
+
+def quantities_as_text(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """``pod_spec`` with its quantities that are numbers written as text: containers' (and init and
+    ephemeral containers') and the pod's ``resources``, ``overhead``, emptyDir ``sizeLimit``.
+
+    >>> spec = quantities_as_text({"containers": [{"name": "a", "resources": {"limits": {"cpu": 0.5}}}],
+    ...                            "volumes": [{"name": "v", "emptyDir": {"sizeLimit": 1024}}]})
+    >>> spec["containers"][0]["resources"], spec["volumes"][0]["emptyDir"]
+    ({'limits': {'cpu': '0.5'}}, {'sizeLimit': '1024'})
+    """
+    spec = dict(pod_spec)
+    for key in _CONTAINER_LISTS:
+        if isinstance(spec.get(key), list):
+            spec[key] = [_container(c) for c in spec[key]]
+    if "resources" in spec:
+        spec["resources"] = _resources(spec["resources"])
+    if "overhead" in spec:
+        spec["overhead"] = _text_map(spec["overhead"])
+    if isinstance(spec.get("volumes"), list):
+        spec["volumes"] = [_volume(v) for v in spec["volumes"]]
+    return spec
+
+
+def _container(container: Any) -> Any:
+    if not isinstance(container, dict) or "resources" not in container:
+        return container
+    return {**container, "resources": _resources(container["resources"])}
+
+
+def _volume(volume: Any) -> Any:
+    empty_dir = volume.get("emptyDir") if isinstance(volume, dict) else None
+    if not isinstance(empty_dir, dict) or "sizeLimit" not in empty_dir:
+        return volume
+    return {**volume, "emptyDir": {**empty_dir, "sizeLimit": _as_text(empty_dir["sizeLimit"])}}
+
+
+__all__ = ["quantities_as_text"]

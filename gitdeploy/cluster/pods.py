@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
-from gitdeploy.cluster.quantities import quantities_as_text
 from gitdeploy.cluster.rawapi import RawApi, discard, int_annotation, labels_of, timestamp
 from gitdeploy.core.observed import (
     APP_LABEL,
@@ -32,6 +31,7 @@ from gitdeploy.core.observed import (
 from gitdeploy.core.records import LOG_WINDOW_BYTES, MAX_LOG_BYTES, log_tail
 from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 from gitdeploy.errors import GitdeployError, NotFoundError, PermanentError
+from gitdeploy.quantities import quantities_as_text
 
 
 def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:

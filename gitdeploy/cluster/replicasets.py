@@ -12,7 +12,6 @@ from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
-from gitdeploy.cluster.quantities import quantities_as_text
 from gitdeploy.cluster.rawapi import RawApi, discard, int_annotation, labels_of, timestamp
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.models import PodTemplate
@@ -33,6 +32,7 @@ from gitdeploy.core.replicasets import (
 )
 from gitdeploy.core.templatedrift import TemplatePod, pod_fingerprint
 from gitdeploy.errors import NotFoundError
+from gitdeploy.quantities import quantities_as_text
 
 MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
 _OWN_LABELS = frozenset({TEMPLATE_HASH_LABEL, APP_LABEL, MANAGED_BY_LABEL})

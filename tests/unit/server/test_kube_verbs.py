@@ -7,7 +7,8 @@ from types import ModuleType
 
 import pytest
 
-from gitdeploy.cluster import apirequests, quantities
+from gitdeploy import quantities
+from gitdeploy.cluster import apirequests
 from gitdeploy.cluster.apirequests import kube_verb
 
 HOST = "https://127.0.0.1:6443"
