@@ -232,17 +232,7 @@ class ReplicaSets:
             patch["spec"] = {"replicas": replicas}
         if annotations:
             patch["metadata"] = {"annotations": dict(annotations)}
-        with translated(f"scale ReplicaSet {namespace}/{name}"):
-            response = self.kube.apps.patch_namespaced_replica_set(
-                name,
-                namespace,
-                patch,
-                _preload_content=False,
-                _content_type="application/merge-patch+json",
-                _request_timeout=self.kube.timeout,
-            )
-            patched = json.loads(response.data)
-        return to_observed_replica_set(patched)
+        return self._patch(namespace, name, patch, f"scale ReplicaSet {namespace}/{name}")
 
     def restore_replica_set_template(
         self, namespace: str, name: str, app: str, template_hash: str, template: PodTemplate
@@ -251,29 +241,32 @@ class ReplicaSets:
         writes it), replacing a hand-edited one; the answer is the ReplicaSet as stored."""
         written = _written_template(template, template_hash, app)
         patch = [{"op": "replace", "path": "/spec/template", "value": written}]
-        with translated(f"restore the pod template of ReplicaSet {namespace}/{name}"):
-            response = self.kube.apps.patch_namespaced_replica_set(
-                name,
-                namespace,
-                patch,
-                _preload_content=False,
-                _content_type="application/json-patch+json",
-                _request_timeout=self.kube.timeout,
-            )
-            return to_observed_replica_set(json.loads(response.data))
+        what = f"restore the pod template of ReplicaSet {namespace}/{name}"
+        return self._patch(namespace, name, patch, what, "application/json-patch+json")
 
     def annotate_replica_set(
         self, namespace: str, name: str, annotations: Mapping[str, str | None]
     ) -> ObservedReplicaSet:
         """Set (or, for None, remove) annotations of a ReplicaSet in one merge patch."""
         patch = {"metadata": {"annotations": dict(annotations)}}
-        with translated(f"annotate ReplicaSet {namespace}/{name}"):
+        return self._patch(namespace, name, patch, f"annotate ReplicaSet {namespace}/{name}")
+
+    def _patch(
+        self,
+        namespace: str,
+        name: str,
+        patch: Any,
+        what: str,
+        content_type: str = "application/merge-patch+json",
+    ) -> ObservedReplicaSet:
+        """One patch of a ReplicaSet (``what`` names it in errors); the ReplicaSet as stored."""
+        with translated(what):
             response = self.kube.apps.patch_namespaced_replica_set(
                 name,
                 namespace,
                 patch,
                 _preload_content=False,
-                _content_type="application/merge-patch+json",
+                _content_type=content_type,
                 _request_timeout=self.kube.timeout,
             )
             return to_observed_replica_set(json.loads(response.data))
