@@ -302,8 +302,8 @@ class Controller:
             )
         with self._lock:
             self.reports[report.key] = report
-            delay = jitter(requeue_after) if requeue_after is not None else 0.0
-            self.queue.done(report.key, self.clock.now(), requeue_after, delay)
+            delay = jitter(requeue_after) if requeue_after is not None else None
+            self.queue.done(report.key, self.clock.now(), delay)
 
     def _failed(self, key: AppKey, problem: GitdeployError) -> AppReport:
         """The pass over ``key`` failed: its report says so (unsettled); it is due again after a

@@ -109,16 +109,16 @@ class DueQueue:
         with self._lock:
             return min(self.due.values(), default=None)
 
-    def done(self, key: AppKey, now: float, requeue_after: float | None, jitter: float) -> None:
+    def done(self, key: AppKey, now: float, delay: float | None) -> None:
         """A pass over ``key`` succeeded: its failures are forgotten, and it is due again after
-        ``requeue_after`` (``jitter``: that delay spread) unless it is settled; at once when it
-        progressed meanwhile."""
+        ``delay`` (None: settled, not before something changes); at once when it progressed
+        meanwhile."""
         with self._lock:
             self.forget(key)
             progressed = key in self.progressed
             self.progressed.discard(key)
-            if requeue_after is not None:
-                self.add(key, now + (0.0 if progressed else jitter))
+            if delay is not None:
+                self.add(key, now + (0.0 if progressed else delay))
 
     def forget(self, key: AppKey) -> None:
         with self._lock:
