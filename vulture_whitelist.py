@@ -53,7 +53,7 @@ _.change_type
 # LeaseDecision.acquired: a new term rather than a renewal (gitdeploy/core/lease.py; tests).
 _.acquired
 # DeploymentStatus mirrors the Kubernetes Deployment status, unavailableReplicas included
-# (gitdeploy/core/progress.py; tests).
+# (gitdeploy/core/scaling/progress.py; tests).
 _.unavailable_replicas
 
 # -- Test and benchmark support: product code that tests and bench/ drive on purpose -------------

@@ -32,7 +32,7 @@ if __package__ in (None, ""):
 
 from bench.generate import GeneratedRepo, generate_repo
 from gitdeploy.controller.planreader import PlanReader
-from gitdeploy.core.planning import ChangeKind
+from gitdeploy.core.planning.changes import ChangeKind
 from gitdeploy.source.repo import ConfigRepo
 
 TARGET_MS = 500.0

@@ -11,7 +11,7 @@ from gitdeploy.cli.rollback_cmd import who
 from gitdeploy.cli.status_cmd import find_app
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.controller import rollback as control
-from gitdeploy.core import rollback as decide
+from gitdeploy.core.history import control as decide
 from gitdeploy.errors import PermanentError
 
 

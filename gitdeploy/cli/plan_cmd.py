@@ -20,7 +20,7 @@ from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.controller.liveplan import plan_live
 from gitdeploy.controller.planreader import PlanReader
 from gitdeploy.core.diagnostics import printable
-from gitdeploy.core.planning import Plan
+from gitdeploy.core.planning.changes import Plan
 from gitdeploy.source.repo import ConfigRepo
 
 EXIT_OK = 0

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from gitdeploy.core.commits import CommitInfo, shorten_sha
 from gitdeploy.core.diagnostics import Diagnostic, printable
-from gitdeploy.core.planning import CHANGE_ORDER, AppPlan, ChangeKind, Plan, describe_commit
+from gitdeploy.core.planning.changes import CHANGE_ORDER, AppPlan, ChangeKind, Plan, describe_commit
 
 JSON_VERSION = 1
 

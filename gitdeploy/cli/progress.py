@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from gitdeploy.cli.output import console
 from gitdeploy.controller.inspect import AppView
-from gitdeploy.core.records import Outcome
+from gitdeploy.core.history.records import Outcome
 
 
 def waiting_line(v: AppView) -> str:

@@ -1,6 +1,6 @@
 """``gitdeploy rollback``: go back to an earlier revision, and make it stick.
 
-Printing and wiring only: the decisions are :mod:`gitdeploy.core.rollback`, the reads and writes
+Printing and wiring only: the decisions are :mod:`gitdeploy.core.history.control`, the reads and writes
 :mod:`gitdeploy.controller.rollback`.
 """
 
@@ -23,9 +23,9 @@ from gitdeploy.controller import rollback as control
 from gitdeploy.controller.gitrevert import GitRevert
 from gitdeploy.controller.restore import SCALING, STRATEGY, TRIGGERS
 from gitdeploy.core.commits import Author
+from gitdeploy.core.history.control import SkippedRollback
 from gitdeploy.core.imagetriggers import comparable
 from gitdeploy.core.models import App, AppKey
-from gitdeploy.core.rollback import SkippedRollback
 from gitdeploy.core.templatediff import diff_templates
 from gitdeploy.errors import GitdeployError
 from gitdeploy.source.gitcmd import configured_author

@@ -36,7 +36,7 @@ from gitdeploy.core.diagnostics import printable
 from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
-from gitdeploy.core.syncstate import Health, Sync
+from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.errors import GitdeployError, PermanentError
 from gitdeploy.server.http import (
     HttpServer,

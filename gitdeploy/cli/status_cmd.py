@@ -26,9 +26,9 @@ from gitdeploy.controller.inspect import (
     suspended_triggers,
     template_diff,
 )
-from gitdeploy.core.commitwait import Reached
+from gitdeploy.core.history.records import Cause, Outcome, RevisionEntry
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import Cause, Outcome, RevisionEntry
+from gitdeploy.core.sync.commitwait import Reached
 from gitdeploy.errors import NotFoundError
 
 

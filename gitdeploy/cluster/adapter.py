@@ -24,6 +24,7 @@ from gitdeploy.cluster.pods import HookPods
 from gitdeploy.cluster.rawapi import REQUEST_TIMEOUT, RawApi
 from gitdeploy.cluster.records import AppRecords, StreamStates
 from gitdeploy.cluster.replicasets import ReplicaSets
+from gitdeploy.core.history.records import MAX_LOG_BYTES
 from gitdeploy.core.lease import LeaseSpec, ObservedLease
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import (
@@ -34,8 +35,7 @@ from gitdeploy.core.observed import (
     ReplicaSetSpec,
     StoredRecord,
 )
-from gitdeploy.core.records import MAX_LOG_BYTES
-from gitdeploy.core.templatedrift import TemplatePod
+from gitdeploy.core.rollout.templatedrift import TemplatePod
 
 
 class Cluster:

@@ -23,8 +23,8 @@ from urllib3.exceptions import (
     ReadTimeoutError,
 )
 
-from gitdeploy.core.hooks import DEPLOYER_ROLE
 from gitdeploy.core.observed import PodSpec
+from gitdeploy.core.rollout.hooks import DEPLOYER_ROLE
 from gitdeploy.errors import (
     AlreadyExistsError,
     ConflictError,

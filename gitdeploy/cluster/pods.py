@@ -15,6 +15,7 @@ from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
 from gitdeploy.cluster.rawapi import RawApi, discard, int_annotation, labels_of, timestamp
+from gitdeploy.core.history.records import LOG_WINDOW_BYTES, MAX_LOG_BYTES, log_tail
 from gitdeploy.core.observed import (
     APP_LABEL,
     ATTEMPT_ANNOTATION,
@@ -28,7 +29,6 @@ from gitdeploy.core.observed import (
     PodPhase,
     PodSpec,
 )
-from gitdeploy.core.records import LOG_WINDOW_BYTES, MAX_LOG_BYTES, log_tail
 from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 from gitdeploy.errors import GitdeployError, NotFoundError, PermanentError
 from gitdeploy.quantities import quantities_as_text

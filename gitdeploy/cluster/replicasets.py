@@ -23,14 +23,14 @@ from gitdeploy.core.observed import (
     ObservedReplicaSet,
     ReplicaSetSpec,
 )
-from gitdeploy.core.progress import ConditionStatus, ConditionType
-from gitdeploy.core.replicasets import (
+from gitdeploy.core.rollout.templatedrift import TemplatePod, pod_fingerprint
+from gitdeploy.core.scaling.progress import ConditionStatus, ConditionType
+from gitdeploy.core.scaling.replicasets import (
     DESIRED_REPLICAS_ANNOTATION,
     MAX_REPLICAS_ANNOTATION,
     ReplicaSetFailure,
     ReplicaSetState,
 )
-from gitdeploy.core.templatedrift import TemplatePod, pod_fingerprint
 from gitdeploy.errors import NotFoundError
 from gitdeploy.quantities import quantities_as_text
 

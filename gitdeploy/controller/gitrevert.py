@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.core.commits import Author, shorten_sha
+from gitdeploy.core.history.control import RollbackChoice, SkippedRollback
+from gitdeploy.core.history.records import RevisionEntry
 from gitdeploy.core.models import App, AppKey
-from gitdeploy.core.records import RevisionEntry
-from gitdeploy.core.rollback import RollbackChoice, SkippedRollback
 from gitdeploy.errors import PermanentError
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import LoadResult

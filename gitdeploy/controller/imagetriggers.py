@@ -30,10 +30,10 @@ from pathlib import Path
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.core.history.records import Cause
 from gitdeploy.core.imagetriggers import ImageDecision, decide_images, stream_tag_key
 from gitdeploy.core.models import App, ImageStream
 from gitdeploy.core.observed import StoredRecord
-from gitdeploy.core.records import Cause
 from gitdeploy.core.rollout import AppPhase, Snapshot, Target, starts_rollout
 from gitdeploy.errors import GitdeployError
 from gitdeploy.images.registry import RegistryClient

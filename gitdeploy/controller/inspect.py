@@ -14,8 +14,8 @@ from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.watchcache import WatchCache
-from gitdeploy.core.commitwait import CommitProgress, commit_progress
-from gitdeploy.core.drift import Drift, find_drift
+from gitdeploy.core.history.records import AppRecord, Outcome, RevisionEntry, load_record
+from gitdeploy.core.history.recovery import revision_entry_of
 from gitdeploy.core.imagetriggers import suspension_note
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import (
@@ -26,11 +26,11 @@ from gitdeploy.core.observed import (
     newest_replica_set,
     record_name,
 )
-from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_record
-from gitdeploy.core.recovery import revision_entry_of
-from gitdeploy.core.syncstate import Health, Sync, live_verdict
+from gitdeploy.core.rollout.drift import Drift, find_drift
+from gitdeploy.core.rollout.templatedrift import TemplateDrift, find_template_drift
+from gitdeploy.core.sync.commitwait import CommitProgress, commit_progress
+from gitdeploy.core.sync.syncstate import Health, Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
-from gitdeploy.core.templatedrift import TemplateDrift, find_template_drift
 from gitdeploy.errors import DamagedRecordError, NotFoundError
 from gitdeploy.source.gitcmd import GitFailure, GitRunner
 from gitdeploy.source.history import read_commit
@@ -214,7 +214,7 @@ def _live(
     stored: tuple[str, str, str],
 ) -> tuple[str, str, str]:
     """The stored verdict of an app whose revision is Complete, checked against its ReplicaSets now
-    (:func:`~gitdeploy.core.syncstate.live_verdict`)."""
+    (:func:`~gitdeploy.core.sync.syncstate.live_verdict`)."""
     others = [rs.state for rs in replica_sets if rs is not current]
     drift: list[Drift | TemplateDrift] = [*find_drift(current.state, others, desired)]
     edited = find_template_drift(current)
@@ -245,7 +245,7 @@ def revision_history(cluster: Cluster, key: AppKey) -> tuple[list[RevisionEntry]
 
 
 def progress_at_commit(cluster: Cluster, key: AppKey, sha: str) -> tuple[AppView, CommitProgress]:
-    """How far ``key`` is at commit ``sha`` (:func:`~gitdeploy.core.commitwait.commit_progress`),
+    """How far ``key`` is at commit ``sha`` (:func:`~gitdeploy.core.sync.commitwait.commit_progress`),
     with its view as ``status`` shows it."""
     entries, record = revision_history(cluster, key)
     [view] = list_app_views(cluster, key.namespace, key.name) or [_empty_view(key)]

@@ -2,8 +2,8 @@
 
 Two list calls read every managed ReplicaSet and app record (all namespaces); the head is read
 from git in full (a live plan is about every app, not only the files a change touches). The
-comparison itself is pure: :mod:`gitdeploy.core.liveplan` builds the baseline and
-:func:`gitdeploy.core.planning.plan_changes` classifies.
+comparison itself is pure: :mod:`gitdeploy.core.planning.livebaseline` builds the baseline and
+:func:`gitdeploy.core.planning.changes.plan_changes` classifies.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from gitdeploy.controller.inspect import read_records
 from gitdeploy.controller.planreader import PlanReader, snapshot
 from gitdeploy.controller.rollouts import manifest_digest
 from gitdeploy.core.commits import CommitInfo
-from gitdeploy.core.liveplan import RunningApp, live_inputs
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.observed import ObservedReplicaSet
-from gitdeploy.core.planning import Plan, attach_commits, plan_changes
-from gitdeploy.core.records import AppRecord
+from gitdeploy.core.planning.changes import Plan, attach_commits, plan_changes
+from gitdeploy.core.planning.livebaseline import RunningApp, live_inputs
 from gitdeploy.errors import GitdeployError
 
 

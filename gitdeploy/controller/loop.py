@@ -224,7 +224,7 @@ class Controller:
     def notice_drift(self, kind: str, rs: ObservedReplicaSet) -> bool:
         """A ReplicaSet of an app in git changed in a way this loop did not make it (``kubectl
         scale``, a delete: see :meth:`RolloutRunner.changed_by_hand`): pass over the app now, which
-        undoes it (:mod:`gitdeploy.core.drift`). True when the app was marked due."""
+        undoes it (:mod:`gitdeploy.core.rollout.drift`). True when the app was marked due."""
         key = AppKey(rs.namespace, rs.app)
         if not self.runner.changed_by_hand(kind, rs):
             return False

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import httpx
 
 from gitdeploy import __version__
-from gitdeploy.core.records import AppRecord
-from gitdeploy.core.transitions import RolloutTransition
+from gitdeploy.core.history.records import AppRecord
+from gitdeploy.core.rollout.transitions import RolloutTransition
 from gitdeploy.errors import PermanentError
 
 log = logging.getLogger("gitdeploy.notify")

@@ -21,16 +21,15 @@ from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.verdicts import StatusVerdict
 from gitdeploy.core.diagnostics import Diagnostic
+from gitdeploy.core.history.records import AppRecord, SyncStatus, load_record
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord, record_name
 from gitdeploy.core.pruning import PRUNE_ANNOTATION, PruneLimit, held_message, prune_blocker
-from gitdeploy.core.records import AppRecord, SyncStatus, load_record
-from gitdeploy.core.syncstate import Health, Sync
+from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.errors import GitdeployError
 from gitdeploy.manifests.loader import LoadResult
 
 log = logging.getLogger("gitdeploy.loop")
-
 
 
 class OrphanPhase(StrEnum):

@@ -15,7 +15,7 @@ commits is read; every other app is unchanged on both sides. Problems in files t
 touch are not seen here (``gitdeploy validate`` checks the whole tree). When ``gitdeploy.yaml``
 differs, both commits are read in full.
 
-The classification itself is pure (:mod:`gitdeploy.core.planning`); this module only gathers its
+The classification itself is pure (:mod:`gitdeploy.core.planning.changes`); this module only gathers its
 inputs: the two desired states, earlier templates (for rollbacks), and commits (for the report).
 """
 
@@ -30,7 +30,7 @@ from gitdeploy.controller.desired import DesiredStateReader, relative_to, settin
 from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.commits import CommitInfo, FileEntry
 from gitdeploy.core.models import App, AppKey, RepoSettings
-from gitdeploy.core.planning import (
+from gitdeploy.core.planning.changes import (
     Baseline,
     DesiredSnapshot,
     EarlierTemplate,

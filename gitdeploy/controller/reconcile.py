@@ -31,12 +31,12 @@ from gitdeploy.controller.orphans import (
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
 from gitdeploy.controller.tracking import SourceTracker
 from gitdeploy.controller.verdicts import StatusVerdict, judge
+from gitdeploy.core.history.records import AppRecord, CommitRef
 from gitdeploy.core.imagetriggers import followed_tags, suspension_note
 from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
-from gitdeploy.core.records import AppRecord, CommitRef
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
-from gitdeploy.core.syncstate import Health, Sync
+from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.errors import DamagedRecordError, GitdeployError
 
 log = logging.getLogger("gitdeploy.loop")

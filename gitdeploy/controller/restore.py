@@ -9,8 +9,8 @@ import functools
 import json
 import logging
 
+from gitdeploy.core.history.records import Pin
 from gitdeploy.core.models import App, AppKind
-from gitdeploy.core.records import Pin
 from gitdeploy.manifests.apps import analyse_app, place_in_namespace
 from gitdeploy.manifests.documents import Document
 

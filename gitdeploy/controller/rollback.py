@@ -1,5 +1,5 @@
 """``gitdeploy rollback`` and ``gitdeploy deploy``: read an app's record and ReplicaSets, decide
-(:mod:`gitdeploy.core.rollback`), write the record back. The loop carries the change out.
+(:mod:`gitdeploy.core.history.control`), write the record back. The loop carries the change out.
 
 Writes use the record's resourceVersion, so a rollback that races with the loop's own write fails
 with a conflict instead of losing either (the command says to try again).
@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.core.hashing import template_hash
+from gitdeploy.core.history.control import RollbackChoice, apply_rollback, choose_rollback
+from gitdeploy.core.history.control import retry as decide_retry
+from gitdeploy.core.history.records import AppRecord, Outcome, RevisionEntry, load_record
+from gitdeploy.core.history.recovery import revision_entry_of
 from gitdeploy.core.imagetriggers import comparable, replace_images
 from gitdeploy.core.models import App, AppKey, PodTemplate
 from gitdeploy.core.observed import (
@@ -24,11 +28,7 @@ from gitdeploy.core.observed import (
     StoredRecord,
     newest_replica_set,
 )
-from gitdeploy.core.records import AppRecord, Outcome, RevisionEntry, load_record
-from gitdeploy.core.recovery import revision_entry_of
-from gitdeploy.core.rollback import RollbackChoice, apply_rollback, choose_rollback
-from gitdeploy.core.rollback import retry as decide_retry
-from gitdeploy.core.templatedrift import edited_by_hand
+from gitdeploy.core.rollout.templatedrift import edited_by_hand
 from gitdeploy.core.timestamps import format_timestamp
 from gitdeploy.errors import NotFoundError, PermanentError
 from gitdeploy.source.repo import ConfigRepo

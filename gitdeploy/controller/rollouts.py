@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.restore import restore_settings
+from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, is_emptied, load_record
 from gitdeploy.core.models import App, AppKey, PodTemplate
 from gitdeploy.core.observed import (
     ObservedPod,
@@ -25,8 +26,6 @@ from gitdeploy.core.observed import (
     StoredRecord,
     record_name,
 )
-from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import AppRecord, Cause, CommitRef, is_emptied, load_record
 from gitdeploy.core.rollout import (
     Action,
     CreatePod,
@@ -41,20 +40,21 @@ from gitdeploy.core.rollout import (
     plan_pass,
     wants_pod_census,
 )
-from gitdeploy.core.templatedrift import (
+from gitdeploy.core.rollout.templatedrift import (
     REPLACING_PODS_ANNOTATION,
     TEMPLATE_DIGEST_ANNOTATION,
     TemplatePod,
     edited_by_hand,
     template_digest,
 )
-from gitdeploy.core.templaterepair import (
+from gitdeploy.core.rollout.templaterepair import (
     TemplateRepair,
     current_replica_set,
     plan_template_repair,
     wants_template_pods,
 )
-from gitdeploy.core.transitions import RolloutTransition, rollout_transitions
+from gitdeploy.core.rollout.transitions import RolloutTransition, rollout_transitions
+from gitdeploy.core.scaling.progress import DeploymentStatus
 from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError
 
 log = logging.getLogger("gitdeploy.rollout")
@@ -146,7 +146,8 @@ class RolloutRunner:
         """The template digest of each ReplicaSet this runner created and has not scaled since: it
         goes with the next scale of that ReplicaSet (a rollout always writes its new ReplicaSet
         again), so creating a ReplicaSet costs no write of its own. Lost with the process, it is
-        then recorded from the template as read (:func:`~gitdeploy.core.templatedrift.needs_digest`)."""
+        then recorded from the template as read
+        (:func:`~gitdeploy.core.rollout.templatedrift.needs_digest`)."""
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""

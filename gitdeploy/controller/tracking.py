@@ -23,9 +23,9 @@ from gitdeploy.clock import Clock
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.controller.orphans import PruneGate, decide_gate, unreadable_files
 from gitdeploy.controller.workqueue import DueQueue
+from gitdeploy.core.history.records import CommitRef
 from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.pruning import PruneLimit, prune_blocker, prune_opted_out
-from gitdeploy.core.records import CommitRef
 from gitdeploy.errors import GitdeployError, TransientError
 from gitdeploy.manifests.loader import LoadResult
 from gitdeploy.source.repo import ConfigRepo

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gitdeploy.controller.imagetriggers import IMAGE_NOTE_PREFIX, image_message
+from gitdeploy.core.history.records import AppRecord, Cause, SyncStatus
 from gitdeploy.core.imagetriggers import ImageDecision
 from gitdeploy.core.models import App
-from gitdeploy.core.records import AppRecord, Cause, SyncStatus
 from gitdeploy.core.rollout import AppPhase, Step, Target
-from gitdeploy.core.syncstate import Health, Sync, classify
+from gitdeploy.core.sync.syncstate import Health, Sync, classify
 
 
 @dataclass(frozen=True)

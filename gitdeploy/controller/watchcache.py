@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from enum import StrEnum
 
+from gitdeploy.core.history.records import AppRecord, load_record
 from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet, StoredRecord
-from gitdeploy.core.records import AppRecord, load_record
-from gitdeploy.core.templatedrift import (
+from gitdeploy.core.rollout.templatedrift import (
     REPLACING_PODS_ANNOTATION,
     TEMPLATE_DIGEST_ANNOTATION,
     edited_by_hand,
@@ -91,7 +91,7 @@ class WatchCache:
                 held[stored.app] = stored
 
     def load(self, stored: StoredRecord) -> AppRecord:
-        """:func:`~gitdeploy.core.records.load_record` of ``stored`` (from :meth:`contents`),
+        """:func:`~gitdeploy.core.history.records.load_record` of ``stored`` (from :meth:`contents`),
         parsed once per version (a scrape would otherwise parse every record again); a damaged
         one raises each time. Once parsed, the cache keeps the record without its JSON."""
         key = (stored.namespace, stored.app)
@@ -133,7 +133,7 @@ def _without_template(rs: ObservedReplicaSet) -> ObservedReplicaSet:
     with only the annotations counting the apps reads (:data:`VIEWED_ANNOTATIONS`).
 
     Counting the apps reads a template only to tell a hand edit (its digest against the
-    annotation, :func:`~gitdeploy.core.templatedrift.find_template_drift`), which is decided here
+    annotation, :func:`~gitdeploy.core.rollout.templatedrift.find_template_drift`), which is decided here
     once per change instead of at every scrape; and 20,000 parsed templates would be most of the
     memory of ``run``."""
     if edited_by_hand(rs):

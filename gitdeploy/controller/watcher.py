@@ -6,7 +6,7 @@
   writes are recognised by their resourceVersion and ignored.
 * ReplicaSets (:func:`watch_rollouts`): a rolling update waits for pods to become available (or
   for old pods to go); the step after that is due as soon as a ReplicaSet's status says so
-  (:func:`~gitdeploy.core.progress.unblocks_rollout`), through
+  (:func:`~gitdeploy.core.scaling.progress.unblocks_rollout`), through
   :meth:`Controller.notice_progress`, instead of at the step's requeue time. A ``spec.replicas``
   the loop did not set, or a delete it did not make (``kubectl scale rs``), makes the app due at
   once through :meth:`Controller.notice_drift`: the pass undoes it, as the Deployment controller would.
@@ -31,8 +31,8 @@ from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.watchcache import DELETED, Kind
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
-from gitdeploy.core.progress import unblocks_rollout
-from gitdeploy.core.replicasets import ReplicaSetState
+from gitdeploy.core.scaling.progress import unblocks_rollout
+from gitdeploy.core.scaling.replicasets import ReplicaSetState
 from gitdeploy.errors import ExpiredError, GitdeployError
 
 log = logging.getLogger("gitdeploy.watch")

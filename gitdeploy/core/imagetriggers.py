@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitdeploy.core.hashing import canonical_template, template_hash
+from gitdeploy.core.history.records import Cause
 from gitdeploy.core.models import App, ImageChangeTrigger, PodTemplate
 from gitdeploy.core.observed import APP_LABEL
-from gitdeploy.core.records import Cause
 
 
 def stream_tag_key(trigger: ImageChangeTrigger) -> str:

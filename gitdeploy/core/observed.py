@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from gitdeploy.core.models import PodTemplate
-from gitdeploy.core.replicasets import ReplicaSetState
+from gitdeploy.core.scaling.replicasets import ReplicaSetState
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "gitdeploy"

@@ -8,7 +8,7 @@ The loop reports through methods named for its events::
 
     metrics = Metrics()
     metrics.observe_poll(0.21)                        # one fetch of the config repo
-    metrics.observe_rollout(transition)               # a rollout began or ended (core.transitions)
+    metrics.observe_rollout(transition)               # a rollout began or ended (core.rollout.transitions)
     metrics.observe_reconcile(0.034, "success")       # one pass over one app
     metrics.set_app_states(sync={"Synced": 41, "OutOfSync": 1}, health={"Healthy": 42})
     metrics.follow_app_states(read)                   # or: read() gives them at every scrape
@@ -40,8 +40,8 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from gitdeploy.core.syncstate import Health, Sync
-from gitdeploy.core.transitions import RolloutEvent, RolloutTransition
+from gitdeploy.core.rollout.transitions import RolloutEvent, RolloutTransition
+from gitdeploy.core.sync.syncstate import Health, Sync
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 """The ``Content-Type`` of :meth:`Metrics.render`'s output (the Prometheus text exposition format)."""

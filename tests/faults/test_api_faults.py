@@ -16,8 +16,8 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.core.history.records import AppRecord, Outcome
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import AppRecord, Outcome
 from gitdeploy.errors import TransientError
 from tests.fixtures.faultproxy import Fault, FaultProxy
 from tests.fixtures.gitrepo import GitRemote

@@ -26,8 +26,8 @@ from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
+from gitdeploy.core.history.records import AppRecord, Outcome
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import AppRecord, Outcome
 from tests.fixtures.faultproxy import Fault, FaultProxy
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import controller_for

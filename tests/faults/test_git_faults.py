@@ -21,8 +21,8 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.core.history.records import Outcome
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import Outcome
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import SETTINGS, controller_for, run_for, settle, web_record, web_sizes

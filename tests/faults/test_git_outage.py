@@ -16,8 +16,8 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.core.history.records import Outcome
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import Outcome
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import controller_for, run_for, settle, web_record, web_sizes
 from tests.fixtures.manifests import deployment

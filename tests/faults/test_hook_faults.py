@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from gitdeploy.core.history.records import Outcome
 from gitdeploy.core.models import App
-from gitdeploy.core.records import Outcome
 from gitdeploy.core.rollout import AppPhase, Step
 from tests.fixtures.rolloutapps import reports, worker
 from tests.fixtures.rollouts import World, commit, load_app

@@ -16,9 +16,9 @@ from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.controller.orphans import confirm_held_prunes, list_held_prunes
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.pruning import PruneLimit
-from gitdeploy.core.records import AppRecord
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import settle

@@ -22,8 +22,8 @@ from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.watcher import watch_records
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import AppRecord
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from gitdeploy.core.hooks import DEPLOYER_ROLE, DEPLOYER_SERVICE_ACCOUNT
 from gitdeploy.core.observed import APP_LABEL, POD_ROLE_LABEL
-from gitdeploy.core.replicasets import DESIRED_REPLICAS_ANNOTATION
+from gitdeploy.core.rollout.hooks import DEPLOYER_ROLE, DEPLOYER_SERVICE_ACCOUNT
+from gitdeploy.core.scaling.replicasets import DESIRED_REPLICAS_ANNOTATION
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.waiting import eventually

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from gitdeploy.core.drift import DRIFT_CORRECTED
+from gitdeploy.core.rollout.drift import DRIFT_CORRECTED
 from tests.fixtures.cli import RunCli, gitdeploy_executable, readme_ci_recipe
 from tests.fixtures.controlplane import PULL_FAILURE_IMAGE
 from tests.fixtures.gitrepo import GitRemote

@@ -13,9 +13,9 @@ Where the state of a rollout lives, so that a restarted gitdeploy resumes it:
 * the app record (outcomes of finished revisions, a rollback pin).
 
 The record wins over an annotation: a crash between writing an outcome to the record and annotating
-the ReplicaSet is repaired on the next pass. Rollout arithmetic is :mod:`gitdeploy.core.rolling`,
-:mod:`~gitdeploy.core.proportional`, :mod:`~gitdeploy.core.progress` and
-:mod:`~gitdeploy.core.retention`; this package sequences it with the strategies and hooks:
+the ReplicaSet is repaired on the next pass. Rollout arithmetic is :mod:`gitdeploy.core.scaling.rollingmath`,
+:mod:`~gitdeploy.core.scaling.proportional`, :mod:`~gitdeploy.core.scaling.progress` and
+:mod:`~gitdeploy.core.scaling.retention`; this package sequences it with the strategies and hooks:
 
 * :mod:`.inputs` and :mod:`.outputs`: Target and Snapshot in, Step (actions, events) out;
 * :mod:`.context`: :class:`~.context.RolloutContext`, what a pass knows and accumulates;
@@ -32,7 +32,7 @@ True
 
 from __future__ import annotations
 
-from gitdeploy.core.recovery import revision_entry_of
+from gitdeploy.core.history.recovery import revision_entry_of
 from gitdeploy.core.rollout.context import (
     DEFAULT_REQUEUE_SECONDS,
     STATUS_BEHIND,

@@ -3,14 +3,14 @@ the progress deadline, or still waiting for pods."""
 
 from __future__ import annotations
 
+from gitdeploy.core.history.records import FailureReason, Outcome
 from gitdeploy.core.models import Hook, HookPhase
-from gitdeploy.core.progress import DeploymentStatus, seconds_until_progress_check
-from gitdeploy.core.records import FailureReason, Outcome
 from gitdeploy.core.rollout.context import RolloutContext
 from gitdeploy.core.rollout.hookgate import hook_gate
 from gitdeploy.core.rollout.outcome import fail, finish
 from gitdeploy.core.rollout.outputs import AppPhase, Step
 from gitdeploy.core.rollout.status import timed_out
+from gitdeploy.core.scaling.progress import DeploymentStatus, seconds_until_progress_check
 
 
 def after_scaling(ctx: RolloutContext, post: Hook | None, status: DeploymentStatus, waiting: float) -> Step:

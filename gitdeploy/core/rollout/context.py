@@ -2,7 +2,7 @@
 
 A pass reads a :class:`~gitdeploy.core.rollout.inputs.Target` and a
 :class:`~gitdeploy.core.rollout.inputs.Snapshot` at time ``now``, computes the app's
-:class:`~gitdeploy.core.rolling.RolloutBounds` and splits its ReplicaSets into the current
+:class:`~gitdeploy.core.scaling.rollingmath.RolloutBounds` and splits its ReplicaSets into the current
 revision's and the old ones; the parts (start, strategies, hooks, outcomes) then plan scales,
 writes and events into the context, which :meth:`RolloutContext.step` turns into one Step.
 """
@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gitdeploy.core.history.records import AppRecord, Outcome
 from gitdeploy.core.models import App, AppKind, StrategyType
 from gitdeploy.core.observed import (
     PHASE_ANNOTATION,
@@ -21,19 +22,23 @@ from gitdeploy.core.observed import (
     ObservedPod,
     ObservedReplicaSet,
 )
-from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.proportional import compute_replica_annotations
-from gitdeploy.core.records import AppRecord, Outcome
-from gitdeploy.core.replicasets import (
+from gitdeploy.core.rollout.inputs import Snapshot, Target, counts_terminating_pods, starts_rollout
+from gitdeploy.core.rollout.outputs import Action, AppPhase, CreateReplicaSet, Event, PatchReplicaSet, Step
+from gitdeploy.core.scaling.progress import DeploymentStatus
+from gitdeploy.core.scaling.proportional import compute_replica_annotations
+from gitdeploy.core.scaling.replicasets import (
     ReplicaSetState,
     ScaleAction,
     apply_scale_actions,
     split_replica_sets,
     sum_replicas,
 )
-from gitdeploy.core.rolling import RolloutBounds, merge_passes, plan_rolling_passes, plan_rolling_step
-from gitdeploy.core.rollout.inputs import Snapshot, Target, counts_terminating_pods, starts_rollout
-from gitdeploy.core.rollout.outputs import Action, AppPhase, CreateReplicaSet, Event, PatchReplicaSet, Step
+from gitdeploy.core.scaling.rollingmath import (
+    RolloutBounds,
+    merge_passes,
+    plan_rolling_passes,
+    plan_rolling_step,
+)
 from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 
 DEFAULT_REQUEUE_SECONDS = 1.0
@@ -246,7 +251,7 @@ class RolloutContext:
     def resync(self, first: Sequence[ScaleAction] = ()) -> tuple[ScaleAction, ...]:
         """The rolling scales of this step: ``first`` (proportional scaling), then the passes the
         Kubernetes controller makes back to back by re-syncing after its own writes, merged into
-        one write per ReplicaSet (:func:`~gitdeploy.core.rolling.plan_rolling_passes`). A
+        one write per ReplicaSet (:func:`~gitdeploy.core.scaling.rollingmath.plan_rolling_passes`). A
         DeploymentConfig takes one pass per step: its ``updatePeriodSeconds`` paces the scales."""
         assert self.new is not None
         if self.app.kind is AppKind.DEPLOYMENT_CONFIG:

@@ -3,15 +3,15 @@ revision, then waits for it to exit and for the new ReplicaSet to be available."
 
 from __future__ import annotations
 
-from gitdeploy.core.hooks import DEPLOYER_ACTIVE_DEADLINE_SECONDS, DEPLOYER_ROLE, build_deployer_pod
+from gitdeploy.core.history.records import FailureReason, Outcome
 from gitdeploy.core.observed import PodPhase
-from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import FailureReason, Outcome
 from gitdeploy.core.rollout.context import RolloutContext, intervals
+from gitdeploy.core.rollout.hooks import DEPLOYER_ACTIVE_DEADLINE_SECONDS, DEPLOYER_ROLE, build_deployer_pod
 from gitdeploy.core.rollout.outcome import fail, finish
 from gitdeploy.core.rollout.outputs import AppPhase, CreatePod, DeletePod, Event, Step
 from gitdeploy.core.rollout.settled import held
 from gitdeploy.core.rollout.status import status, timed_out
+from gitdeploy.core.scaling.progress import DeploymentStatus
 
 
 def custom(ctx: RolloutContext) -> Step:

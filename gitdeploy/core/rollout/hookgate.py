@@ -3,14 +3,14 @@ rollout by its failure policy) before the strategy goes past it."""
 
 from __future__ import annotations
 
-from gitdeploy.core.hooks import HookStatus, HookVerdict, build_hook_pod, evaluate_hook, hook_role
+from gitdeploy.core.history.records import Cause, FailureReason
 from gitdeploy.core.models import Hook, HookPhase, PodTemplate
 from gitdeploy.core.observed import POD_DEADLINE_EXCEEDED, PodSpec
-from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import Cause, FailureReason
 from gitdeploy.core.rollout.context import RolloutContext, intervals
+from gitdeploy.core.rollout.hooks import HookStatus, HookVerdict, build_hook_pod, evaluate_hook, hook_role
 from gitdeploy.core.rollout.outcome import fail
 from gitdeploy.core.rollout.outputs import AppPhase, CreatePod, DeletePod, Event, Step
+from gitdeploy.core.scaling.progress import DeploymentStatus
 
 
 def hook_gate(

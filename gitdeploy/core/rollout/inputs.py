@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, Pin
 from gitdeploy.core.models import App, PodReplacementPolicy, PodTemplate, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus
-from gitdeploy.core.records import AppRecord, Cause, CommitRef, Pin
-from gitdeploy.core.replicasets import split_replica_sets
+from gitdeploy.core.scaling.replicasets import split_replica_sets
 
 
 @dataclass(frozen=True)

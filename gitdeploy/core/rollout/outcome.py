@@ -6,15 +6,23 @@ from __future__ import annotations
 
 import dataclasses
 
-from gitdeploy.core.hooks import HookVerdict
+from gitdeploy.core.history.records import (
+    AppRecord,
+    Cause,
+    FailureReason,
+    HookResult,
+    Outcome,
+    Pin,
+    RevisionEntry,
+)
+from gitdeploy.core.history.recovery import revision_entry_of
 from gitdeploy.core.models import FailurePolicy, HookPhase
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedPod, ObservedReplicaSet, PodPhase
-from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import AppRecord, Cause, FailureReason, HookResult, Outcome, Pin, RevisionEntry
-from gitdeploy.core.recovery import revision_entry_of
-from gitdeploy.core.retention import select_replica_sets_to_delete
 from gitdeploy.core.rollout.context import DEFAULT_REQUEUE_SECONDS, RolloutContext
+from gitdeploy.core.rollout.hooks import HookVerdict
 from gitdeploy.core.rollout.outputs import AppPhase, DeleteReplicaSet, Event, Step
+from gitdeploy.core.scaling.progress import DeploymentStatus
+from gitdeploy.core.scaling.retention import select_replica_sets_to_delete
 
 
 def entry_for(ctx: RolloutContext, rs: ObservedReplicaSet, outcome: Outcome) -> RevisionEntry:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.observed import PodSpec, ReplicaSetSpec
-from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import AppRecord
+from gitdeploy.core.scaling.progress import DeploymentStatus
 
 
 @dataclass(frozen=True)

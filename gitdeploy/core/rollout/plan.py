@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 
-from gitdeploy.core.hooks import lingering_pods
+from gitdeploy.core.history.records import FailureReason, Outcome
+from gitdeploy.core.history.recovery import rebuild_record
 from gitdeploy.core.observed import record_name
-from gitdeploy.core.progress import DeploymentStatus
-from gitdeploy.core.records import FailureReason, Outcome
-from gitdeploy.core.recovery import rebuild_record
-from gitdeploy.core.replicasets import split_replica_sets
 from gitdeploy.core.rollout.context import RolloutContext
+from gitdeploy.core.rollout.hooks import lingering_pods
 from gitdeploy.core.rollout.inputs import Snapshot, Target, starts_rollout
 from gitdeploy.core.rollout.outputs import AppPhase, DeletePod, Event, Step
 from gitdeploy.core.rollout.settled import held, settled
 from gitdeploy.core.rollout.start import start
 from gitdeploy.core.rollout.status import status
 from gitdeploy.core.rollout.strategies import STRATEGIES
+from gitdeploy.core.scaling.progress import DeploymentStatus
+from gitdeploy.core.scaling.replicasets import split_replica_sets
 
 
 def plan_pass(
@@ -112,7 +112,7 @@ def _stop_lingering_pods(target: Target, snap: Snapshot, step: Step) -> Step:
     """``step`` with deletes of the hook and deployer pods still running whose rollout is over: it
     completed or failed (a hook past its deadline fails it), or a newer revision cancelled it. A
     held app (paused, waiting for a deploy) keeps them. Their log tail goes to the record the step
-    writes, if any (see :func:`~gitdeploy.core.hooks.lingering_pods`)."""
+    writes, if any (see :func:`~gitdeploy.core.rollout.hooks.lingering_pods`)."""
     if step.phase in (AppPhase.PAUSED, AppPhase.WAITING):
         return step
     in_progress = None

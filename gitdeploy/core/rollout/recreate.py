@@ -1,19 +1,19 @@
 """Recreate: every old pod stops (and is gone) before the mid hook and the first new pod; the
-scales are :func:`~gitdeploy.core.rolling.plan_recreate_step` (upstream ``rolloutRecreate``).
+scales are :func:`~gitdeploy.core.scaling.rollingmath.plan_recreate_step` (upstream ``rolloutRecreate``).
 A DeploymentConfig of several replicas starts one first and the rest once it is available
 (OpenShift's Recreate)."""
 
 from __future__ import annotations
 
+from gitdeploy.core.history.records import FailureReason
 from gitdeploy.core.models import AppKind, HookPhase
-from gitdeploy.core.records import FailureReason
-from gitdeploy.core.rolling import plan_recreate_step
 from gitdeploy.core.rollout.completion import after_scaling
 from gitdeploy.core.rollout.context import STATUS_BEHIND, RolloutContext, intervals
 from gitdeploy.core.rollout.hookgate import hook_gate
 from gitdeploy.core.rollout.outcome import fail
 from gitdeploy.core.rollout.outputs import AppPhase, Step
 from gitdeploy.core.rollout.status import status, timed_out
+from gitdeploy.core.scaling.rollingmath import plan_recreate_step
 
 
 def recreate(ctx: RolloutContext) -> Step:

@@ -1,15 +1,13 @@
 """RollingUpdate (Deployment) and Rolling (DeploymentConfig): the new ReplicaSet grows and the
 old ones shrink within maxSurge/maxUnavailable, wave after wave (the math is
-:mod:`gitdeploy.core.rolling`; proportional scaling :mod:`gitdeploy.core.proportional`)."""
+:mod:`gitdeploy.core.scaling.rollingmath`; proportional scaling
+:mod:`gitdeploy.core.scaling.proportional`)."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from gitdeploy.core.models import AppKind, HookPhase
-from gitdeploy.core.proportional import is_scaling_event, plan_proportional_scaling
-from gitdeploy.core.replicasets import ScaleAction, split_replica_sets
-from gitdeploy.core.rolling import plan_new_replica_set_scale
 from gitdeploy.core.rollout.completion import after_scaling
 from gitdeploy.core.rollout.context import (
     STATUS_BEHIND,
@@ -21,6 +19,9 @@ from gitdeploy.core.rollout.hookgate import hook_gate
 from gitdeploy.core.rollout.outcome import finish
 from gitdeploy.core.rollout.outputs import AppPhase, Step
 from gitdeploy.core.rollout.status import status
+from gitdeploy.core.scaling.proportional import is_scaling_event, plan_proportional_scaling
+from gitdeploy.core.scaling.replicasets import ScaleAction, split_replica_sets
+from gitdeploy.core.scaling.rollingmath import plan_new_replica_set_scale
 
 
 def rolling_intervals(ctx: RolloutContext) -> tuple[float, float]:

@@ -4,21 +4,21 @@ manual deploy) is only scaled."""
 
 from __future__ import annotations
 
-from gitdeploy.core.drift import DRIFT_CORRECTED, describe_correction, find_drift
+from gitdeploy.core.history.records import Outcome
 from gitdeploy.core.observed import PHASE_ANNOTATION
-from gitdeploy.core.progress import DeploymentStatus, record_pause
-from gitdeploy.core.proportional import (
+from gitdeploy.core.rollout.context import DEFAULT_REQUEUE_SECONDS, RolloutContext
+from gitdeploy.core.rollout.drift import DRIFT_CORRECTED, describe_correction, find_drift
+from gitdeploy.core.rollout.outcome import cleanup
+from gitdeploy.core.rollout.outputs import AppPhase, Event, PatchReplicaSet, Step
+from gitdeploy.core.rollout.status import counts_status, status
+from gitdeploy.core.scaling.progress import DeploymentStatus, record_pause
+from gitdeploy.core.scaling.proportional import (
     compute_replica_annotations,
     is_scaling_event,
     needs_annotation_update,
     plan_proportional_scaling,
 )
-from gitdeploy.core.records import Outcome
-from gitdeploy.core.replicasets import ScaleAction
-from gitdeploy.core.rollout.context import DEFAULT_REQUEUE_SECONDS, RolloutContext
-from gitdeploy.core.rollout.outcome import cleanup
-from gitdeploy.core.rollout.outputs import AppPhase, Event, PatchReplicaSet, Step
-from gitdeploy.core.rollout.status import counts_status, status
+from gitdeploy.core.scaling.replicasets import ScaleAction
 
 
 def settled(ctx: RolloutContext) -> Step:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from gitdeploy.core.history.records import Cause, Outcome
 from gitdeploy.core.observed import (
     AUTHOR_ANNOTATION,
     CAUSE_ANNOTATION,
@@ -18,14 +19,13 @@ from gitdeploy.core.observed import (
     SUBJECT_ANNOTATION,
     ReplicaSetSpec,
 )
-from gitdeploy.core.progress import record_new_replica_set
-from gitdeploy.core.records import Cause, Outcome
-from gitdeploy.core.replicasets import ReplicaSetState
 from gitdeploy.core.rollout.context import RolloutContext
 from gitdeploy.core.rollout.outcome import entry_for
 from gitdeploy.core.rollout.outputs import AppPhase, CreateReplicaSet, Event, Step
 from gitdeploy.core.rollout.status import baseline
 from gitdeploy.core.rollout.strategies import STRATEGIES
+from gitdeploy.core.scaling.progress import record_new_replica_set
+from gitdeploy.core.scaling.replicasets import ReplicaSetState
 from gitdeploy.core.timestamps import format_timestamp
 
 

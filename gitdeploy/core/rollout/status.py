@@ -8,7 +8,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from gitdeploy.core.observed import PROGRESSED_AT_ANNOTATION
-from gitdeploy.core.progress import (
+from gitdeploy.core.rollout.context import RolloutContext
+from gitdeploy.core.scaling.progress import (
     ConditionReason,
     ConditionStatus,
     ConditionType,
@@ -18,8 +19,7 @@ from gitdeploy.core.progress import (
     calculate_status,
     remove_condition,
 )
-from gitdeploy.core.replicasets import ReplicaSetState
-from gitdeploy.core.rollout.context import RolloutContext
+from gitdeploy.core.scaling.replicasets import ReplicaSetState
 from gitdeploy.core.timestamps import parse_timestamp
 
 

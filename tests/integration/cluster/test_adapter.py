@@ -12,8 +12,8 @@ from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.connection import connect
 from gitdeploy.core.hashing import canonical_template, template_hash
+from gitdeploy.core.history.records import MAX_REVISIONS, AppRecord, CommitRef, HookResult, RevisionEntry
 from gitdeploy.core.observed import MANAGED_BY_LABEL, PodSpec, ReplicaSetSpec
-from gitdeploy.core.records import MAX_REVISIONS, AppRecord, CommitRef, HookResult, RevisionEntry
 from gitdeploy.errors import AlreadyExistsError, ConflictError, PermanentError, TransientError
 from gitdeploy.localcluster import LocalCluster
 from tests.fixtures.cluster import POD_START_SECONDS

@@ -13,8 +13,8 @@ from kubernetes import client
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.core.history.records import AppRecord, Outcome
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import AppRecord, Outcome
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote

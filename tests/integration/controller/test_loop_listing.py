@@ -12,8 +12,8 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import PER_APP_LISTS_BELOW, Controller, lists_per_app
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import AppRecord
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from gitdeploy.cli.main import cli
-from gitdeploy.core.hooks import DEPLOYER_SERVICE_ACCOUNT
+from gitdeploy.core.rollout.hooks import DEPLOYER_SERVICE_ACCOUNT
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"

@@ -21,7 +21,7 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller import rollback as control
 from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.streamwatch import follow_streams_once
-from gitdeploy.core import rollback as decide
+from gitdeploy.core.history import control as decide
 from gitdeploy.core.observed import StoredRecord
 from gitdeploy.images.streams import TagEvent, TagHistory, histories_from_json, histories_to_json
 from gitdeploy.server.metrics import Metrics

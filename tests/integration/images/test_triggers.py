@@ -13,8 +13,8 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import AppRecord
 from gitdeploy.images.streams import histories_from_json
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gitdeploy.core.records import Outcome
+from gitdeploy.core.history.records import Outcome
 from gitdeploy.core.rollout import AppPhase
 from tests.fixtures.rolloutapps import reports
 from tests.fixtures.rollouts import World, commit, load_app

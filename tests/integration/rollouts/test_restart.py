@@ -12,8 +12,8 @@ from typing import Any
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.rollouts import RolloutRunner
+from gitdeploy.core.history.records import CommitRef
 from gitdeploy.core.models import App
-from gitdeploy.core.records import CommitRef
 from tests.fixtures.rolloutapps import nginx, worker
 from tests.fixtures.rollouts import World, commit, load_app
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitdeploy.core.records import Outcome
+from gitdeploy.core.history.records import Outcome
 from gitdeploy.core.rollout import AppPhase, Step
 from tests.fixtures.rolloutapps import nginx
 from tests.fixtures.rollouts import World, commit, load_app

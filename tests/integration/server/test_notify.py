@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from gitdeploy.controller.notify import Notifier, message_of, signature
+from gitdeploy.core.history.records import CommitRef, Outcome, RevisionEntry
 from gitdeploy.core.models import AppKey
-from gitdeploy.core.records import CommitRef, Outcome, RevisionEntry
-from gitdeploy.core.transitions import RolloutEvent, RolloutTransition
+from gitdeploy.core.rollout.transitions import RolloutEvent, RolloutTransition
 from gitdeploy.errors import PermanentError
 from tests.integration.server.notify_receiver import Receiver
 

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from gitdeploy.cli.output import print_data
-from gitdeploy.core.records import Cause
-from gitdeploy.core.syncstate import Health, Sync
+from gitdeploy.core.history.records import Cause
+from gitdeploy.core.sync.syncstate import Health, Sync
 
 
 @pytest.mark.parametrize("output", ["json", "yaml"])

@@ -8,16 +8,16 @@ from dataclasses import replace
 import pytest
 
 from gitdeploy.controller.watchcache import DELETED, Kind, WatchCache
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
-from gitdeploy.core.records import AppRecord
-from gitdeploy.core.replicasets import ReplicaSetState
-from gitdeploy.core.templatedrift import (
+from gitdeploy.core.rollout.templatedrift import (
     TEMPLATE_DIGEST_ANNOTATION,
     TemplateDrift,
     find_template_drift,
     template_digest,
 )
+from gitdeploy.core.scaling.replicasets import ReplicaSetState
 from gitdeploy.errors import DamagedRecordError
 
 

@@ -7,20 +7,13 @@ from types import ModuleType
 
 import pytest
 
-from gitdeploy.core import (
-    commitwait,
-    drift,
-    hooks,
-    pruning,
-    records,
-    recovery,
-    rollback,
-    rollout,
-    syncstate,
-    timestamps,
-)
+from gitdeploy.core import pruning, rollout, timestamps
+from gitdeploy.core.history import control as rollback
+from gitdeploy.core.history import records, recovery
 from gitdeploy.core.rollout import context as rollout_context
+from gitdeploy.core.rollout import drift, hooks
 from gitdeploy.core.rollout import inputs as rollout_inputs
+from gitdeploy.core.sync import commitwait, syncstate
 
 
 @pytest.mark.parametrize(

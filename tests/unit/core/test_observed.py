@@ -8,7 +8,7 @@ import pytest
 
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import ObservedReplicaSet
-from gitdeploy.core.replicasets import ReplicaSetState
+from gitdeploy.core.scaling.replicasets import ReplicaSetState
 
 STATE = ReplicaSetState("web-abc", "abc", 1, 0.0, 3)
 

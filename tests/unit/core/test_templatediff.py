@@ -9,7 +9,12 @@ import pytest
 
 from gitdeploy.core import templatediff
 from gitdeploy.core.hashing import canonical_template
-from gitdeploy.core.templatediff import FieldChange, FieldChangeType, diff_templates, summarize_changes
+from gitdeploy.core.templatediff import (
+    FieldChange,
+    FieldChangeType,
+    diff_templates,
+    summarize_changes,
+)
 
 
 def template(

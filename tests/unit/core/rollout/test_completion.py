@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.history.records import AppRecord, CommitRef, Outcome, RevisionEntry
 from gitdeploy.core.observed import PHASE_ANNOTATION
-from gitdeploy.core.progress import ConditionReason, ConditionType
-from gitdeploy.core.records import AppRecord, CommitRef, Outcome, RevisionEntry
 from gitdeploy.core.rollout import AppPhase, Event, PatchReplicaSet, plan_pass
+from gitdeploy.core.scaling.progress import ConditionReason, ConditionType
 from tests.fixtures.rolloutpass import T0, V1, V2, entry, make_target, rs, snap, stuck, thash
 
 

@@ -8,9 +8,9 @@ checks the exact step.
 
 from __future__ import annotations
 
+from gitdeploy.core.history.records import AppRecord, Outcome
 from gitdeploy.core.models import RecreateParams, Strategy, StrategyType
 from gitdeploy.core.observed import PHASE_ANNOTATION
-from gitdeploy.core.records import AppRecord, Outcome
 from gitdeploy.core.rollout import AppPhase, PatchReplicaSet, plan_pass
 from tests.fixtures.rolloutpass import (
     HOOK_PRE,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.history.records import HookResult, Outcome
 from gitdeploy.core.observed import ObservedPod
-from gitdeploy.core.records import HookResult, Outcome
 from gitdeploy.core.rollout import AppPhase, CreatePod, DeletePod, Event, Step, plan_pass
 from tests.fixtures.rolloutpass import (
     CUSTOM,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.history.records import HookResult, Outcome
 from gitdeploy.core.models import FailurePolicy, Hook, RecreateParams, Strategy, StrategyType
 from gitdeploy.core.observed import PHASE_ANNOTATION
-from gitdeploy.core.records import HookResult, Outcome
 from gitdeploy.core.rollout import AppPhase, CreatePod, DeletePod, Event, PatchReplicaSet, plan_pass
 from tests.fixtures.rolloutpass import (
     HOOK_PRE,

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, Outcome, Pin
 from gitdeploy.core.models import App, AppKind, RecreateParams, Strategy, StrategyType
 from gitdeploy.core.observed import CAUSE_ANNOTATION, REVISION_ANNOTATION
-from gitdeploy.core.records import AppRecord, Cause, CommitRef, Outcome, Pin
-from gitdeploy.core.rolling import RolloutBounds
 from gitdeploy.core.rollout import (
     AppPhase,
     CreatePod,
@@ -25,6 +24,7 @@ from gitdeploy.core.rollout import (
 )
 from gitdeploy.core.rollout.context import RolloutContext
 from gitdeploy.core.rollout.strategies import STRATEGIES
+from gitdeploy.core.scaling.rollingmath import RolloutBounds
 from tests.fixtures.rolloutpass import (
     HOOK_MID,
     HOOK_PRE,

@@ -12,8 +12,8 @@ import dataclasses
 
 import pytest
 
+from gitdeploy.core.history.records import AppRecord, Outcome
 from gitdeploy.core.observed import CAUSE_ANNOTATION
-from gitdeploy.core.records import AppRecord, Outcome
 from gitdeploy.core.rollout import AppPhase, plan_pass
 from tests.fixtures.rolloutpass import (
     RECORD_UID,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.history.records import HookResult
 from gitdeploy.core.models import AppKind
-from gitdeploy.core.records import HookResult
 from gitdeploy.core.rollout import AppPhase, Event, plan_pass
 from tests.fixtures.rolloutpass import (
     OK,

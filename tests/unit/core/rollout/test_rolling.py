@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.history.records import AppRecord, CommitRef, Outcome, RevisionEntry
 from gitdeploy.core.models import App, AppKind, RollingParams, Strategy, StrategyType
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet
-from gitdeploy.core.progress import ConditionReason, ConditionType
-from gitdeploy.core.records import AppRecord, CommitRef, Outcome, RevisionEntry
 from gitdeploy.core.rollout import (
     STATUS_BEHIND,
     AppPhase,
@@ -23,6 +22,7 @@ from gitdeploy.core.rollout import (
     PatchReplicaSet,
     plan_pass,
 )
+from gitdeploy.core.scaling.progress import ConditionReason, ConditionType
 from tests.fixtures.rolloutpass import (
     HOOK_POST,
     HOOK_PRE,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import RollingParams, Strategy, StrategyType
-from gitdeploy.core.records import AppRecord
-from gitdeploy.core.replicasets import ReplicaSetState
 from gitdeploy.core.rollout import AppPhase, CreateReplicaSet, Event, effective_replicas, plan_pass
+from gitdeploy.core.scaling.replicasets import ReplicaSetState
 from tests.fixtures.rolloutpass import (
     T0,
     V1,

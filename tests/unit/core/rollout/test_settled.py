@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.history.records import AppRecord, Outcome
 from gitdeploy.core.models import RecreateParams, Strategy, StrategyType
-from gitdeploy.core.progress import ConditionReason, ConditionType
-from gitdeploy.core.records import AppRecord, Outcome
-from gitdeploy.core.replicasets import DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION
 from gitdeploy.core.rollout import AppPhase, CreateReplicaSet, PatchReplicaSet, Step, plan_pass
+from gitdeploy.core.scaling.progress import ConditionReason, ConditionType
+from gitdeploy.core.scaling.replicasets import DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION
 from tests.fixtures.rolloutpass import (
     CUSTOM,
     HOOK_PRE,

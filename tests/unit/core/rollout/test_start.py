@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, Outcome, RevisionEntry
 from gitdeploy.core.models import App, AppKind, RollingParams, Strategy, StrategyType
 from gitdeploy.core.observed import (
     AUTHOR_ANNOTATION,
@@ -24,10 +25,9 @@ from gitdeploy.core.observed import (
     STARTED_AT_ANNOTATION,
     SUBJECT_ANNOTATION,
 )
-from gitdeploy.core.progress import ConditionReason, ConditionType
-from gitdeploy.core.records import AppRecord, Cause, CommitRef, Outcome, RevisionEntry
-from gitdeploy.core.replicasets import DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION
 from gitdeploy.core.rollout import AppPhase, CreateReplicaSet, Event, PatchReplicaSet, plan_pass
+from gitdeploy.core.scaling.progress import ConditionReason, ConditionType
+from gitdeploy.core.scaling.replicasets import DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION
 from tests.fixtures.rolloutpass import (
     CUSTOM,
     HOOK_POST,

@@ -13,12 +13,12 @@ import dataclasses
 
 import pytest
 
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import App, AppKind, RollingParams, Strategy, StrategyType
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet
-from gitdeploy.core.records import AppRecord
-from gitdeploy.core.replicasets import ReplicaSetState
-from gitdeploy.core.rolling import RolloutBounds, max_surge, max_unavailable
 from gitdeploy.core.rollout import AppPhase, CreateReplicaSet, PatchReplicaSet, Snapshot, Step, plan_pass
+from gitdeploy.core.scaling.replicasets import ReplicaSetState
+from gitdeploy.core.scaling.rollingmath import RolloutBounds, max_surge, max_unavailable
 from tests.fixtures.rolloutpass import RECORD_UID, T0, V1, V2, entry, make_app, make_target, rs
 
 
