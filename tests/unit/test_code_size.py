@@ -28,7 +28,6 @@ BEING_SPLIT: frozenset[tuple[str, str]] = frozenset(
     {
         ("gitdeploy/localcluster/registry.py", "Registry"),
         ("gitdeploy/localcluster/server.py", "_Handler"),
-        ("gitdeploy/localcluster/simulation.py", "pod_transition"),
     }
 )
 
