@@ -27,7 +27,6 @@ CHECKED = ("gitdeploy", "bench")
 BEING_SPLIT: frozenset[tuple[str, str]] = frozenset(
     {
         ("gitdeploy/localcluster/registry.py", "Registry"),
-        ("gitdeploy/localcluster/server.py", "_Handler"),
     }
 )
 
