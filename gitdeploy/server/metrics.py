@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -97,15 +97,16 @@ class Metrics:
             GCCollector(registry=registry)
         # registered in this order, and so exported in it: build, reconcile, apps, rollouts, source,
         # the API and leadership, webhooks
-        _build_info(registry).labels(version=version or "unknown").set(1)
-        self._reconcile_seconds = _reconcile_histogram(registry)
-        self._apps = _AppStateGauges.build(registry)
+        add = _Families(registry)
+        _build_info(add).labels(version=version or "unknown").set(1)
+        self._reconcile_seconds = _reconcile_histogram(add)
+        self._apps = _AppStateGauges.build(add)
         self._sync_seen: set[str] = {s.value for s in SyncState}
         self._health_seen: set[str] = {s.value for s in HealthState}
-        self._rollouts = _RolloutFamilies.build(registry)
-        self._source = _SourceFamilies.build(registry)
-        self._api_requests, self._leader = _api_families(registry)
-        self._webhooks, self.webhook_bodies_reading = _webhook_families(registry)
+        self._rollouts = _RolloutFamilies.build(add)
+        self._source = _SourceFamilies.build(add)
+        self._api_requests, self._leader = _api_families(add)
+        self._webhooks, self.webhook_bodies_reading = _webhook_families(add)
 
     # -- reconcile loop -------------------------------------------------------------------------
 
@@ -216,27 +217,39 @@ def _non_negative(seconds: float) -> float:
     return seconds if seconds > 0 else 0.0
 
 
-# -- the metric families, by subject (each builder registers its families in ``registry``) ---------
+# -- the metric families, by subject (each builder registers its families, in this order) ---------
 
 
-def _build_info(registry: CollectorRegistry) -> Gauge:
-    return Gauge(
-        "build_info",
-        "Always 1; the version label says which gitdeploy runs.",
-        ["version"],
-        namespace=NAMESPACE,
-        registry=registry,
-    )
+@dataclass(frozen=True)
+class _Families:
+    """Makes metric families named under :data:`NAMESPACE` in ``registry``."""
+
+    registry: CollectorRegistry
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        return Counter(name, documentation, labels, namespace=NAMESPACE, registry=self.registry)
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        return Gauge(name, documentation, labels, namespace=NAMESPACE, registry=self.registry)
+
+    def histogram(
+        self, name: str, documentation: str, buckets: Sequence[float], labels: Sequence[str] = ()
+    ) -> Histogram:
+        return Histogram(
+            name, documentation, labels, namespace=NAMESPACE, registry=self.registry, buckets=buckets
+        )
 
 
-def _reconcile_histogram(registry: CollectorRegistry) -> Histogram:
-    return Histogram(
+def _build_info(add: _Families) -> Gauge:
+    return add.gauge("build_info", "Always 1; the version label says which gitdeploy runs.", ["version"])
+
+
+def _reconcile_histogram(add: _Families) -> Histogram:
+    return add.histogram(
         "reconcile_duration_seconds",
         "Time one reconcile pass of one app took, by result.",
+        RECONCILE_BUCKETS,
         ["result"],
-        namespace=NAMESPACE,
-        registry=registry,
-        buckets=RECONCILE_BUCKETS,
     )
 
 
@@ -249,27 +262,13 @@ class _AppStateGauges:
     triggers_suspended: Gauge
 
     @classmethod
-    def build(cls, registry: CollectorRegistry) -> _AppStateGauges:
+    def build(cls, add: _Families) -> _AppStateGauges:
         """The gauges, every sync and health state exported at 0."""
-        sync = Gauge(
-            "apps_sync_state",
-            "Number of apps in each sync state (git vs cluster).",
-            ["state"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        health = Gauge(
-            "apps_health_state",
-            "Number of apps in each health state.",
-            ["state"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        triggers_suspended = Gauge(
+        sync = add.gauge("apps_sync_state", "Number of apps in each sync state (git vs cluster).", ["state"])
+        health = add.gauge("apps_health_state", "Number of apps in each health state.", ["state"])
+        triggers_suspended = add.gauge(
             "apps_image_triggers_suspended",
             "Number of apps whose image triggers a rollback suspended (deploy --enable-triggers).",
-            namespace=NAMESPACE,
-            registry=registry,
         )
         for sync_state in SyncState:
             sync.labels(state=sync_state.value).set(0)
@@ -289,27 +288,21 @@ class _RolloutFamilies:
     rollbacks: Counter
 
     @classmethod
-    def build(cls, registry: CollectorRegistry) -> _RolloutFamilies:
-        def by_cause(name: str, documentation: str) -> Counter:
-            return Counter(name, documentation, ["cause"], namespace=NAMESPACE, registry=registry)
-
+    def build(cls, add: _Families) -> _RolloutFamilies:
         return cls(
-            started=by_cause("rollouts_started", "Rollouts (new revisions) started, by cause."),
-            completed=by_cause("rollouts_completed", "Rollouts that completed, by cause."),
-            failed=by_cause("rollouts_failed", "Rollouts that failed or were cancelled, by cause."),
-            seconds=Histogram(
+            started=add.counter("rollouts_started", "Rollouts (new revisions) started, by cause.", ["cause"]),
+            completed=add.counter("rollouts_completed", "Rollouts that completed, by cause.", ["cause"]),
+            failed=add.counter(
+                "rollouts_failed", "Rollouts that failed or were cancelled, by cause.", ["cause"]
+            ),
+            seconds=add.histogram(
                 "rollout_duration_seconds",
                 "Time from a rollout's start to its end, by outcome.",
+                ROLLOUT_BUCKETS,
                 ["outcome"],
-                namespace=NAMESPACE,
-                registry=registry,
-                buckets=ROLLOUT_BUCKETS,
             ),
-            rollbacks=Counter(
-                "rollbacks",
-                "Rollbacks requested (each also starts a rollout with its own cause).",
-                namespace=NAMESPACE,
-                registry=registry,
+            rollbacks=add.counter(
+                "rollbacks", "Rollbacks requested (each also starts a rollout with its own cause)."
             ),
         )
 
@@ -323,61 +316,39 @@ class _SourceFamilies:
     last_success: Gauge
 
     @classmethod
-    def build(cls, registry: CollectorRegistry) -> _SourceFamilies:
+    def build(cls, add: _Families) -> _SourceFamilies:
         return cls(
-            poll_seconds=Histogram(
+            poll_seconds=add.histogram(
                 "source_poll_duration_seconds",
                 "Time one poll (fetch) of the config repository took.",
-                namespace=NAMESPACE,
-                registry=registry,
-                buckets=POLL_BUCKETS,
+                POLL_BUCKETS,
             ),
-            poll_errors=Counter(
-                "source_poll_errors",
-                "Polls of the config repository that failed.",
-                namespace=NAMESPACE,
-                registry=registry,
-            ),
-            last_success=Gauge(
+            poll_errors=add.counter("source_poll_errors", "Polls of the config repository that failed."),
+            last_success=add.gauge(
                 "source_last_successful_poll_timestamp_seconds",
                 "When the config repository was last polled successfully (0: never). Alert on its age.",
-                namespace=NAMESPACE,
-                registry=registry,
             ),
         )
 
 
-def _api_families(registry: CollectorRegistry) -> tuple[Counter, Gauge]:
+def _api_families(add: _Families) -> tuple[Counter, Gauge]:
     """Kubernetes API requests by verb and code, and whether this process leads."""
-    requests = Counter(
-        "kube_api_requests",
-        "Kubernetes API requests, by verb and HTTP status code.",
-        ["verb", "code"],
-        namespace=NAMESPACE,
-        registry=registry,
+    requests = add.counter(
+        "kube_api_requests", "Kubernetes API requests, by verb and HTTP status code.", ["verb", "code"]
     )
-    leader = Gauge(
-        "leader",
-        "1 while this process holds the leader Lease, else 0.",
-        namespace=NAMESPACE,
-        registry=registry,
-    )
+    leader = add.gauge("leader", "1 while this process holds the leader Lease, else 0.")
     return requests, leader
 
 
-def _webhook_families(registry: CollectorRegistry) -> tuple[Counter, Gauge]:
+def _webhook_families(add: _Families) -> tuple[Counter, Gauge]:
     """Webhook deliveries by provider and outcome, and the bodies being read now."""
-    deliveries = Counter(
+    deliveries = add.counter(
         "webhook_deliveries",
         "Git webhook deliveries received, by provider and outcome.",
         ["provider", "outcome"],
-        namespace=NAMESPACE,
-        registry=registry,
     )
-    reading = Gauge(
+    reading = add.gauge(
         "webhook_bodies_reading",
         "Webhook request bodies being read now (at most the server's limit; more are refused 503).",
-        namespace=NAMESPACE,
-        registry=registry,
     )
     return deliveries, reading
