@@ -40,6 +40,14 @@ from gitdeploy.core.rollout import (
     plan_pass,
     wants_pod_census,
 )
+from gitdeploy.core.rollout.labeldrift import (
+    foreign_message,
+    hidden_replica_set,
+    is_own,
+    label_changes,
+    own_labels,
+    told_relabelled,
+)
 from gitdeploy.core.rollout.templatedrift import (
     REPLACING_PODS_ANNOTATION,
     TEMPLATE_DIGEST_ANNOTATION,
@@ -55,7 +63,7 @@ from gitdeploy.core.rollout.templaterepair import (
 )
 from gitdeploy.core.rollout.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.core.scaling.progress import DeploymentStatus
-from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError
+from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, PermanentError
 
 log = logging.getLogger("gitdeploy.rollout")
 
@@ -191,9 +199,12 @@ class RolloutRunner:
         sync status there, so that it costs no write of its own); ``watched``: a watch of the
         app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
         now = self.clock.now()
+        snapshot, relabelled = self._relabel_hidden(target, snapshot)
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
+        if relabelled is not None:
+            step = told_relabelled(step, *relabelled)
         step, repair = plan_template_repair(target, snapshot, step, self._template_pods(target, snapshot))
         record = step.record or snapshot.record
         if amend is not None and not step.create_record:
@@ -205,6 +216,33 @@ class RolloutRunner:
         if self.observers:
             self._tell(rollout_transitions(target, snapshot.record, step, now))
         return step
+
+    def _relabel_hidden(
+        self, target: Target, snapshot: Snapshot
+    ) -> tuple[Snapshot, tuple[str, tuple[str, ...]] | None]:
+        """Find the target's ReplicaSet by name when its labels hide it from the lists (see
+        :mod:`~gitdeploy.core.rollout.labeldrift`), put gitdeploy's labels back, and return the
+        snapshot with it, and (its name, what was undone). A ReplicaSet of that name that gitdeploy
+        did not make for the template is refused (a PermanentError), never changed."""
+        app, template_hash = target.app, target.template_hash
+        name = hidden_replica_set(app.name, template_hash, snapshot)
+        read = self.cluster.read_replica_set(app.namespace, name) if name is not None else None
+        if read is None:
+            return snapshot, None
+        found, observed = read
+        if not is_own(found, template_hash):
+            raise PermanentError(
+                foreign_message(found, app.name, template_hash),
+                hint=f"rename or delete ReplicaSet {found.name}",
+            )
+        changes = label_changes(found, app.name, template_hash)
+        if changes:
+            observed = self.cluster.relabel_replica_set(
+                app.namespace, found.name, own_labels(app.name, template_hash)
+            )
+            log.info("[%s] ReplicaSet %s: restored its labels, changed by hand", app.key, found.name)
+        listed = (*(rs for rs in snapshot.replica_sets if rs.name != found.name), observed)
+        return dataclasses.replace(snapshot, replica_sets=listed), (found.name, changes) if changes else None
 
     def _tell(self, transitions: Iterable[RolloutTransition]) -> None:
         """Observers run on the reconcile thread: a failing one is logged, never fails the step."""
