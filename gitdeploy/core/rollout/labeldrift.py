@@ -79,13 +79,15 @@ def is_own(found: NamedReplicaSet, template_hash: str) -> bool:
     return found.selector_hash == template_hash
 
 
+def relabel_event(name: str, changes: tuple[str, ...]) -> Event:
+    """The ``DriftCorrected`` event that says which labels of ReplicaSet ``name`` were put back."""
+    message = f"{name}: its labels were changed by hand ({', '.join(changes)}); restored them"
+    return Event(DRIFT_CORRECTED, message, warning=True)
+
+
 def told_relabelled(step: Step, name: str, changes: tuple[str, ...]) -> Step:
     """``step`` with the ``DriftCorrected`` event first and its message saying what was put back."""
-    event = Event(
-        DRIFT_CORRECTED,
-        f"{name}: its labels were changed by hand ({', '.join(changes)}); restored them",
-        warning=True,
-    )
+    event = relabel_event(name, changes)
     message = f"{step.message}; restored the labels of {name}, changed by hand"
     return dataclasses.replace(step, events=(event, *step.events), message=message)
 
@@ -106,5 +108,6 @@ __all__ = [
     "is_own",
     "label_changes",
     "own_labels",
+    "relabel_event",
     "told_relabelled",
 ]
