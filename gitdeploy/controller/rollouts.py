@@ -64,9 +64,14 @@ from gitdeploy.core.rollout.templaterepair import (
 )
 from gitdeploy.core.rollout.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.core.scaling.progress import DeploymentStatus
-from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, PermanentError
+from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, TransientError
 
 log = logging.getLogger("gitdeploy.rollout")
+
+
+FOREIGN_RETRY_SECONDS = 60.0
+"""How often a pass looks again at a ReplicaSet that has the name gitdeploy needs but is not its own
+(the user renames or deletes it; no watch of gitdeploy's ReplicaSets sees that one)."""
 
 
 def manifest_digest(app: App) -> str:
@@ -241,14 +246,17 @@ class RolloutRunner:
     ) -> tuple[ObservedReplicaSet, tuple[str, ...]] | None:
         """Read ReplicaSet ``name`` (None: there is none) and put gitdeploy's labels back on it;
         it and the labels changed. One that gitdeploy did not make for ``template_hash`` is
-        refused (a PermanentError), never changed."""
+        refused (a TransientError: looked at again every :data:`FOREIGN_RETRY_SECONDS`), never
+        changed."""
         read = self.cluster.read_replica_set(key.namespace, name)
         if read is None:
             return None
         found, observed = read
         if not is_own(found, template_hash):
-            hint = f"rename or delete ReplicaSet {found.name}"
-            raise PermanentError(foreign_message(found, key.name, template_hash), hint=hint)
+            hint = f"rename or delete ReplicaSet {found.name}"  # the cluster, not git, must change:
+            raise TransientError(  # look again, as the watch does not see a ReplicaSet not labelled ours
+                foreign_message(found, key.name, template_hash), hint=hint, retry_after=FOREIGN_RETRY_SECONDS
+            )
         changes = label_changes(found, key.name, template_hash)
         if changes:
             labels = own_labels(key.name, template_hash)

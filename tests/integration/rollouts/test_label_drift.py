@@ -188,3 +188,42 @@ def test_the_new_replica_set_relabelled_during_a_rollout_is_found_and_the_rollou
     assert embedded_cluster.stats.count("create", "replicasets") == 1
     _assert_restored(kube_client, [old, new], "app.kubernetes.io/managed-by: removed", new)
     assert (reports[WEB].sync, reports[WEB].health, reports[WEB].revision) == ("Synced", "Healthy", 2)
+
+
+def test_a_foreign_replica_set_with_the_name_is_refused_and_left_alone(
+    controller: Controller,
+    fake_clock: FakeClock,
+    git_remote: GitRemote,
+    kube_client: Any,
+    embedded_cluster: LocalCluster,
+) -> None:
+    # Given web settled, then its ReplicaSet replaced by hand with another of the same name whose
+    # selector is not gitdeploy's for that template
+    _push(git_remote, "nginx:1")
+    settle(controller, fake_clock)
+    name = _name_of(kube_client, "nginx:1")
+    apps = client.AppsV1Api(kube_client)
+    apps.delete_namespaced_replica_set(name, "shop")
+    selector = {"app": "other"}
+    template = {"metadata": {"labels": selector}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    body = {
+        "metadata": {"name": name},
+        "spec": {"replicas": 0, "selector": {"matchLabels": selector}, "template": template},
+    }
+    apps.create_namespaced_replica_set("shop", body)
+
+    # When a pass looks at web
+    controller.mark_all_due()
+    embedded_cluster.stats.reset()
+    Scheduler(controller).pass_once()
+
+    # Then it changes nothing of it, creates nothing, and says what is wrong and what to do
+    writes = {
+        k: n for k, n in embedded_cluster.stats.snapshot().items() if k[0] in ("create", "patch", "delete")
+    }
+    assert writes == {}, writes
+    assert _replica_sets(kube_client) == {name: {}}
+    report = controller.reports[WEB]
+    assert not report.settled, report
+    assert f"ReplicaSet {name} exists but is not the one gitdeploy made" in report.message, report
+    assert "rename or delete it" in report.message, report
