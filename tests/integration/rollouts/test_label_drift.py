@@ -206,7 +206,7 @@ def test_a_foreign_replica_set_with_the_name_is_refused_and_left_alone(
     apps.delete_namespaced_replica_set(name, "shop")
     selector = {"app": "other"}
     template = {"metadata": {"labels": selector}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
-    body = {
+    body: Any = {
         "metadata": {"name": name},
         "spec": {"replicas": 0, "selector": {"matchLabels": selector}, "template": template},
     }
