@@ -227,3 +227,28 @@ def test_a_foreign_replica_set_with_the_name_is_refused_and_left_alone(
     assert not report.settled, report
     assert f"ReplicaSet {name} exists but is not the one gitdeploy made" in report.message, report
     assert "rename or delete it" in report.message, report
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not yet: an old ReplicaSet hidden mid-rollout keeps its pods and the revision completes "
+    "(the pass reads by name only the ReplicaSet of the template it wants)",
+)
+def test_an_old_replica_set_relabelled_during_a_rollout_is_still_scaled_down(
+    controller: Controller, fake_clock: FakeClock, git_remote: GitRemote, kube_client: Any
+) -> None:
+    # Given a rollout from nginx:1 to nginx:2 under way
+    _push(git_remote, "nginx:1")
+    settle(controller, fake_clock)
+    old = _name_of(kube_client, "nginx:1")
+    _push(git_remote, "nginx:2")
+    controller.poll()
+    Scheduler(controller).pass_once()
+    # When the old ReplicaSet's app label is removed by hand while it still runs pods
+    _label(kube_client, old, {"gitdeploy.io/app": None})
+    reports = settle(controller, fake_clock)
+    # Then it is relabelled and scaled down as the rollout goes on (today: it keeps 2 replicas
+    # while web reports revision 2 Synced Healthy)
+    found: Any = client.AppsV1Api(kube_client).read_namespaced_replica_set(old, "shop")
+    assert (found.spec.replicas, found.metadata.labels.get("gitdeploy.io/app")) == (0, "web")
+    assert reports[WEB].revision == 2
