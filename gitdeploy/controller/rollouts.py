@@ -57,10 +57,10 @@ from gitdeploy.core.rollout.templatedrift import (
     template_digest,
 )
 from gitdeploy.core.rollout.templaterepair import (
+    TemplateCheck,
     TemplateRepair,
-    current_replica_set,
+    check_template,
     plan_template_repair,
-    wants_template_pods,
 )
 from gitdeploy.core.rollout.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.core.scaling.progress import DeploymentStatus
@@ -211,7 +211,8 @@ class RolloutRunner:
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
         if relabelled is not None:
             step = told_relabelled(step, *relabelled)
-        step, repair = plan_template_repair(target, snapshot, step, self._template_pods(target, snapshot))
+        check = check_template(target, snapshot)
+        step, repair = plan_template_repair(target, check, step, self._template_pods(check))
         record = step.record or snapshot.record
         if amend is not None and not step.create_record:
             record = amend(step, record)
@@ -298,10 +299,10 @@ class RolloutRunner:
 
     # -- execution -----------------------------------------------------------------------------------
 
-    def _template_pods(self, target: Target, snapshot: Snapshot) -> list[TemplatePod] | None:
+    def _template_pods(self, check: TemplateCheck) -> list[TemplatePod] | None:
         """The pods of the current ReplicaSet while its hand-edited template is being repaired."""
-        rs = current_replica_set(target, snapshot)
-        if rs is None or not wants_template_pods(target, snapshot):
+        rs = check.rs
+        if rs is None or not check.wants_pods:
             return None
         return self.cluster.list_replica_set_pods(rs.namespace, rs.app, rs.state.template_hash)
 
