@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
@@ -24,6 +24,16 @@ from gitdeploy.errors import AlreadyExistsError, ExpiredError, TransientError
 
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
 """Seconds to connect, and to wait for each read of an answer, for every API call."""
+
+LIST_PAGE: Final = 500
+"""Items asked for per list request (client-go's pager asks for as many): a list of more goes on
+with the server's continue token."""
+
+Item = TypeVar("Item")
+
+
+def _as_is(item: dict[str, Any]) -> dict[str, Any]:
+    return item
 
 
 def discard(response: Any) -> None:
@@ -71,25 +81,31 @@ class RawApi:
         return connect, timeout_seconds + read
 
     def list_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> list[dict[str, Any]]:
-        return self.list_json_at(call, what, **kwargs)[0]
+        return self.list_converted_at(call, what, _as_is, **kwargs)[0]
 
-    def list_json_at(
-        self, call: Callable[..., Any], what: str, **kwargs: Any
-    ) -> tuple[list[dict[str, Any]], str]:
-        """The items of a list (every page) and the list's own ``metadata.resourceVersion``: the
-        version a watch of the same objects starts from (an item's may be far older)."""
-        items: list[dict[str, Any]] = []
+    def list_converted_at(
+        self, call: Callable[..., Any], what: str, convert: Callable[[dict[str, Any]], Item], **kwargs: Any
+    ) -> tuple[list[Item], str]:
+        """The items of a list, each ``convert``-ed, and the list's own ``metadata.resourceVersion``:
+        the version a watch of the same objects starts from (an item's may be far older).
+
+        Read in pages of :data:`LIST_PAGE` items, each converted before the next is asked for, so
+        that only one page of raw JSON is held at a time (a namespace of 2,000 ReplicaSets read in
+        one piece held every template twice, as text and parsed)."""
+        items: list[Item] = []
         token: str | None = None
         version = ""
         with translated(what):
             while True:
                 extra = {"_continue": token} if token else {}
                 response = call(
-                    _preload_content=False, _request_timeout=self.timeout, limit=5000, **kwargs, **extra
+                    _preload_content=False, _request_timeout=self.timeout, limit=LIST_PAGE, **kwargs, **extra
                 )
                 body = json.loads(response.data)
-                items.extend(body.get("items") or [])
+                del response
+                items.extend(convert(item) for item in body.get("items") or [])
                 metadata = body.get("metadata") or {}
+                del body
                 version = version or str(metadata.get("resourceVersion") or "")
                 token = metadata.get("continue")
                 if not token:

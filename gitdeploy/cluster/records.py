@@ -110,15 +110,15 @@ class AppRecords(_ConfigMaps):
         return [_record(item) for item in raw]
 
     def list_app_records_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
-        """The app records in ``namespace`` and the list's resourceVersion, in one list call:
-        where :meth:`watch_app_records` goes on from."""
-        raw, version = self.kube.list_json_at(
+        """The app records in ``namespace`` and the list's resourceVersion, from one
+        list (read page by page): where :meth:`watch_app_records` goes on from."""
+        return self.kube.list_converted_at(
             self.kube.core.list_namespaced_config_map,
             f"list app records in {namespace}",
+            _record,
             namespace=namespace,
             label_selector=f"{RECORD_LABEL}=true",
         )
-        return [_record(item) for item in raw], version
 
     def watch_app_records(
         self, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 300
@@ -191,13 +191,13 @@ class StreamStates(_ConfigMaps):
     def list_stream_states_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
         """The image stream states in ``namespace`` and the list's resourceVersion, in one list
         call: where :meth:`watch_stream_states` goes on from."""
-        raw, version = self.kube.list_json_at(
+        return self.kube.list_converted_at(
             self.kube.core.list_namespaced_config_map,
             f"list image stream states in {namespace}",
+            _stream_state,
             namespace=namespace,
             label_selector=IMAGESTREAM_LABEL,
         )
-        return [_stream_state(item) for item in raw], version
 
     def watch_stream_states(
         self, namespace: str, resource_version: str, timeout_seconds: int = 300

@@ -152,15 +152,15 @@ class ReplicaSets:
         return [to_observed_replica_set(item) for item in raw]
 
     def list_replica_sets_at(self, namespace: str) -> tuple[list[ObservedReplicaSet], str]:
-        """The ReplicaSets gitdeploy manages in ``namespace`` and the list's resourceVersion, in
-        one list call: where :meth:`watch_replica_sets` goes on from."""
-        raw, version = self.kube.list_json_at(
+        """The ReplicaSets gitdeploy manages in ``namespace`` and the list's resourceVersion, from
+        one list (read page by page): where :meth:`watch_replica_sets` goes on from."""
+        return self.kube.list_converted_at(
             self.kube.apps.list_namespaced_replica_set,
             f"list ReplicaSets in {namespace}",
+            to_observed_replica_set,
             namespace=namespace,
             label_selector=MANAGED_SELECTOR,
         )
-        return [to_observed_replica_set(item) for item in raw], version
 
     def watch_replica_sets(
         self, namespace: str, timeout_seconds: int = 300, resource_version: str = ""

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.cluster.rawapi import LIST_PAGE
 from gitdeploy.core.hashing import canonical_template, template_hash
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import ReplicaSetSpec
@@ -89,3 +90,16 @@ def test_a_namespace_list_reads_the_replica_sets_of_some_apps(
     for app in ("web", "webshop", "api"):
         deploy(cluster, app)
     assert sorted(rs.app for rs in cluster.list_replica_sets("shop", of_apps=of_apps)) == expected
+
+
+def test_a_list_longer_than_a_page_is_read_whole_and_a_watch_goes_on_from_its_version(
+    cluster: Cluster,
+) -> None:
+    names = [f"app-{n:03d}" for n in range(LIST_PAGE + 3)]
+    for name in names:
+        cluster.write_app_record("shop", name, "{}", None)
+    listed, version = cluster.list_app_records_at("shop")
+    assert sorted(stored.app for stored in listed) == names
+    cluster.write_app_record("shop", "late", "{}", None)
+    seen = next(iter(cluster.watch_app_records("shop", resource_version=version, timeout_seconds=5)))
+    assert seen[1].app == "late"
