@@ -673,7 +673,7 @@ def _replacement(resource: ResourceType, current: dict[str, Any], new: dict[str,
         else:
             new_meta.pop(immutable, None)
     new_meta.pop("managedFields", None)
-    new = with_defaults(resource, new)
+    new = with_defaults(resource, new, current)
     if "generation" in old_meta and new.get("spec") != current.get("spec"):
         new["metadata"]["generation"] = int(old_meta["generation"]) + 1
     validate_update(resource, current, new)
