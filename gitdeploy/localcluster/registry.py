@@ -66,29 +66,26 @@ class Registry:
                 if not txn.exists(NAMESPACES.key, "", name):
                     self._insert(txn, NAMESPACES, {"metadata": {"name": name}}, now)
 
-    def materialise(self, now: float | None = None, *, writes: bool = True) -> int:
-        """Apply every simulation transition due by ``now``; returns how many timers fired.
-        ``writes`` False leaves the ReplicaSet controller's looks after writes to the writes that
-        follow, or to a later call (see kubelet.py)."""
+    def materialise(self, now: float | None = None) -> int:
+        """Apply every simulation transition due by ``now``; returns how many timers fired."""
         at = self.clock.now() if now is None else now
-        besides = "" if writes else simulation.RS_WRITTEN
         with self.store.read(snapshot=False) as txn:
-            due = txn.next_due(besides=besides)
+            due = txn.next_due()
         if due is None or due > at:
             return 0
         with self.store.write() as txn:
-            return self._settle(txn, at, besides)
+            return self._settle(txn, at)
 
-    def _settle(self, txn: Txn, at: float, besides: str = "") -> int:
-        """Fire the timers due by ``at`` (but those of action ``besides``) in ``txn``, and those
-        that firing them adds due by then; returns how many fired. Every write does so first,
+    def _settle(self, txn: Txn, at: float) -> int:
+        """Fire the timers due by ``at`` in ``txn``, and those that firing them adds due by
+        then; returns how many fired. Every write does so first,
         so that the ReplicaSet controller's look after one write shares the next write's
         transaction. A ReplicaSet is looked at as of the latest timer that named it (the look
         after a write as of the write), so that pods it makes start when due after it."""
         fired = 0
         for _ in range(_SETTLE_ROUNDS):
             txn.earliest_timer = None
-            timers = txn.pop_due(at, besides=besides)
+            timers = txn.pop_due(at)
             fired += len(timers)
             # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
             # together become ready together: one status write, not one per pod)
