@@ -115,13 +115,19 @@ def _pod_spec(spec: Any) -> Any:
     return done
 
 
-def with_defaults(resource: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    """``obj`` with the API server's defaults: a new top-level dict when ``resource`` has any."""
+def with_defaults(
+    resource: ResourceType, obj: dict[str, Any], stored: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``obj`` with the API server's defaults: a new top-level dict when ``resource`` has any.
+    ``stored``: the object ``obj`` replaces; a ReplicaSet's pod template equal to the stored one's
+    has its defaults already (a scale, an annotation) and is left as it is."""
     if resource is PODS:
         return {**obj, "spec": _pod_spec(obj.get("spec") or {})}
     if resource is REPLICASETS:
         spec = obj.get("spec")
         template = spec.get("template") if isinstance(spec, dict) else None
+        if stored is not None and template == (stored.get("spec") or {}).get("template"):
+            return obj
         if isinstance(spec, dict) and isinstance(template, dict):
             template = {**template, "spec": _pod_spec(template.get("spec") or {})}
             return {**obj, "spec": {**spec, "template": template}}

@@ -59,26 +59,22 @@ class Kubelet:
         while not self._stopping.is_set():
             self._wake.clear()  # before looking: a write told after this is seen by the look
             writes = self._writes
+            if writes != self._looked_after and writes != seen:
+                # writes come: each fires what is due first (DueTimers.settle), the look after
+                # the one before among it; nothing to ask the database until they pause
+                seen = writes
+                self._stopping.wait(WRITE_SYNC_SECONDS)
+                continue
             try:
-                if writes != self._looked_after and writes == seen:
-                    # no write for a moment took the last one's look: this thread takes it
-                    self._registry.materialise()
-                    self._looked_after, seen = writes, None
-                wait = self._next_look(writes_pending=writes != self._looked_after)
+                # no write for a moment took the last one's look (if any): this thread takes
+                # it, with whatever else is due (other processes' looks too)
+                self._registry.materialise()
+                self._looked_after, seen = writes, None
+                due_in = self._registry.next_transition_in()
+                wait = POLL_SECONDS if due_in is None else min(POLL_SECONDS, max(due_in, 0.0) + 0.001)
             except Exception as problem:  # keep serving; requests materialise too
                 if self._stopping.is_set():
                     return
                 self._log(f"materialising transitions failed: {problem!r}")
                 wait = POLL_SECONDS
-            if writes == self._looked_after:
-                self._wake.wait(wait)
-            else:  # writes meanwhile need no wake: it looks again in a moment
-                seen = writes
-                self._stopping.wait(min(wait, WRITE_SYNC_SECONDS))
-
-    def _next_look(self, *, writes_pending: bool) -> float:
-        """Fire the transitions due (the looks after this process's writes aside while they are
-        left to the next writes; other processes' are fired here); the seconds until the next."""
-        self._registry.materialise(writes=not writes_pending)
-        due_in = self._registry.next_transition_in()
-        return POLL_SECONDS if due_in is None else min(POLL_SECONDS, max(due_in, 0.0) + 0.001)
+            self._wake.wait(wait)

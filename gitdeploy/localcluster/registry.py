@@ -72,18 +72,15 @@ class Registry:
                 if not txn.exists(NAMESPACES.key, "", name):
                     self._objects.insert(txn, NAMESPACES, {"metadata": {"name": name}}, now)
 
-    def materialise(self, now: float | None = None, *, writes: bool = True) -> int:
-        """Apply every simulation transition due by ``now``; returns how many timers fired.
-        ``writes`` False leaves the ReplicaSet controller's looks after writes to the writes that
-        follow, or to a later call (see kubelet.py)."""
+    def materialise(self, now: float | None = None) -> int:
+        """Apply every simulation transition due by ``now``; returns how many timers fired."""
         at = self.clock.now() if now is None else now
-        besides = "" if writes else simulation.RS_WRITTEN
         with self.store.read(snapshot=False) as txn:
-            due = txn.next_due(besides=besides)
+            due = txn.next_due()
         if due is None or due > at:
             return 0
         with self.store.write() as txn:
-            return self._timers.settle(txn, at, besides)
+            return self._timers.settle(txn, at)
 
     def next_transition_in(self) -> float | None:
         """Seconds until the next simulation transition is due by the clock (the looks after

@@ -347,12 +347,10 @@ class Txn:
         row = self._conn.execute("SELECT MIN(due) FROM timers WHERE action != ?", (besides,)).fetchone()
         return None if row is None or row[0] is None else float(row[0])
 
-    def pop_due(self, now: float, *, besides: str = "") -> list[Timer]:
-        """Remove and return the timers due at ``now`` (but those of action ``besides``), earliest first."""
+    def pop_due(self, now: float) -> list[Timer]:
+        """Remove and return the timers due at ``now``, earliest first."""
         rows = self._conn.execute(
-            "DELETE FROM timers WHERE due <= ? AND action != ?"
-            " RETURNING due, resource, namespace, name, uid, action",
-            (now, besides),
+            "DELETE FROM timers WHERE due <= ? RETURNING due, resource, namespace, name, uid, action", (now,)
         ).fetchall()
         timers = [Timer(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5])) for r in rows]
         return sorted(timers, key=lambda t: (t.due, t.action, t.namespace, t.name))

@@ -58,7 +58,7 @@ def prepare_for_update(
         else:
             new_meta.pop(immutable, None)
     new_meta.pop("managedFields", None)
-    new = with_defaults(resource, new)
+    new = with_defaults(resource, new, current)
     if "generation" in old_meta and new.get("spec") != current.get("spec"):
         new["metadata"]["generation"] = int(old_meta["generation"]) + 1
     validate_update(resource, current, new)

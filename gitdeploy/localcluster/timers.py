@@ -30,16 +30,16 @@ class DueTimers:
         self._objects = objects
         self._replicasets = ReplicaSetController(objects)
 
-    def settle(self, txn: Txn, at: float, besides: str = "") -> int:
-        """Fire the timers due by ``at`` (but those of action ``besides``) in ``txn``, and those
-        that firing them adds due by then; returns how many fired. Every write does so first,
+    def settle(self, txn: Txn, at: float) -> int:
+        """Fire the timers due by ``at`` in ``txn``, and those that firing them adds due by
+        then; returns how many fired. Every write does so first,
         so that the ReplicaSet controller's look after one write shares the next write's
         transaction. A ReplicaSet is looked at as of the latest timer that named it (the look
         after a write as of the write), so that pods it makes start when due after it."""
         fired = 0
         for _ in range(_SETTLE_ROUNDS):
             txn.earliest_timer = None
-            timers = txn.pop_due(at, besides=besides)
+            timers = txn.pop_due(at)
             fired += len(timers)
             # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
             # together become ready together: one status write, not one per pod)

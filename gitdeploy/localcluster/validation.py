@@ -159,10 +159,19 @@ def _validate_configmap(obj: dict[str, Any], causes: Causes) -> None:
         causes.append(("[]", f"Too long: may not be more than {MAX_CONFIGMAP_BYTES} bytes"))
 
 
-def _validate_replicaset(spec: dict[str, Any], causes: Causes) -> None:
+def _validate_replicaset(spec: dict[str, Any], causes: Causes, *, template_as_stored: bool) -> None:
     replicas = spec.get("replicas", 1)
     if replicas is not None and (not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0):
         causes.append(("spec.replicas", f"Invalid value: {replicas!r}: must be greater than or equal to 0"))
+    if not template_as_stored:
+        _validate_pod_template(spec, causes)
+    min_ready = spec.get("minReadySeconds", 0)
+    if not isinstance(min_ready, int) or min_ready < 0:
+        causes.append(("spec.minReadySeconds", "must be greater than or equal to 0"))
+
+
+def _validate_pod_template(spec: dict[str, Any], causes: Causes) -> None:
+    """A ReplicaSet's selector and pod template."""
     template = spec.get("template") or {}
     template_labels = (template.get("metadata") or {}).get("labels") or {}
     try:
@@ -193,9 +202,6 @@ def _validate_replicaset(spec: dict[str, Any], causes: Causes) -> None:
                 "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported",
             )
         )
-    min_ready = spec.get("minReadySeconds", 0)
-    if not isinstance(min_ready, int) or min_ready < 0:
-        causes.append(("spec.minReadySeconds", "must be greater than or equal to 0"))
 
 
 def _validate_event(obj: dict[str, Any], causes: Causes) -> None:
@@ -219,8 +225,10 @@ def _validate_lease(spec: dict[str, Any], causes: Causes) -> None:
         )
 
 
-def validate(resource: ResourceType, obj: dict[str, Any]) -> None:
-    """Raise a 422 ``Invalid`` error when ``obj`` breaks the rules the API server enforces for it."""
+def validate(resource: ResourceType, obj: dict[str, Any], *, template_as_stored: bool = False) -> None:
+    """Raise a 422 ``Invalid`` error when ``obj`` breaks the rules the API server enforces for it.
+    ``template_as_stored``: a ReplicaSet's selector and pod template are those of the stored
+    object it replaces, which passed these rules when written: they are not checked again."""
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")
     causes: Causes = []
@@ -238,7 +246,7 @@ def validate(resource: ResourceType, obj: dict[str, Any]) -> None:
     elif resource is PODS:
         _validate_containers(spec.get("containers"), "spec.containers", causes)
     elif resource is REPLICASETS:
-        _validate_replicaset(spec, causes)
+        _validate_replicaset(spec, causes, template_as_stored=template_as_stored)
     elif resource is CORE_EVENTS:
         _validate_event(obj, causes)
     elif resource is LEASES:
@@ -249,11 +257,16 @@ def validate(resource: ResourceType, obj: dict[str, Any]) -> None:
 
 def validate_update(resource: ResourceType, current: dict[str, Any], new: dict[str, Any]) -> None:
     """The rules of an update beyond those of the new object: what is immutable stays (apps/v1
-    ReplicaSets keep their ``spec.selector``)."""
-    validate(resource, new)
-    if resource is REPLICASETS:
-        selector = (new.get("spec") or {}).get("selector")
-        if selector != (current.get("spec") or {}).get("selector"):
-            name = str(current["metadata"]["name"])
-            causes = [("spec.selector", f"Invalid value: {_go_json(selector)}: field is immutable")]
-            raise ApiError.invalid(resource.kind, resource.group, name, causes)
+    ReplicaSets keep their ``spec.selector``). A ReplicaSet update that leaves the selector and
+    pod template as stored (a scale, an annotation) has them checked no more."""
+    if resource is not REPLICASETS:
+        validate(resource, new)
+        return
+    spec, stored = new.get("spec") or {}, current.get("spec") or {}
+    selector = spec.get("selector")
+    as_stored = selector == stored.get("selector") and spec.get("template") == stored.get("template")
+    validate(resource, new, template_as_stored=as_stored)
+    if selector != stored.get("selector"):
+        name = str(current["metadata"]["name"])
+        causes = [("spec.selector", f"Invalid value: {_go_json(selector)}: field is immutable")]
+        raise ApiError.invalid(resource.kind, resource.group, name, causes)

@@ -31,6 +31,19 @@ def change_selector(side: Side) -> None:
     )
 
 
+def patch_template(template_spec: dict[str, Any]) -> Callable[[Side], Any]:
+    """A valid ReplicaSet scaled (its template as stored), then its template patched: an update
+    checks the template it changes (the checks skipped for a template as stored are not)."""
+
+    def request(side: Side) -> Any:
+        side.apps.create_namespaced_replica_set(side.namespace, replicaset("web", replicas=0))
+        side.apps.patch_namespaced_replica_set_scale("web", side.namespace, {"spec": {"replicas": 1}})
+        body = {"spec": {"template": {"spec": template_spec}}}
+        return side.apps.patch_namespaced_replica_set("web", side.namespace, body)
+
+    return request
+
+
 @dataclass(frozen=True)
 class Refusal:
     request: Callable[[Side], Any]
@@ -113,6 +126,12 @@ REFUSALS: dict[str, Refusal] = {
     ),
     "replicaset template with restartPolicy Never": invalid(
         create_rs(replicaset(restartPolicy="Never")),
+        "spec.template.spec.restartPolicy",
+        'Unsupported value: "Never": supported values: "Always"',
+        "FieldValueNotSupported",
+    ),
+    "replicaset template given restartPolicy Never by a patch": invalid(
+        patch_template({"restartPolicy": "Never"}),
         "spec.template.spec.restartPolicy",
         'Unsupported value: "Never": supported values: "Always"',
         "FieldValueNotSupported",
