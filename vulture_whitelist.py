@@ -74,3 +74,10 @@ _.consecutive_failures  # ConfigRepo: fault tests check the failure count
 _.files_at  # ConfigRepo.files_at: tests read a commit's files
 _.publish_app_states  # gitdeploy/cli/run_cmd.py: the observability test publishes the gauges
 _.settle  # Scheduler.settle: tests and benchmarks drive the loop on a fake clock with it
+
+# -- Canary (issue 23), built before the engine uses it -----------------------------------------
+
+# The replica arithmetic of a canary step: tests/unit/core/rollout/test_canary.py holds it to
+# Argo Rollouts' table and to its bounds; the canary strategy of the engine (not written yet)
+# will call it once per pass.
+_.basic_canary_replicas  # gitdeploy/core/rollout/canary.py
