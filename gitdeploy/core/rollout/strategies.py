@@ -32,4 +32,6 @@ STRATEGIES: Mapping[StrategyType, RolloutStrategy] = {
     StrategyType.RECREATE: RolloutStrategy(recreate),
     StrategyType.CUSTOM: RolloutStrategy(custom),
 }
-"""Every :class:`~gitdeploy.core.models.StrategyType` (a test checks that none is missing)."""
+"""Every :class:`~gitdeploy.core.models.StrategyType` (a test checks that none is missing) but
+Canary, whose replica arithmetic is :mod:`.canary` and whose steps are not written yet: until
+they are, the manifests layer refuses every Rollout, so no canary app reaches the engine."""
