@@ -81,3 +81,19 @@ _.settle  # Scheduler.settle: tests and benchmarks drive the loop on a fake cloc
 # Argo Rollouts' table and to its bounds; the canary strategy of the engine (not written yet)
 # will call it once per pass.
 _.basic_canary_replicas  # gitdeploy/core/rollout/canary.py
+
+# What a Rollout and an AnalysisTemplate say, read into the core model and held to the manifests
+# by tests/unit/manifests/test_rollouts.py and test_analysistemplates.py. Every Rollout is refused
+# at load time until the canary strategy of the engine and the analysis runner exist; they will
+# read these fields (gitdeploy/core/canarysteps.py, gitdeploy/core/analysistemplates.py).
+_.PUT  # WebMethod.PUT, reached by value (WebMethod("PUT"))
+_.metadata_json  # JobProvider
+_.json_path  # WebProvider
+_.initial_delay_seconds  # Metric
+_.success_condition  # Metric
+_.failure_condition  # Metric
+_.failure_limit  # Metric
+_.inconclusive_limit  # Metric
+_.pod_template_hash  # AnalysisArg
+_.progress_deadline_abort  # CanaryParams
+_.analysis_template  # Analysis (gitdeploy/manifests/apps.py): the parsed AnalysisTemplate of a file

@@ -30,6 +30,7 @@ from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.commits import FileEntry
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, RepoSettings
+from gitdeploy.manifests.apps import APP_KINDS
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import (
     SETTINGS_FILE,
@@ -72,11 +73,12 @@ def relative_to(path: str, subpath: str) -> str:
 
 
 def _app_keys(file: FileAnalysis, settings: RepoSettings) -> set[AppKey]:
-    """The names of the apps ``file`` defines, valid or not (image streams and ignored kinds aside)."""
+    """The names of the apps ``file`` defines, valid or not (image streams, analysis templates
+    and ignored kinds aside)."""
     return {
         AppKey(a.namespace or settings.default_namespace, a.name)
         for a in file.analyses
-        if not a.ignored and a.kind != IMAGE_STREAM
+        if not a.ignored and a.kind in APP_KINDS
     }
 
 

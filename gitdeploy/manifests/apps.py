@@ -17,6 +17,9 @@ minReadySeconds            0                           0
 auto-rollback on failure   off                         on
 podReplacementPolicy       TerminationStarted          (not a DeploymentConfig field)
 =========================  ==========================  ===============================
+
+An Argo Rollouts ``Rollout`` reads like a Deployment (selector, triggers, deadline, defaults),
+with its ``strategy.canary`` normalised by :mod:`gitdeploy.manifests.rollouts`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gitdeploy.core.analysistemplates import AnalysisTemplate
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.hashing import HASH_LENGTH, canonical_json, canonical_template, template_hash
 from gitdeploy.core.models import (
@@ -52,13 +56,16 @@ from gitdeploy.core.models import (
 )
 from gitdeploy.core.pruning import PRUNE_ANNOTATION
 from gitdeploy.manifests.documents import Document, FieldPath
-from gitdeploy.manifests.problems import Problems, get_field
+from gitdeploy.manifests.problems import Problems, check_bounds, get_field
+from gitdeploy.manifests.rollouts import canary_strategy, check_canary
 from gitdeploy.manifests.schemas import iter_violations
 
 AUTO_ROLLBACK_ANNOTATION = "gitdeploy.io/auto-rollback"
 CHANGE_CAUSE_ANNOTATION = "kubernetes.io/change-cause"
 POD_SUFFIX_LENGTH = 6  # "-xxxxx" added to ReplicaSet names for pods
 HOOK_SUFFIX_LENGTH = len("-hook-post")
+APP_KINDS = frozenset(kind.value for kind in AppKind)
+"""The kinds that define an app (others define image streams or analysis templates)."""
 MAX_APP_NAME_LENGTH = 63 - 1 - HASH_LENGTH - max(POD_SUFFIX_LENGTH, HOOK_SUFFIX_LENGTH)
 """Longest app name for which ``<app>-<hash>-hook-post`` and pod names stay DNS-1123 labels."""
 
@@ -87,12 +94,9 @@ class Analysis:
     location: Location
     draft: AppDraft | None = None
     image_stream: ImageStream | None = None
+    analysis_template: AnalysisTemplate | None = None
     diagnostics: tuple[Diagnostic, ...] = ()
     ignored: bool = False
-
-
-def _is_zero(bound: int | str) -> bool:
-    return bound in (0, "0%")
 
 
 def _env(items: Any) -> tuple[EnvVar, ...]:
@@ -180,7 +184,7 @@ def _check_selector(
 ) -> None:
     raw = spec.get("selector")
     path: FieldPath = ("spec", "selector")
-    if kind is AppKind.DEPLOYMENT:
+    if kind is not AppKind.DEPLOYMENT_CONFIG:
         if not selector.match_labels and not selector.match_expressions:
             problems.add(
                 path, "spec.selector selects nothing", "add spec.selector.matchLabels matching the pod labels"
@@ -209,20 +213,8 @@ def _check_selector(
 
 
 def _check_rolling(path: FieldPath, rolling: RollingParams | None, problems: Problems) -> None:
-    if rolling is None:
-        return
-    if _is_zero(rolling.max_surge) and _is_zero(rolling.max_unavailable):
-        problems.add(
-            (*path, "maxUnavailable"),
-            "maxSurge and maxUnavailable are both 0, so the rollout could never make progress",
-            "allow at least one: maxSurge: 1 or maxUnavailable: 1",
-        )
-    if isinstance(rolling.max_unavailable, str) and int(rolling.max_unavailable[:-1]) > 100:
-        problems.add(
-            (*path, "maxUnavailable"),
-            f"maxUnavailable {rolling.max_unavailable} is over 100%",
-            "use a percentage between 0% and 100%",
-        )
+    if rolling is not None:
+        check_bounds(path, rolling.max_surge, rolling.max_unavailable, problems)
 
 
 def _check_hook_containers(
@@ -245,7 +237,7 @@ def _check_hook_containers(
 def _triggers(
     kind: AppKind, raw: Any, containers: set[str], namespace: str, problems: Problems
 ) -> tuple[Triggers, tuple[tuple[int, int], ...]]:
-    if kind is AppKind.DEPLOYMENT:
+    if kind is not AppKind.DEPLOYMENT_CONFIG:
         return Triggers(config_change=True), ()
     config_change = False
     image: list[ImageChangeTrigger] = []
@@ -313,6 +305,9 @@ def _check_strategy(
     kind: AppKind, strategy_raw: Any, strategy: Strategy, containers: set[str], problems: Problems
 ) -> None:
     """The strategy's parameters fit its type (and its hooks name containers of the template)."""
+    if kind is AppKind.ROLLOUT:
+        check_canary(strategy_raw, strategy, problems)
+        return
     params_key = "rollingUpdate" if kind is AppKind.DEPLOYMENT else "rollingParams"
     _check_rolling(("spec", "strategy", params_key), strategy.rolling, problems)
     if (
@@ -338,10 +333,10 @@ def _ready_and_deadline(
     kind: AppKind, spec: dict[str, Any], strategy: Strategy, problems: Problems
 ) -> tuple[int, int]:
     """``(minReadySeconds, progress deadline)``: a DeploymentConfig's deadline is its strategy's
-    timeout; a Deployment's must be greater than its minReadySeconds."""
+    timeout; a Deployment's or a Rollout's must be greater than its minReadySeconds."""
     min_ready = int(spec.get("minReadySeconds", 0))
     deadline = int(spec.get("progressDeadlineSeconds", 600))
-    if kind is AppKind.DEPLOYMENT and deadline <= min_ready:
+    if kind is not AppKind.DEPLOYMENT_CONFIG and deadline <= min_ready:
         problems.add(
             ("spec", "progressDeadlineSeconds"),
             f"progressDeadlineSeconds ({deadline}) must be greater than minReadySeconds ({min_ready})",
@@ -355,7 +350,7 @@ def _ready_and_deadline(
 
 
 def analyse_app(doc: Document, kind: AppKind) -> Analysis:
-    """Validate and normalise a Deployment or DeploymentConfig document."""
+    """Validate and normalise a Deployment, DeploymentConfig or Rollout document."""
     data = doc.data
     name = str(get_field(data, "metadata", "name") or "")
     namespace = str(get_field(data, "metadata", "namespace") or "")
@@ -377,7 +372,7 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
     _check_restart_policy(template_raw, problems)
     selector = _selector(kind, spec.get("selector"), labels)
     _check_selector(kind, spec, selector, labels, problems)
-    strategy = _strategy(kind, spec.get("strategy"))
+    strategy = canary_strategy(spec) if kind is AppKind.ROLLOUT else _strategy(kind, spec.get("strategy"))
     _check_strategy(kind, spec.get("strategy"), strategy, containers, problems)
     min_ready, deadline = _ready_and_deadline(kind, spec, strategy, problems)
     triggers, trigger_positions = _triggers(kind, spec.get("triggers"), containers, namespace, problems)

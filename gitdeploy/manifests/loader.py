@@ -14,14 +14,22 @@ from pathlib import Path, PurePosixPath
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, AppKind, ImageStream, Location, RepoSettings
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
-from gitdeploy.manifests.apps import Analysis, analyse_app, analyse_image_stream, place_in_namespace
+from gitdeploy.manifests.analysistemplates import analyse_analysis_template
+from gitdeploy.manifests.apps import (
+    APP_KINDS,
+    Analysis,
+    analyse_app,
+    analyse_image_stream,
+    place_in_namespace,
+)
 from gitdeploy.manifests.documents import MAX_FILE_BYTES, Document, ManifestFile, parse_documents
 from gitdeploy.manifests.schemas import dotted, iter_violations, suggest
 
 SETTINGS_FILE = "gitdeploy.yaml"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_MANIFEST_FILES = 50_000
-KNOWN_KINDS = ("Deployment", "DeploymentConfig", "ImageStream")
+KNOWN_KINDS = ("Deployment", "DeploymentConfig", "ImageStream", "Rollout", "AnalysisTemplate")
+CANARY_NOT_SUPPORTED = "canary rollouts are not supported yet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +82,25 @@ def _doc_problem(doc: Document, message: str, hint: str) -> Diagnostic:
     return Diagnostic(doc.file, doc.line, doc.column, "", message, hint)
 
 
+def refuse_canary_until_supported(doc: Document, analysis: Analysis) -> Analysis:
+    """Every Rollout refused, its own problems listed after the refusal: the engine cannot run
+    a canary's steps yet, and an app it cannot roll out must not look deployable. The one place
+    to remove when the canary strategy of the rollout engine lands; until then a Rollout's app
+    is invalid, so gitdeploy leaves whatever runs under its name untouched."""
+    line, column = doc.position(("kind",))
+    refusal = Diagnostic(
+        doc.file,
+        line,
+        column,
+        "",
+        CANARY_NOT_SUPPORTED,
+        "gitdeploy reads and checks Rollouts but cannot run their steps yet: deploy this app as "
+        "kind: Deployment (apiVersion: apps/v1, strategy.rollingUpdate) or leave it to Argo Rollouts",
+        "kind",
+    )
+    return replace(analysis, draft=None, diagnostics=(refusal, *analysis.diagnostics))
+
+
 def _analyse_document(doc: Document) -> Analysis | Diagnostic:
     data = doc.data
     location = Location(doc.file, doc.line, doc.column)
@@ -88,8 +115,12 @@ def _analyse_document(doc: Document) -> Analysis | Diagnostic:
         )
     if kind in (AppKind.DEPLOYMENT.value, AppKind.DEPLOYMENT_CONFIG.value):
         return analyse_app(doc, AppKind(kind))
+    if kind == AppKind.ROLLOUT.value:
+        return refuse_canary_until_supported(doc, analyse_app(doc, AppKind.ROLLOUT))
     if kind == "ImageStream":
         return analyse_image_stream(doc)
+    if kind == "AnalysisTemplate":
+        return analyse_analysis_template(doc)
     if kind == "RepoSettings":
         return _doc_problem(
             doc, "RepoSettings is read only from gitdeploy.yaml at the repo root", "move it there"
@@ -234,7 +265,7 @@ class _Gathered:
         elif analysis.diagnostics:
             label = _app_label(namespace, analysis.name)
             self.diagnostics.extend(replace(d, app=label) for d in analysis.diagnostics)
-            if analysis.name and analysis.kind != "ImageStream":
+            if analysis.name and analysis.kind in APP_KINDS:
                 self.invalid.add(key)
         elif analysis.image_stream is not None:
             self.add_stream(key, analysis.image_stream)

@@ -29,3 +29,25 @@ def get_field(data: Any, *path: str) -> Any:
             return None
         data = data.get(part)
     return data
+
+
+def is_zero(bound: int | str) -> bool:
+    return bound in (0, "0%")
+
+
+def check_bounds(
+    path: FieldPath, max_surge: int | str, max_unavailable: int | str, problems: Problems
+) -> None:
+    """maxSurge and maxUnavailable (under ``path``) let a rollout move and stay within 100%."""
+    if is_zero(max_surge) and is_zero(max_unavailable):
+        problems.add(
+            (*path, "maxUnavailable"),
+            "maxSurge and maxUnavailable are both 0, so the rollout could never make progress",
+            "allow at least one: maxSurge: 1 or maxUnavailable: 1",
+        )
+    if isinstance(max_unavailable, str) and int(max_unavailable[:-1]) > 100:
+        problems.add(
+            (*path, "maxUnavailable"),
+            f"maxUnavailable {max_unavailable} is over 100%",
+            "use a percentage between 0% and 100%",
+        )

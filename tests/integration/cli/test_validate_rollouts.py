@@ -1,0 +1,37 @@
+"""`gitdeploy validate` of Argo Rollouts manifests through the installed command: until the
+engine can run a canary, a Rollout is refused at its file and line, and an AnalysisTemplate is
+checked as any manifest is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.fixtures.argorollouts import ROLLOUT, TEMPLATE
+from tests.fixtures.cli import RunCli
+
+
+def test_a_rollout_is_refused_at_its_file_and_line(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "web.yaml").write_text(ROLLOUT)
+    (tmp_path / "analysis.yaml").write_text(TEMPLATE)
+    done = run_cli("validate", str(tmp_path))
+    assert done.returncode == 1
+    assert f"{tmp_path}/web.yaml:2:1: default/web: canary rollouts are not supported yet" in done.stderr
+    done = run_cli("validate", str(tmp_path), "-o", "json")
+    (error,) = json.loads(done.stdout)["errors"]
+    assert (error["file"], error["line"], error["message"]) == (
+        f"{tmp_path}/web.yaml",
+        2,
+        "canary rollouts are not supported yet",
+    )
+
+
+def test_an_unsupported_field_of_a_template_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "analysis.yaml").write_text(
+        TEMPLATE.replace("      prometheus:\n", "      datadog: {}\n      prometheus:\n")
+    )
+    done = run_cli("validate", str(tmp_path), "-o", "json")
+    assert done.returncode == 1
+    (error,) = json.loads(done.stdout)["errors"]
+    assert (error["line"], error["app"]) == (21, "shop/error-rate")
+    assert "datadog is not supported" in error["message"] and error["hint"] == "use prometheus, web or job"
