@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from gitdeploy.core.analysistemplates import AnalysisTemplate
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, AppKind, ImageStream, Location, RepoSettings
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
@@ -61,6 +62,8 @@ class LoadResult:
     settings_problems: tuple[Diagnostic, ...] = ()
     """Why ``gitdeploy.yaml`` cannot be used (also in ``diagnostics``): the loop applies nothing
     of such a commit, because its ``paths`` and ``allowedNamespaces`` would not hold."""
+    analysis_templates: tuple[AnalysisTemplate, ...] = ()
+    """The Argo Rollouts AnalysisTemplates of the repo, in namespace/name order."""
 
     @property
     def ok(self) -> bool:
@@ -256,6 +259,7 @@ class _Gathered:
     drafts: dict[AppKey, list[tuple[Analysis, App]]] = field(default_factory=dict)
     invalid: set[AppKey] = field(default_factory=set)
     streams: dict[AppKey, ImageStream] = field(default_factory=dict)
+    templates: dict[AppKey, AnalysisTemplate] = field(default_factory=dict)
     ignored: list[Ignored] = field(default_factory=list)
 
     def add(self, analysis: Analysis, namespace: str) -> None:
@@ -269,24 +273,33 @@ class _Gathered:
                 self.invalid.add(key)
         elif analysis.image_stream is not None:
             self.add_stream(key, analysis.image_stream)
+        elif analysis.analysis_template is not None:
+            self.add_template(key, analysis.analysis_template)
         elif analysis.draft is not None:
             placed = place_in_namespace(analysis.draft.app, namespace)
             self.drafts.setdefault(key, []).append((analysis, placed))
 
     def add_stream(self, key: AppKey, stream: ImageStream) -> None:
         if key in self.streams:
-            first = self.streams[key].location
-            self.diagnostics.append(
-                Diagnostic(
-                    stream.location.file,
-                    stream.location.line,
-                    stream.location.column,
-                    str(key),
-                    f"image stream {key} is also defined at {first}",
-                    "keep one definition",
-                )
-            )
+            self.defined_again(key, "image stream", stream.location, self.streams[key].location)
         self.streams.setdefault(key, replace(stream, key=key))
+
+    def add_template(self, key: AppKey, template: AnalysisTemplate) -> None:
+        if key in self.templates:
+            self.defined_again(key, "analysis template", template.location, self.templates[key].location)
+        self.templates.setdefault(key, replace(template, key=key))
+
+    def defined_again(self, key: AppKey, what: str, again: Location, first: Location) -> None:
+        self.diagnostics.append(
+            Diagnostic(
+                again.file,
+                again.line,
+                again.column,
+                str(key),
+                f"{what} {key} is also defined at {first}",
+                "keep one definition",
+            )
+        )
 
 
 def _defined_twice(key: AppKey, defined: list[tuple[Analysis, App]]) -> list[Diagnostic]:
@@ -339,6 +352,7 @@ def assemble(files: Iterable[FileAnalysis], settings: RepoSettings) -> LoadResul
         diagnostics=tuple(sorted(diagnostics, key=diagnostic_order)),
         invalid_apps=tuple(sorted(invalid)),
         ignored=tuple(gathered.ignored),
+        analysis_templates=tuple(sorted(gathered.templates.values(), key=lambda t: t.key)),
     )
 
 

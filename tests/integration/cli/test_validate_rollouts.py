@@ -35,3 +35,10 @@ def test_an_unsupported_field_of_a_template_is_refused(run_cli: RunCli, tmp_path
     (error,) = json.loads(done.stdout)["errors"]
     assert (error["line"], error["app"]) == (21, "shop/error-rate")
     assert "datadog is not supported" in error["message"] and error["hint"] == "use prometheus, web or job"
+
+
+def test_a_template_is_counted(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "analysis.yaml").write_text(TEMPLATE)
+    done = run_cli("validate", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "0 app(s) valid, 1 analysis template(s)" in done.stdout

@@ -190,3 +190,18 @@ def test_what_gitdeploy_cannot_honour_is_refused_where_it_is_written(
     found = matching[0]
     assert (found.file, found.line, found.app) == ("analysis.yaml", line, "shop/error-rate"), found.render()
     assert hint in found.hint and found.hint, found.render()
+
+
+def test_the_repo_pass_collects_templates_by_namespace() -> None:
+    other = TEMPLATE.replace("  namespace: shop\n", "")
+    result = load_texts({"a.yaml": TEMPLATE, "b.yaml": other})
+    assert result.diagnostics == ()
+    assert [str(t.key) for t in result.analysis_templates] == ["default/error-rate", "shop/error-rate"]
+
+
+def test_a_template_defined_twice_is_named_at_both_places() -> None:
+    result = load_texts({"a.yaml": TEMPLATE, "b.yaml": TEMPLATE})
+    (problem,) = result.diagnostics
+    assert (problem.file, problem.line, problem.app) == ("b.yaml", 1, "shop/error-rate")
+    assert problem.message == "analysis template shop/error-rate is also defined at a.yaml:1"
+    assert problem.hint == "keep one definition"
