@@ -79,8 +79,10 @@ _.settle  # Scheduler.settle: tests and benchmarks drive the loop on a fake cloc
 
 # The replica arithmetic of a canary step: tests/unit/core/rollout/test_canary.py holds it to
 # Argo Rollouts' table and to its bounds; the canary strategy of the engine (not written yet)
-# will call it once per pass.
+# will call these once per pass.
 _.basic_canary_replicas  # gitdeploy/core/rollout/canary.py
+_.current_weight  # the weight of the step a canary is at
+_.at_step_sizes  # whether a step's sizes are reached, so the canary may go on
 
 # What a Rollout and an AnalysisTemplate say, read into the core model and held to the manifests
 # by tests/unit/manifests/test_rollouts.py and test_analysistemplates.py. Every Rollout is refused

@@ -20,7 +20,8 @@ Argo Rollouts computes it (``CalculateReplicaCountsForBasicCanary`` in ``utils/r
    ``replicas - maxUnavailable``.
 
 The engine steps through a canary by calling this pass after pass until both sizes stop moving
-and the pods are available; this module holds only the arithmetic so far.
+and the pods are available (:func:`at_step_sizes`), at the weight of the step it is at
+(:func:`current_weight`); this module holds only that arithmetic so far.
 
 Where this is not upstream's arithmetic of any one release, and why:
 
@@ -38,8 +39,10 @@ Where this is not upstream's arithmetic of any one release, and why:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
+from gitdeploy.core.canarysteps import CanaryStep, SetWeight
 from gitdeploy.core.scaling.rollingmath import Bound, check_count, resolve_fenceposts
 
 
@@ -195,3 +198,44 @@ def _drain(drained: _Side, kept: _Side, most: int, fewest: int) -> tuple[int, in
     still_available = min(drained.available, size) + min(kept.available, kept_size)
     kept_size += min(max(0, kept.available - kept_size), max(0, fewest - still_available))
     return max(0, size - max(0, size + kept_size - most)), kept_size
+
+
+def current_weight(steps: Sequence[CanaryStep], index: int, *, aborted: bool = False) -> int:
+    """The weight a canary at step ``index`` runs at (upstream ``GetCurrentSetWeight``): that of
+    the last ``setWeight`` at or before it (0 before the first), 100 once past the last step or
+    when there are no steps (the new template is promoted), 0 when aborted.
+
+    >>> from gitdeploy.core.canarysteps import Pause
+    >>> steps = (SetWeight(20), Pause(), SetWeight(50))
+    >>> [current_weight(steps, i) for i in range(4)], current_weight(steps, 2, aborted=True)
+    ([20, 20, 50, 100], 0)
+    """
+    if aborted:
+        return 0
+    if index >= len(steps):
+        return 100
+    return next((s.weight for s in reversed(steps[: index + 1]) if isinstance(s, SetWeight)), 0)
+
+
+def at_step_sizes(
+    replicas: int,
+    weight: int,
+    canary_spec: int,
+    canary_available: int,
+    stable_spec: int,
+    stable_available: int,
+    older_available: int,
+) -> bool:
+    """Whether the ReplicaSets are where a step at ``weight`` takes them, so the canary may go
+    on to its next step (upstream ``AtDesiredReplicaCountsForCanary``): canary and stable at
+    their shares by spec and by available pods, and no older ReplicaSet with an available pod.
+
+    >>> at_step_sizes(10, 30, 3, 3, 7, 7, 0), at_step_sizes(10, 30, 3, 2, 7, 7, 0)
+    (True, False)
+    """
+    canary_want, stable_want, _ = canary_shares(replicas, weight)
+    return (
+        canary_spec == canary_available == canary_want
+        and stable_spec == stable_available == stable_want
+        and older_available == 0
+    )

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep, CanaryStep, Pause, SetWeight
 from gitdeploy.core.rollout import canary
-from gitdeploy.core.rollout.canary import basic_canary_replicas, canary_shares
+from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, canary_shares, current_weight
 from gitdeploy.core.scaling.rollingmath import Bound, resolve_fenceposts
 from tests.fixtures.hypothesis_rollouts import percent_or_count
 
@@ -260,3 +261,56 @@ def test_a_step_settles_at_its_shares_within_the_bounds(
             break
         canary_size, stable_size = canary_next, stable_next
     assert (canary_size, stable_size) == (canary_want, stable_want)
+
+
+# -- where a canary is in its steps ---------------------------------------------------------------
+
+STEPS = (SetWeight(20), Pause(), SetWeight(50), Pause(60), AnalysisStep(AnalysisRef(("error-rate",))))
+
+
+@pytest.mark.parametrize(
+    ("steps", "index", "aborted", "weight"),
+    [
+        (STEPS, 0, False, 20),
+        (STEPS, 1, False, 20),  # a pause keeps the weight of the step before it
+        (STEPS, 3, False, 50),
+        (STEPS, 4, False, 50),
+        (STEPS, 5, False, 100),  # past the last step: promoted
+        (STEPS, 9, False, 100),
+        (STEPS, 3, True, 0),  # aborted: back to the stable
+        ((Pause(), SetWeight(40)), 0, False, 0),  # no weight set yet
+        ((), 0, False, 100),  # no steps: straight to the new template
+    ],
+)
+def test_current_weight(steps: tuple[CanaryStep, ...], index: int, aborted: bool, weight: int) -> None:
+    assert current_weight(steps, index, aborted=aborted) == weight
+
+
+@pytest.mark.parametrize(
+    ("canary", "stable", "older_available", "settled"),
+    [
+        ((3, 3), (7, 7), 0, True),
+        ((3, 2), (7, 7), 0, False),  # a canary pod not available yet
+        ((3, 3), (8, 7), 0, False),  # the stable not scaled down yet
+        ((3, 3), (7, 6), 0, False),
+        ((3, 3), (7, 7), 1, False),  # an older ReplicaSet still has an available pod
+        ((4, 4), (7, 7), 0, False),
+    ],
+)
+def test_at_step_sizes(
+    canary: tuple[int, int], stable: tuple[int, int], older_available: int, settled: bool
+) -> None:
+    assert at_step_sizes(10, 30, *canary, *stable, older_available) is settled
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 25), st.integers(0, 100), percent_or_count, percent_or_count)
+def test_a_step_settles_where_its_passes_stop(
+    replicas: int, weight: int, surge: Bound, unavailable: Bound
+) -> None:
+    """Pass after pass with pods available at once, the sizes reach the step's and stay there."""
+    canary_want, stable_want, _ = canary_shares(replicas, weight)
+    assert at_step_sizes(replicas, weight, canary_want, canary_want, stable_want, stable_want, 0)
+    assert basic_canary_replicas(
+        replicas, weight, surge, unavailable, stable_want, stable_want, canary_want, canary_want
+    ) == (canary_want, stable_want)
