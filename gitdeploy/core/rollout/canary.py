@@ -33,6 +33,10 @@ Where this is not upstream's arithmetic of any one release, and why:
   with the rounding rule: that one shrank both sides in a pass and could take availability below
   ``replicas - maxUnavailable`` (2 replicas at 50% with 25%/25%, a canary of 2 unavailable pods:
   it scaled the stable from 2 available pods to 1), which a property test here rules out;
+* in that scale-down the side kept gets back only available pods the surge trim took from it;
+  upstream gives it back available pods above its spec too (pods on their way out), so at weight
+  0 a canary just scaled from 1 to 0, its pod still available, went back to 1 and the stable
+  from 2 to 1 (a property test here found it);
 * integers, not floating point: Go's ``ceil(100 * (7 / 100.0))`` is 8 (``7.000000000000001``),
   here 7, and the surge pod is added only when a share truly does not divide evenly.
 """
@@ -186,7 +190,8 @@ def _drain(drained: _Side, kept: _Side, most: int, fewest: int) -> tuple[int, in
     The budget counts the drained side by spec, so its broken pods cannot hold it up, and the
     kept side by its available pods; the drained side goes down by the budget, not below its
     wanted size. Then the kept side comes back within ``most`` pods, but never so far that
-    availability falls below ``fewest``, and the drained side gives up whatever is still over.
+    availability falls below ``fewest`` (it gets back available pods the trim took, up to its size
+    this pass), and the drained side gives up whatever is still over.
     """
     counted = _scale_down_basis(drained.spec, drained.available, ignore_availability=True)
     counted += _scale_down_basis(kept.spec, kept.available, ignore_availability=False)
@@ -196,7 +201,7 @@ def _drain(drained: _Side, kept: _Side, most: int, fewest: int) -> tuple[int, in
     size = max(drained.want, drained.spec - budget) if drained.spec > drained.want else drained.size
     kept_size = max(0, kept.size - max(0, size + kept.size - most))
     still_available = min(drained.available, size) + min(kept.available, kept_size)
-    kept_size += min(max(0, kept.available - kept_size), max(0, fewest - still_available))
+    kept_size += min(max(0, min(kept.available, kept.size) - kept_size), max(0, fewest - still_available))
     return max(0, size - max(0, size + kept_size - most)), kept_size
 
 
