@@ -35,6 +35,7 @@ from gitdeploy.core.observed import (
     ReplicaSetSpec,
     StoredRecord,
 )
+from gitdeploy.core.rollout.labeldrift import NamedReplicaSet
 from gitdeploy.core.rollout.templatedrift import TemplatePod
 
 
@@ -91,6 +92,14 @@ class Cluster:
         self, namespace: str, name: str, app: str, template_hash: str, template: PodTemplate
     ) -> ObservedReplicaSet:
         return self.replica_sets.restore_replica_set_template(namespace, name, app, template_hash, template)
+
+    def read_replica_set(
+        self, namespace: str, name: str
+    ) -> tuple[NamedReplicaSet, ObservedReplicaSet] | None:
+        return self.replica_sets.read_replica_set(namespace, name)
+
+    def relabel_replica_set(self, namespace: str, name: str, labels: Mapping[str, str]) -> ObservedReplicaSet:
+        return self.replica_sets.relabel_replica_set(namespace, name, labels)
 
     def annotate_replica_set(
         self, namespace: str, name: str, annotations: Mapping[str, str | None]

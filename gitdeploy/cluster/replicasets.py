@@ -23,6 +23,7 @@ from gitdeploy.core.observed import (
     ObservedReplicaSet,
     ReplicaSetSpec,
 )
+from gitdeploy.core.rollout.labeldrift import NamedReplicaSet
 from gitdeploy.core.rollout.templatedrift import TemplatePod, pod_fingerprint
 from gitdeploy.core.scaling.progress import ConditionStatus, ConditionType
 from gitdeploy.core.scaling.replicasets import (
@@ -243,6 +244,29 @@ class ReplicaSets:
         patch = [{"op": "replace", "path": "/spec/template", "value": written}]
         what = f"restore the pod template of ReplicaSet {namespace}/{name}"
         return self._patch(namespace, name, patch, what, "application/json-patch+json")
+
+    def read_replica_set(
+        self, namespace: str, name: str
+    ) -> tuple[NamedReplicaSet, ObservedReplicaSet] | None:
+        """One ReplicaSet by name, whatever its labels (None: there is none): its labels and the
+        template hash its selector matches, and what the planner reads of it."""
+        try:
+            with translated(f"read ReplicaSet {namespace}/{name}"):
+                response = self.kube.apps.read_namespaced_replica_set(
+                    name, namespace, _preload_content=False, _request_timeout=self.kube.timeout
+                )
+        except NotFoundError:
+            return None
+        raw = json.loads(response.data)
+        selector = ((raw.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        labels = tuple(sorted(labels_of(raw).items()))
+        found = NamedReplicaSet(name, labels, str(selector.get(TEMPLATE_HASH_LABEL, "")))
+        return found, to_observed_replica_set(raw)
+
+    def relabel_replica_set(self, namespace: str, name: str, labels: Mapping[str, str]) -> ObservedReplicaSet:
+        """Set ``labels`` on a ReplicaSet in one merge patch (its other labels stay)."""
+        patch = {"metadata": {"labels": dict(labels)}}
+        return self._patch(namespace, name, patch, f"relabel ReplicaSet {namespace}/{name}")
 
     def annotate_replica_set(
         self, namespace: str, name: str, annotations: Mapping[str, str | None]

@@ -55,12 +55,13 @@ FREEZE_AFTER_FILES = 1_000
 permanent GC generation.
 
 The parsed state of 10,000 apps is a few million long-lived objects; without ``gc.freeze()`` every
-full collection walks all of them again (about 150 ms each, during the load and in later polls)."""
+full collection walks all of them again, during the load and in every later poll."""
 
 READ_AT_ONCE = 500
 """Files whose blobs are read (one ``git cat-file --batch``) and parsed together. Reading all 10,000
-blobs of a big repo first held them (25 MB) through the whole parse and left a hole of their size
-in the heap under what the parse keeps: about 20 MiB more peak RSS for ``gitdeploy run`` (MEMORY)."""
+blobs of a big repo first held them all through the whole parse and left a hole of their size in
+the heap under what the parse keeps, which raised the peak RSS of ``gitdeploy run`` (measured by
+``bench/run.py``'s memory figure)."""
 
 
 def settings_path(subpath: str) -> str:

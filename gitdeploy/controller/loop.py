@@ -245,11 +245,11 @@ class Controller:
         """Every app is due now (a new leader: the other one may have changed anything)."""
         self.queue.add_all(self.source.all_keys(), self.clock.now(), new_input=True)
 
-    def next_due_in(self) -> float | None:
-        found = self.queue.next_at()
-        times = [] if found is None else [found]
-        if self.images.next_check is not None:
-            times.append(self.images.next_check)
+    def next_due_in(self, *, apps_only: bool = False) -> float | None:
+        """Seconds until an app or the image check is due (None: neither is); ``apps_only``: an
+        app (the image check is always scheduled while image triggers are on)."""
+        image_check = None if apps_only else self.images.next_check
+        times = [t for t in (self.queue.next_at(), image_check) if t is not None]
         if not times:
             return None
         return max(min(times) - self.clock.now(), 0.0)

@@ -40,6 +40,15 @@ from gitdeploy.core.rollout import (
     plan_pass,
     wants_pod_census,
 )
+from gitdeploy.core.rollout.labeldrift import (
+    foreign_message,
+    hidden_replica_set,
+    is_own,
+    label_changes,
+    own_labels,
+    relabel_event,
+    told_relabelled,
+)
 from gitdeploy.core.rollout.templatedrift import (
     REPLACING_PODS_ANNOTATION,
     TEMPLATE_DIGEST_ANNOTATION,
@@ -48,16 +57,21 @@ from gitdeploy.core.rollout.templatedrift import (
     template_digest,
 )
 from gitdeploy.core.rollout.templaterepair import (
+    TemplateCheck,
     TemplateRepair,
-    current_replica_set,
+    check_template,
     plan_template_repair,
-    wants_template_pods,
 )
 from gitdeploy.core.rollout.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.core.scaling.progress import DeploymentStatus
-from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError
+from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, TransientError
 
 log = logging.getLogger("gitdeploy.rollout")
+
+
+FOREIGN_RETRY_SECONDS = 60.0
+"""How often a pass looks again at a ReplicaSet that has the name gitdeploy needs but is not its own
+(the user renames or deletes it; no watch of gitdeploy's ReplicaSets sees that one)."""
 
 
 def manifest_digest(app: App) -> str:
@@ -191,10 +205,14 @@ class RolloutRunner:
         sync status there, so that it costs no write of its own); ``watched``: a watch of the
         app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
         now = self.clock.now()
+        snapshot, relabelled = self._relabel_hidden(target, snapshot)
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
-        step, repair = plan_template_repair(target, snapshot, step, self._template_pods(target, snapshot))
+        if relabelled is not None:
+            step = told_relabelled(step, *relabelled)
+        check = check_template(target, snapshot)
+        step, repair = plan_template_repair(target, check, step, self._template_pods(check))
         record = step.record or snapshot.record
         if amend is not None and not step.create_record:
             record = amend(step, record)
@@ -205,6 +223,47 @@ class RolloutRunner:
         if self.observers:
             self._tell(rollout_transitions(target, snapshot.record, step, now))
         return step
+
+    def _relabel_hidden(
+        self, target: Target, snapshot: Snapshot
+    ) -> tuple[Snapshot, tuple[str, tuple[str, ...]] | None]:
+        """Find the target's ReplicaSet by name when the revision log knows its template but its
+        labels hide it from the lists (see :mod:`~gitdeploy.core.rollout.labeldrift`), put
+        gitdeploy's labels back, and return the snapshot with it, and (its name, what was undone)."""
+        app, template_hash = target.app, target.template_hash
+        name = hidden_replica_set(app.name, template_hash, snapshot)
+        found = self._relabel(app.key, name, template_hash) if name is not None else None
+        if found is None:
+            return snapshot, None
+        observed, changes = found
+        listed = (*(rs for rs in snapshot.replica_sets if rs.name != observed.name), observed)
+        return dataclasses.replace(snapshot, replica_sets=listed), (
+            observed.name,
+            changes,
+        ) if changes else None
+
+    def _relabel(
+        self, key: AppKey, name: str, template_hash: str
+    ) -> tuple[ObservedReplicaSet, tuple[str, ...]] | None:
+        """Read ReplicaSet ``name`` (None: there is none) and put gitdeploy's labels back on it;
+        it and the labels changed. One that gitdeploy did not make for ``template_hash`` is
+        refused (a TransientError: looked at again every :data:`FOREIGN_RETRY_SECONDS`), never
+        changed."""
+        read = self.cluster.read_replica_set(key.namespace, name)
+        if read is None:
+            return None
+        found, observed = read
+        if not is_own(found, template_hash):
+            hint = f"rename or delete ReplicaSet {found.name}"  # the cluster, not git, must change:
+            raise TransientError(  # look again, as the watch does not see a ReplicaSet not labelled ours
+                foreign_message(found, key.name, template_hash), hint=hint, retry_after=FOREIGN_RETRY_SECONDS
+            )
+        changes = label_changes(found, key.name, template_hash)
+        if changes:
+            labels = own_labels(key.name, template_hash)
+            observed = self.cluster.relabel_replica_set(key.namespace, name, labels)
+            log.info("[%s] ReplicaSet %s: restored its labels, changed by hand", key, name)
+        return observed, changes
 
     def _tell(self, transitions: Iterable[RolloutTransition]) -> None:
         """Observers run on the reconcile thread: a failing one is logged, never fails the step."""
@@ -240,10 +299,10 @@ class RolloutRunner:
 
     # -- execution -----------------------------------------------------------------------------------
 
-    def _template_pods(self, target: Target, snapshot: Snapshot) -> list[TemplatePod] | None:
+    def _template_pods(self, check: TemplateCheck) -> list[TemplatePod] | None:
         """The pods of the current ReplicaSet while its hand-edited template is being repaired."""
-        rs = current_replica_set(target, snapshot)
-        if rs is None or not wants_template_pods(target, snapshot):
+        rs = check.rs
+        if rs is None or not check.wants_pods:
             return None
         return self.cluster.list_replica_set_pods(rs.namespace, rs.app, rs.state.template_hash)
 
@@ -292,18 +351,20 @@ class RolloutRunner:
             version = None if step.create_record or stored is None else stored.resource_version
             record_uid = self.write_record(app.key, record, version).uid
         self._repair(app, repair)
+        events = list(step.events)
         for action in step.actions:
-            self._apply(app.key, action)
-        for event in step.events:
+            if (relabelled := self._apply(app.key, action)) is not None:
+                events.insert(0, relabelled)
+        for event in events:
             self._record_event(app, record_uid, event)
         if step.actions or step.record is not None:
             log.debug("[%s] %s: %s", app.key, step.phase, step.message)
 
-    def _apply(self, key: AppKey, action: Action) -> None:
-        """Carry out one action of a step."""
+    def _apply(self, key: AppKey, action: Action) -> Event | None:
+        """Carry out one action of a step; an event it adds (a ReplicaSet relabelled)."""
         ns = key.namespace
         if isinstance(action, CreateReplicaSet):
-            self._create_replica_set(key, action.spec)
+            return self._create_replica_set(key, action.spec)
         elif isinstance(action, PatchReplicaSet):
             if action.replicas is not None:
                 self._know(ns, action.name, action.replicas)  # before: a watch may tell it first
@@ -325,18 +386,22 @@ class RolloutRunner:
                 log.info("[%s] pod %s is still being deleted; retrying next pass", key, action.spec.name)
         elif isinstance(action, DeletePod):
             self.cluster.delete_pod(ns, action.name)
+        return None
 
-    def _create_replica_set(self, key: AppKey, spec: ReplicaSetSpec) -> None:
+    def _create_replica_set(self, key: AppKey, spec: ReplicaSetSpec) -> Event | None:
         """Create a revision's ReplicaSet; the digest of its template as stored is due (see
-        :attr:`digests_due`)."""
+        :attr:`digests_due`). One of that name that the lists did not show (its labels changed
+        by hand) gets gitdeploy's labels back, for the next pass to list: the event says so."""
         self._know(key.namespace, spec.name, spec.replicas)  # before: a watch may tell it first
         try:
             created = self.cluster.create_replica_set(spec)
         except AlreadyExistsError:
             log.info("[%s] ReplicaSet %s exists already; the next pass adopts it", key, spec.name)
-            return
+            found = self._relabel(key, spec.name, spec.template_hash)
+            return relabel_event(spec.name, found[1]) if found is not None and found[1] else None
         if created.template is not None:  # the template as the server stored it
             self.digests_due[key.namespace, spec.name] = template_digest(created.template)
+        return None
 
     def _record_event(self, app: App, record_uid: str, event: Event) -> None:
         try:

@@ -3,7 +3,7 @@ and the tests.
 
 * :meth:`Scheduler.run` — until stopped: poll at ``interval`` (at once on a webhook push; after a
   failed poll, with the source's backoff), and run a pass whenever apps are due.
-* :meth:`Scheduler.settle` — on a fake clock: poll, then pass after pass until nothing is due,
+* :meth:`Scheduler.settle` — on a fake clock: poll, then pass after pass until no app is due,
   moving the clock to the next due time.
 * :meth:`Scheduler.follow` — ``sync --wait``: pass over the given apps until they settle.
 
@@ -52,16 +52,18 @@ class Scheduler:
         shortest: float,
         longest: float = float("inf"),
     ) -> int | None:
-        """Poll, then pass after pass until nothing is due; between passes ``advance`` the (fake)
+        """Poll, then pass after pass until no app is due; between passes ``advance`` the (fake)
         clock to the next due time, by ``shortest`` to ``longest`` seconds. Returns the number of
-        passes, or None when apps were still due after ``limit`` seconds of that clock."""
+        passes, or None when apps were still due after ``limit`` seconds of that clock. The image
+        check (always scheduled while image triggers are on) runs when a pass meets its time, but
+        does not keep a settle going."""
         controller = self.controller
         controller.poll()
         start, passes = controller.clock.now(), 0
         while controller.clock.now() - start < limit:
             self.pass_once()
             passes += 1
-            wait = controller.next_due_in()
+            wait = controller.next_due_in(apps_only=True)
             if wait is None:
                 return passes
             advance(min(max(wait, shortest), longest))

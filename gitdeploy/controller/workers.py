@@ -22,12 +22,10 @@ from gitdeploy.core.rollout import wants_pod_census
 from gitdeploy.errors import GitdeployError
 
 PER_APP_LISTS_BELOW = 4
-"""See :func:`lists_per_app`. Measured on bench/run.py's cached cluster (833 apps and 1,666
-ReplicaSets per namespace, the embedded cluster in process, a busy 2-core machine): listing a
-namespace's ReplicaSets and app records takes 250–300 ms however few of its apps are due (most
-of it decoding the ReplicaSets' JSON), the lists of one app 0.7 ms (1.1 ms with hook pods); with
-the 4 workers, 100 due apps' own lists took 97 ms, 200 took 212 ms (as long as the namespace's
-lists), 400 took 484 ms."""
+"""See :func:`lists_per_app`. Listing a whole namespace costs the same however few of its apps are
+due (most of it decoding every ReplicaSet's JSON), while one app's own lists cost a small fraction
+of it. On ``bench/run.py``'s cached cluster, with the 4 workers, the due apps' own lists cost as
+much as the namespace's when about a quarter of its apps were due."""
 
 
 def lists_per_app(due: int, apps_in_namespace: int) -> bool:
@@ -72,7 +70,7 @@ class Workers:
         self._apps = apps
         self.size = max(1, size)
         self._pool = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="reconcile")
-        """Kept between passes: starting its threads again for every pass cost about 2 ms a step."""
+        """Kept between passes: starting its threads again for every pass would add to every step."""
         self._counted_apps: dict[AppKey, App] = {}
         self._apps_per_namespace: Counter[str] = Counter()
 

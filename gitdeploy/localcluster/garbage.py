@@ -17,10 +17,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from gitdeploy.localcluster.resources import RESOURCES
+from gitdeploy.localcluster.resources import RESOURCES, ResourceType
 from gitdeploy.localcluster.store import Timer, Txn
 
-__all__ = ["COLLECT", "schedule_collection", "split_references"]
+__all__ = [
+    "COLLECT",
+    "collect_dependents",
+    "collect_later_if_dangling",
+    "collectable",
+    "schedule_collection",
+    "split_references",
+]
 
 COLLECT = "gc-collect"
 
@@ -50,3 +57,41 @@ def schedule_collection(txn: Txn, resource_key: str, obj: dict[str, Any], now: f
     txn.add_timer(
         Timer(now, resource_key, str(meta.get("namespace") or ""), meta["name"], meta["uid"], COLLECT)
     )
+
+
+def collect_dependents(txn: Txn, owner_uid: str, policy: str, now: float) -> None:
+    """Garbage collection of an owner's dependents: orphaned at once (``Orphan``), else looked
+    at by the collector at its next tick."""
+    for key, dependent in txn.dependents(owner_uid):
+        if policy != "Orphan":
+            schedule_collection(txn, key, dependent, now)
+            continue
+        refs = dependent["metadata"].get("ownerReferences") or []
+        remaining = [r for r in refs if r.get("uid") != owner_uid]
+        dependent["metadata"]["ownerReferences"] = remaining
+        if not remaining:
+            dependent["metadata"].pop("ownerReferences")
+        txn.put(key, dependent, "MODIFIED")
+
+
+def collect_later_if_dangling(txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
+    """An object written with an owner reference that dangles is the collector's, a moment later."""
+    if obj["metadata"].get("ownerReferences") and split_references(txn, obj)[1]:
+        schedule_collection(txn, resource.key, obj, now)
+
+
+def collectable(txn: Txn, timer: Timer) -> tuple[ResourceType, dict[str, Any]] | None:
+    """The collector's look at the object of ``timer``: returned (with its resource) to be deleted
+    when all its owners are gone (its own dependents follow at the next tick), else rid of the
+    references that dangle (None)."""
+    obj = txn.get(timer.resource, timer.namespace, timer.name)
+    if obj is None or obj["metadata"]["uid"] != timer.uid:
+        return None
+    solid, dangling = split_references(txn, obj)
+    if not dangling:
+        return None
+    if solid:
+        obj["metadata"]["ownerReferences"] = solid
+        txn.put(timer.resource, obj, "MODIFIED")
+        return None
+    return next(r for r in RESOURCES if r.key == timer.resource), obj

@@ -4,9 +4,9 @@ Pods start, become ready, stop and go when due by the cluster's clock (a fake cl
 seen within :data:`POLL_SECONDS`), so that watches hear of them with no request arriving.
 
 The ReplicaSet controller's look after a write (``rs-written``, due at once) is different: the
-next write fires it in its own transaction (see ``Registry._settle``), which saves a transaction
-per write while writes come one after another. This thread fires it only once no write took it
-for :data:`WRITE_SYNC_SECONDS` of real time: a moment after the last write, as a real
+next write fires it in its own transaction (see ``DueTimers.settle`` in timers.py), which saves a
+transaction per write while writes come one after another. This thread fires it only once no write
+took it for :data:`WRITE_SYNC_SECONDS` of real time: a moment after the last write, as a real
 ReplicaSet controller acts a moment after the write it was told of.
 """
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,95 +203,111 @@ def _stopped_at_deadline(pod: dict[str, Any], status: dict[str, Any], at: float)
 
 
 def pod_transition(pod: dict[str, Any], action: str, at: float, config: SimulationConfig) -> dict[str, Any]:
-    """The pod's status after ``action`` (``pod-start`` or ``pod-stop``) happened at time ``at``."""
+    """The pod's status after ``action`` (``pod-start``, ``pod-stop`` or ``pod-deadline``) happened
+    at time ``at``: stopped at its deadline, stopped (completed or failed), or started as its
+    images behave (backing off a pull, crash-looping, running ready or not)."""
     status = dict(pod.get("status") or {})
-    containers = _containers(pod)
-    behaviour = _pod_behaviour(pod, config)
-    scheduled = _condition("PodScheduled", True, parse_time(status.get("startTime")) or at)
     if action == DEADLINE:
         return _stopped_at_deadline(pod, status, at)
+    behaviour = _pod_behaviour(pod, config)
     if action == STOP:
-        failed = behaviour in (ImageBehaviour.PULL_FAILURE, ImageBehaviour.CRASH)
-        started = status.get("startTime")
-        terminated = {
-            "exitCode": 1 if failed else 0,
-            "reason": "Error" if failed else "Completed",
-            "startedAt": started,
-            "finishedAt": format_time(at),
-        }
-        status["phase"] = "Failed" if failed else "Succeeded"
-        status["conditions"] = [
-            _condition("Initialized", True, at),
-            _condition("Ready", False, at, "PodCompleted"),
-            _condition("ContainersReady", False, at, "PodCompleted"),
-            scheduled,
-        ]
-        status["containerStatuses"] = [
-            _container_status(c, {"terminated": terminated}, False) for c in containers
-        ]
-        return status
-    if behaviour == ImageBehaviour.PULL_FAILURE and not is_job(pod):
-        waiting = {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}
-        status["phase"] = "Pending"
-        status["conditions"] = [
-            _condition("Initialized", True, at),
-            _condition("Ready", False, at, "ContainersNotReady"),
-            _condition("ContainersReady", False, at, "ContainersNotReady"),
-            scheduled,
-        ]
-        status["containerStatuses"] = [
-            _container_status(
-                c,
-                {"waiting": {**waiting["waiting"], "message": f'Back-off pulling image "{c.get("image")}"'}},
-                False,
-            )
-            for c in containers
-        ]
-        return status
-    if behaviour == ImageBehaviour.CRASH and not is_job(pod):
-        status["phase"] = "Running"
-        status["conditions"] = [
-            _condition("Initialized", True, at),
-            _condition("Ready", False, at, "ContainersNotReady"),
-            _condition("ContainersReady", False, at, "ContainersNotReady"),
-            scheduled,
-        ]
-        last = {
-            "terminated": {
-                "exitCode": 1,
-                "reason": "Error",
-                "startedAt": format_time(at),
-                "finishedAt": format_time(at),
-            }
-        }
-        status["containerStatuses"] = [
-            _container_status(
-                c,
-                {
-                    "waiting": {
-                        "reason": "CrashLoopBackOff",
-                        "message": "back-off restarting failed container",
-                    }
-                },
-                False,
-                restartCount=1,
-                lastState=last,
-            )
-            for c in containers
-        ]
-        return status
-    ready = behaviour != ImageBehaviour.UNREADY
-    status["phase"] = "Running"
+        return _stopped(
+            pod, status, at, failed=behaviour in (ImageBehaviour.PULL_FAILURE, ImageBehaviour.CRASH)
+        )
+    started_badly = None if is_job(pod) else _STARTED_BADLY.get(behaviour)
+    if started_badly is not None:
+        return started_badly(pod, status, at)
+    return _running(pod, status, at, ready=behaviour != ImageBehaviour.UNREADY)
+
+
+def _with_containers(
+    pod: dict[str, Any],
+    status: dict[str, Any],
+    at: float,
+    phase: str,
+    not_ready_because: str,
+    container_status: Callable[[dict[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
+    """``status`` of a pod whose containers the kubelet got to at ``at``: in ``phase``, Ready
+    unless ``not_ready_because`` says why not, each container's status from ``container_status``."""
+    ready = not not_ready_because
+    status["phase"] = phase
     status["conditions"] = [
         _condition("Initialized", True, at),
-        _condition("Ready", ready, at, "" if ready else "ContainersNotReady"),
-        _condition("ContainersReady", ready, at, "" if ready else "ContainersNotReady"),
-        scheduled,
+        _condition("Ready", ready, at, not_ready_because),
+        _condition("ContainersReady", ready, at, not_ready_because),
+        _condition("PodScheduled", True, parse_time(status.get("startTime")) or at),
     ]
-    status["containerStatuses"] = [
-        _container_status(c, {"running": {"startedAt": format_time(at)}}, ready) for c in containers
-    ]
+    status["containerStatuses"] = [container_status(c) for c in _containers(pod)]
     return status
+
+
+def _stopped(pod: dict[str, Any], status: dict[str, Any], at: float, *, failed: bool) -> dict[str, Any]:
+    """A run-to-completion pod whose containers exited: Failed (code 1) or Succeeded (code 0)."""
+    terminated = {
+        "exitCode": 1 if failed else 0,
+        "reason": "Error" if failed else "Completed",
+        "startedAt": status.get("startTime"),
+        "finishedAt": format_time(at),
+    }
+    return _with_containers(
+        pod,
+        status,
+        at,
+        "Failed" if failed else "Succeeded",
+        "PodCompleted",
+        lambda c: _container_status(c, {"terminated": terminated}, False),
+    )
+
+
+def _pulling_back_off(pod: dict[str, Any], status: dict[str, Any], at: float) -> dict[str, Any]:
+    """A pod whose image cannot be pulled: Pending, backing off."""
+
+    def waiting(container: dict[str, Any]) -> dict[str, Any]:
+        message = f'Back-off pulling image "{container.get("image")}"'
+        return _container_status(
+            container, {"waiting": {"reason": "ImagePullBackOff", "message": message}}, False
+        )
+
+    return _with_containers(pod, status, at, "Pending", "ContainersNotReady", waiting)
+
+
+def _crash_looping(pod: dict[str, Any], status: dict[str, Any], at: float) -> dict[str, Any]:
+    """A pod whose containers exit at once: Running, not ready, restarted once and backing off."""
+    last = {
+        "terminated": {
+            "exitCode": 1,
+            "reason": "Error",
+            "startedAt": format_time(at),
+            "finishedAt": format_time(at),
+        }
+    }
+
+    def crashed(container: dict[str, Any]) -> dict[str, Any]:
+        waiting = {"reason": "CrashLoopBackOff", "message": "back-off restarting failed container"}
+        return _container_status(container, {"waiting": waiting}, False, restartCount=1, lastState=last)
+
+    return _with_containers(pod, status, at, "Running", "ContainersNotReady", crashed)
+
+
+def _running(pod: dict[str, Any], status: dict[str, Any], at: float, *, ready: bool) -> dict[str, Any]:
+    """A pod whose containers run: Running, ready unless its images never become so."""
+    started = format_time(at)
+    return _with_containers(
+        pod,
+        status,
+        at,
+        "Running",
+        "" if ready else "ContainersNotReady",
+        lambda c: _container_status(c, {"running": {"startedAt": started}}, ready),
+    )
+
+
+_STARTED_BADLY: dict[str, Callable[[dict[str, Any], dict[str, Any], float], dict[str, Any]]] = {
+    ImageBehaviour.PULL_FAILURE: _pulling_back_off,
+    ImageBehaviour.CRASH: _crash_looping,
+}
+"""How a pod that is not run-to-completion starts when its worst image behaves so."""
 
 
 def custom_deployment_target(pod: dict[str, Any]) -> tuple[str, str] | None:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from prometheus_client import (
@@ -94,133 +95,18 @@ class Metrics:
             ProcessCollector(registry=registry)
             PlatformCollector(registry=registry)
             GCCollector(registry=registry)
-
-        self._build_info = Gauge(
-            "build_info",
-            "Always 1; the version label says which gitdeploy runs.",
-            ["version"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self._build_info.labels(version=version or "unknown").set(1)
-
-        self._reconcile_seconds = Histogram(
-            "reconcile_duration_seconds",
-            "Time one reconcile pass of one app took, by result.",
-            ["result"],
-            namespace=NAMESPACE,
-            registry=registry,
-            buckets=RECONCILE_BUCKETS,
-        )
-        self._apps_sync = Gauge(
-            "apps_sync_state",
-            "Number of apps in each sync state (git vs cluster).",
-            ["state"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self._apps_health = Gauge(
-            "apps_health_state",
-            "Number of apps in each health state.",
-            ["state"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self._apps_triggers_suspended = Gauge(
-            "apps_image_triggers_suspended",
-            "Number of apps whose image triggers a rollback suspended (deploy --enable-triggers).",
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        for sync_state in SyncState:
-            self._apps_sync.labels(state=sync_state.value).set(0)
-        for health_state in HealthState:
-            self._apps_health.labels(state=health_state.value).set(0)
+        # registered in this order, and so exported in it: build, reconcile, apps, rollouts, source,
+        # the API and leadership, webhooks
+        add = _Families(registry)
+        _build_info(add).labels(version=version or "unknown").set(1)
+        self._reconcile_seconds = _reconcile_histogram(add)
+        self._apps = _AppStateGauges.build(add)
         self._sync_seen: set[str] = {s.value for s in SyncState}
         self._health_seen: set[str] = {s.value for s in HealthState}
-
-        self._rollouts_started = Counter(
-            "rollouts_started",
-            "Rollouts (new revisions) started, by cause.",
-            ["cause"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self._rollouts_completed = Counter(
-            "rollouts_completed",
-            "Rollouts that completed, by cause.",
-            ["cause"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self._rollouts_failed = Counter(
-            "rollouts_failed",
-            "Rollouts that failed or were cancelled, by cause.",
-            ["cause"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self._rollout_seconds = Histogram(
-            "rollout_duration_seconds",
-            "Time from a rollout's start to its end, by outcome.",
-            ["outcome"],
-            namespace=NAMESPACE,
-            registry=registry,
-            buckets=ROLLOUT_BUCKETS,
-        )
-        self._rollbacks = Counter(
-            "rollbacks",
-            "Rollbacks requested (each also starts a rollout with its own cause).",
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-
-        self._poll_seconds = Histogram(
-            "source_poll_duration_seconds",
-            "Time one poll (fetch) of the config repository took.",
-            namespace=NAMESPACE,
-            registry=registry,
-            buckets=POLL_BUCKETS,
-        )
-        self._poll_errors = Counter(
-            "source_poll_errors",
-            "Polls of the config repository that failed.",
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self._last_poll_success = Gauge(
-            "source_last_successful_poll_timestamp_seconds",
-            "When the config repository was last polled successfully (0: never). Alert on its age.",
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-
-        self._api_requests = Counter(
-            "kube_api_requests",
-            "Kubernetes API requests, by verb and HTTP status code.",
-            ["verb", "code"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self._leader = Gauge(
-            "leader",
-            "1 while this process holds the leader Lease, else 0.",
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self._webhooks = Counter(
-            "webhook_deliveries",
-            "Git webhook deliveries received, by provider and outcome.",
-            ["provider", "outcome"],
-            namespace=NAMESPACE,
-            registry=registry,
-        )
-        self.webhook_bodies_reading = Gauge(
-            "webhook_bodies_reading",
-            "Webhook request bodies being read now (at most the server's limit; more are refused 503).",
-            namespace=NAMESPACE,
-            registry=registry,
-        )
+        self._rollouts = _RolloutFamilies.build(add)
+        self._source = _SourceFamilies.build(add)
+        self._api_requests, self._leader = _api_families(add)
+        self._webhooks, self.webhook_bodies_reading = _webhook_families(add)
 
     # -- reconcile loop -------------------------------------------------------------------------
 
@@ -242,9 +128,9 @@ class Metrics:
                 if count < 0:
                     raise ValueError(f"app count for state {state!r} is negative: {count}")
         with self._states_lock:
-            self._replace_counts(self._apps_sync, self._sync_seen, sync)
-            self._replace_counts(self._apps_health, self._health_seen, health)
-            self._apps_triggers_suspended.set(max(triggers_suspended, 0))
+            self._replace_counts(self._apps.sync, self._sync_seen, sync)
+            self._replace_counts(self._apps.health, self._health_seen, health)
+            self._apps.triggers_suspended.set(max(triggers_suspended, 0))
 
     def follow_app_states(self, read: Callable[[], AppStates | None]) -> None:
         """Take the app counts from ``read()`` at every :meth:`render` (each scrape), so that they
@@ -262,23 +148,23 @@ class Metrics:
 
     def rollout_started(self, cause: str) -> None:
         """A rollout began (``cause``: the revision's, e.g. ``ConfigChange``, ``AutoRollback``)."""
-        self._rollouts_started.labels(cause=cause).inc()
+        self._rollouts.started.labels(cause=cause).inc()
 
     def rollout_completed(self, cause: str, seconds: float | None = None) -> None:
         """A rollout finished successfully; ``seconds`` is its duration when known."""
-        self._rollouts_completed.labels(cause=cause).inc()
+        self._rollouts.completed.labels(cause=cause).inc()
         if seconds is not None:
-            self._rollout_seconds.labels(outcome="completed").observe(_non_negative(seconds))
+            self._rollouts.seconds.labels(outcome="completed").observe(_non_negative(seconds))
 
     def rollout_failed(self, cause: str, seconds: float | None = None) -> None:
         """A rollout failed (deadline exceeded, hook failed, cancelled); ``seconds`` when known."""
-        self._rollouts_failed.labels(cause=cause).inc()
+        self._rollouts.failed.labels(cause=cause).inc()
         if seconds is not None:
-            self._rollout_seconds.labels(outcome="failed").observe(_non_negative(seconds))
+            self._rollouts.seconds.labels(outcome="failed").observe(_non_negative(seconds))
 
     def rollback_requested(self) -> None:
         """A rollback to an earlier revision was requested."""
-        self._rollbacks.inc()
+        self._rollouts.rollbacks.inc()
 
     def observe_rollout(self, transition: RolloutTransition) -> None:
         """Count a rollout that began or ended (a cancelled one counts as failed)."""
@@ -296,11 +182,11 @@ class Metrics:
 
     def observe_poll(self, seconds: float, error: bool = False) -> None:
         """Record one poll of the config repository; a failed one also counts as an error."""
-        self._poll_seconds.observe(_non_negative(seconds))
+        self._source.poll_seconds.observe(_non_negative(seconds))
         if error:
-            self._poll_errors.inc()
+            self._source.poll_errors.inc()
         else:
-            self._last_poll_success.set(self._clock())
+            self._source.last_success.set(self._clock())
 
     def api_request(self, verb: str, code: int) -> None:
         """Count one Kubernetes API request (``verb``: get, list, create, patch...; ``code``: its status)."""
@@ -329,3 +215,140 @@ class Metrics:
 def _non_negative(seconds: float) -> float:
     """Durations from a clock that stepped back are recorded as 0, not as a negative observation."""
     return seconds if seconds > 0 else 0.0
+
+
+# -- the metric families, by subject (each builder registers its families, in this order) ---------
+
+
+@dataclass(frozen=True)
+class _Families:
+    """Makes metric families named under :data:`NAMESPACE` in ``registry``."""
+
+    registry: CollectorRegistry
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        return Counter(name, documentation, labels, namespace=NAMESPACE, registry=self.registry)
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        return Gauge(name, documentation, labels, namespace=NAMESPACE, registry=self.registry)
+
+    def histogram(
+        self, name: str, documentation: str, buckets: Sequence[float], labels: Sequence[str] = ()
+    ) -> Histogram:
+        return Histogram(
+            name, documentation, labels, namespace=NAMESPACE, registry=self.registry, buckets=buckets
+        )
+
+
+def _build_info(add: _Families) -> Gauge:
+    return add.gauge("build_info", "Always 1; the version label says which gitdeploy runs.", ["version"])
+
+
+def _reconcile_histogram(add: _Families) -> Histogram:
+    return add.histogram(
+        "reconcile_duration_seconds",
+        "Time one reconcile pass of one app took, by result.",
+        RECONCILE_BUCKETS,
+        ["result"],
+    )
+
+
+@dataclass(frozen=True)
+class _AppStateGauges:
+    """How many apps are in each sync and health state, and how many have triggers suspended."""
+
+    sync: Gauge
+    health: Gauge
+    triggers_suspended: Gauge
+
+    @classmethod
+    def build(cls, add: _Families) -> _AppStateGauges:
+        """The gauges, every sync and health state exported at 0."""
+        sync = add.gauge("apps_sync_state", "Number of apps in each sync state (git vs cluster).", ["state"])
+        health = add.gauge("apps_health_state", "Number of apps in each health state.", ["state"])
+        triggers_suspended = add.gauge(
+            "apps_image_triggers_suspended",
+            "Number of apps whose image triggers a rollback suspended (deploy --enable-triggers).",
+        )
+        for sync_state in SyncState:
+            sync.labels(state=sync_state.value).set(0)
+        for health_state in HealthState:
+            health.labels(state=health_state.value).set(0)
+        return cls(sync, health, triggers_suspended)
+
+
+@dataclass(frozen=True)
+class _RolloutFamilies:
+    """Rollouts started, completed and failed by cause, their durations, and rollbacks."""
+
+    started: Counter
+    completed: Counter
+    failed: Counter
+    seconds: Histogram
+    rollbacks: Counter
+
+    @classmethod
+    def build(cls, add: _Families) -> _RolloutFamilies:
+        return cls(
+            started=add.counter("rollouts_started", "Rollouts (new revisions) started, by cause.", ["cause"]),
+            completed=add.counter("rollouts_completed", "Rollouts that completed, by cause.", ["cause"]),
+            failed=add.counter(
+                "rollouts_failed", "Rollouts that failed or were cancelled, by cause.", ["cause"]
+            ),
+            seconds=add.histogram(
+                "rollout_duration_seconds",
+                "Time from a rollout's start to its end, by outcome.",
+                ROLLOUT_BUCKETS,
+                ["outcome"],
+            ),
+            rollbacks=add.counter(
+                "rollbacks", "Rollbacks requested (each also starts a rollout with its own cause)."
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class _SourceFamilies:
+    """Polls of the config repository: how long they took, which failed, the last that did not."""
+
+    poll_seconds: Histogram
+    poll_errors: Counter
+    last_success: Gauge
+
+    @classmethod
+    def build(cls, add: _Families) -> _SourceFamilies:
+        return cls(
+            poll_seconds=add.histogram(
+                "source_poll_duration_seconds",
+                "Time one poll (fetch) of the config repository took.",
+                POLL_BUCKETS,
+            ),
+            poll_errors=add.counter("source_poll_errors", "Polls of the config repository that failed."),
+            last_success=add.gauge(
+                "source_last_successful_poll_timestamp_seconds",
+                "When the config repository was last polled successfully (0: never). Alert on its age.",
+            ),
+        )
+
+
+def _api_families(add: _Families) -> tuple[Counter, Gauge]:
+    """Kubernetes API requests by verb and code, and whether this process leads."""
+    requests = add.counter(
+        "kube_api_requests", "Kubernetes API requests, by verb and HTTP status code.", ["verb", "code"]
+    )
+    leader = add.gauge("leader", "1 while this process holds the leader Lease, else 0.")
+    return requests, leader
+
+
+def _webhook_families(add: _Families) -> tuple[Counter, Gauge]:
+    """Webhook deliveries by provider and outcome, and the bodies being read now."""
+    deliveries = add.counter(
+        "webhook_deliveries",
+        "Git webhook deliveries received, by provider and outcome.",
+        ["provider", "outcome"],
+    )
+    reading = add.gauge(
+        "webhook_bodies_reading",
+        "Webhook request bodies being read now (at most the server's limit; more are refused 503).",
+    )
+    return deliveries, reading

@@ -4,8 +4,8 @@ Three apps run 4 replicas each; two of them roll out a new image while the API s
 through a :class:`~tests.fixtures.faultproxy.FaultProxy`, is slow (a second per request), answers
 409 Conflict to every write, cuts its answers mid-response, or has every connection (the watches
 of ``gitdeploy run`` included) cut every three passes (three fake seconds). The controller is
-driven as ``run`` drives it: poll, pass over what is due, the record and ReplicaSet watches on
-their threads.
+driven by the one Scheduler (poll, then a pass over what is due every fake second), the record
+and ReplicaSet watches on their threads.
 
 After every pass, read straight from the cluster (not through the proxy): no app runs more
 ReplicaSet replicas than its rollout allows (4 + maxSurge 1) nor fewer available pods than it
@@ -15,6 +15,7 @@ fault ends, every app converges without a restart and its revision log has every
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.scheduler import Scheduler
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.history.records import AppRecord, Outcome
 from gitdeploy.core.models import AppKey
@@ -100,17 +102,23 @@ def drive(
     passes: int | None = None,
     before: Callable[[int], None] = lambda _: None,
 ) -> None:
-    """What ``run`` does, a fake second at a time: ``before(n)``, poll, pass over due apps, then
-    ``check``; ``passes`` of them, or (None) until nothing is due (at most 600)."""
-    for n in range(passes or 600):
-        before(n)
-        returns(controller.poll)
-        returns(controller.reconcile_due)
+    """What ``run`` does, a fake second at a time (:meth:`Scheduler.settle`): ``before(n)``, pass
+    over due apps, then ``check``; ``passes`` of them, or (None) until no app is due (at most 600)."""
+    made = itertools.count(1)
+
+    def advance(seconds: float) -> None:  # between two passes
         check()
-        if passes is None and controller.next_due_in() is None:
-            return
-        clock.advance(1.0)
-    assert passes is not None, f"not settled: {controller.reports}"
+        clock.advance(seconds)
+        n = next(made)
+        if passes is None or n < passes:
+            before(n)
+
+    before(0)
+    scheduler = Scheduler(controller)
+    settled = returns(lambda: scheduler.settle(advance, limit=passes or 600, shortest=1.0, longest=1.0))
+    if settled is not None:
+        check()  # after the last pass, which no advance followed
+    assert passes is not None or settled is not None, f"not settled: {controller.reports}"
 
 
 class WatchCutter:

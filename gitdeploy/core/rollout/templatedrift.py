@@ -90,10 +90,8 @@ def _change(change: FieldChange) -> str:
 def find_template_drift(rs: ObservedReplicaSet, recorded: PodTemplate | None = None) -> TemplateDrift | None:
     """The template drift of ``rs`` against its digest; the fields that differ from ``recorded``
     (git's template of the revision, without gitdeploy's labels) when it is given."""
-    if rs.annotation(REPLACING_PODS_ANNOTATION) and not edited_by_hand(rs):
-        return TemplateDrift(rs.name, replacing=True)
     if not edited_by_hand(rs):
-        return None
+        return TemplateDrift(rs.name, replacing=True) if rs.annotation(REPLACING_PODS_ANNOTATION) else None
     assert rs.template is not None
     changes: tuple[FieldChange, ...] = ()
     if recorded is not None:

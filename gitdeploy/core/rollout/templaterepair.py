@@ -20,6 +20,7 @@ from gitdeploy.core.rollout import DEFAULT_REQUEUE_SECONDS, AppPhase, Event, Sna
 from gitdeploy.core.rollout.context import bounds_of
 from gitdeploy.core.rollout.drift import DRIFT_CORRECTED
 from gitdeploy.core.rollout.templatedrift import (
+    TemplateDrift,
     TemplatePod,
     find_template_drift,
     needs_digest,
@@ -53,20 +54,36 @@ def current_replica_set(target: Target, snap: Snapshot) -> ObservedReplicaSet | 
     return next((rs for rs in snap.replica_sets if new is not None and rs.name == new.name), None)
 
 
-def wants_template_pods(target: Target, snap: Snapshot) -> bool:
-    """Whether the pass needs the pods of the current ReplicaSet listed (it is being repaired)."""
+@dataclass(frozen=True)
+class TemplateCheck:
+    """A pass's look at the template of the app's current ReplicaSet, taken once per pass (the
+    digest of a listed template is the costly part)."""
+
+    rs: ObservedReplicaSet | None
+    """The ReplicaSet that runs the target's template (None: none yet, or it has no template)."""
+    drift: TemplateDrift | None = None
+
+    @property
+    def wants_pods(self) -> bool:
+        """Whether the pass needs the pods of the current ReplicaSet listed (it is being repaired)."""
+        return self.rs is not None and self.drift is not None
+
+
+def check_template(target: Target, snap: Snapshot) -> TemplateCheck:
+    """The current ReplicaSet and its template drift against the target's template."""
     rs = current_replica_set(target, snap)
-    return rs is not None and find_template_drift(rs) is not None
+    if rs is None or rs.template is None:
+        return TemplateCheck(None)
+    return TemplateCheck(rs, find_template_drift(rs, target.template))
 
 
 def plan_template_repair(
-    target: Target, snap: Snapshot, step: Step, pods: Sequence[TemplatePod] | None
+    target: Target, check: TemplateCheck, step: Step, pods: Sequence[TemplatePod] | None
 ) -> tuple[Step, TemplateRepair | None]:
     """``step`` told of the repair (its event, a requeue while pods are replaced), and the repair."""
-    rs = current_replica_set(target, snap)
+    rs, drift = check.rs, check.drift
     if rs is None or rs.template is None:
         return step, None
-    drift = find_template_drift(rs, target.template)
     if drift is None:
         if not needs_digest(rs):
             return step, None
@@ -102,4 +119,4 @@ def _told(step: Step, event: Event, message: str) -> Step:
     )
 
 
-__all__ = ["TemplateRepair", "current_replica_set", "plan_template_repair", "wants_template_pods"]
+__all__ = ["TemplateCheck", "TemplateRepair", "check_template", "current_replica_set", "plan_template_repair"]

@@ -1,0 +1,113 @@
+"""Hand edits of the labels of an app's ReplicaSet (pure; the reads and writes are the controller's).
+
+gitdeploy finds an app's ReplicaSets by their labels (``gitdeploy.io/app``, the managed-by label,
+``gitdeploy.io/template-hash``). ``kubectl label rs web-<hash> gitdeploy.io/app-`` hides one from
+those lists; a pass would then plan a second ReplicaSet for the template it runs, and meet 409
+AlreadyExists on its name. Its name is deterministic (``<app>-<hash>``, and the revision log keeps
+it), so when the record knows the target's template but no listed ReplicaSet runs it,
+:func:`hidden_replica_set` names the one to read by name (no extra request while the app's
+ReplicaSet is listed). Its selector (immutable) says whether it is the one gitdeploy made for that
+template: then :func:`label_changes` says what to put back and :func:`told_relabelled` what was
+undone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
+from gitdeploy.core.observed import APP_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from gitdeploy.core.rollout.drift import DRIFT_CORRECTED
+from gitdeploy.core.rollout.inputs import Snapshot
+from gitdeploy.core.rollout.outputs import Event, Step
+
+
+@dataclass(frozen=True)
+class NamedReplicaSet:
+    """A ReplicaSet read by name: its labels and the template hash its selector matches."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    selector_hash: str
+
+
+def own_labels(app: str, template_hash: str) -> dict[str, str]:
+    """The labels gitdeploy puts on the ReplicaSet of ``app`` for ``template_hash``."""
+    return {TEMPLATE_HASH_LABEL: template_hash, APP_LABEL: app, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+
+
+def hidden_replica_set(app: str, template_hash: str, snap: Snapshot) -> str | None:
+    """The name of the ReplicaSet to read when the revision log knows ``template_hash`` but no
+    listed ReplicaSet of the app runs it (its labels may have been changed by hand); else None.
+
+    >>> from gitdeploy.core.history.records import AppRecord, CommitRef, RevisionEntry
+    >>> entry = RevisionEntry(revision=1, template_hash="abc", replica_set="web-abc", commit=CommitRef("a"))
+    >>> snap = Snapshot(replica_sets=(), pods=(), record=AppRecord(revisions=(entry,)))
+    >>> hidden_replica_set("web", "abc", snap), hidden_replica_set("web", "new", snap)
+    ('web-abc', None)
+    """
+    if any(rs.state.template_hash == template_hash for rs in snap.replica_sets):
+        return None
+    known = [e for e in snap.record.revisions if e.template_hash == template_hash]
+    if not known:
+        return None
+    return known[-1].replica_set or f"{app}-{template_hash}"
+
+
+def label_changes(found: NamedReplicaSet, app: str, template_hash: str) -> tuple[str, ...]:
+    """What was changed of gitdeploy's labels on ``found`` (empty: nothing), e.g.
+    ``gitdeploy.io/app: removed``, ``gitdeploy.io/template-hash: abc -> edited``.
+
+    >>> found = NamedReplicaSet("web-abc", (("gitdeploy.io/template-hash", "x"),), "abc")
+    >>> label_changes(found, "web", "abc")[:2]
+    ('gitdeploy.io/template-hash: abc -> x', 'gitdeploy.io/app: removed')
+    """
+    labels = dict(found.labels)
+    changes = []
+    for key, value in own_labels(app, template_hash).items():
+        if key not in labels:
+            changes.append(f"{key}: removed")
+        elif labels[key] != value:
+            changes.append(f"{key}: {value} -> {labels[key]}")
+    return tuple(changes)
+
+
+def is_own(found: NamedReplicaSet, template_hash: str) -> bool:
+    """Whether ``found`` is the ReplicaSet gitdeploy made for ``template_hash``: its selector (which
+    cannot change) matches that hash."""
+    return found.selector_hash == template_hash
+
+
+def relabel_event(name: str, changes: tuple[str, ...]) -> Event:
+    """The ``DriftCorrected`` event that says which labels of ReplicaSet ``name`` were put back."""
+    message = f"{name}: its labels were changed by hand ({', '.join(changes)}); restored them"
+    return Event(DRIFT_CORRECTED, message, warning=True)
+
+
+def told_relabelled(step: Step, name: str, changes: tuple[str, ...]) -> Step:
+    """``step`` with the ``DriftCorrected`` event first and its message saying what was put back."""
+    event = relabel_event(name, changes)
+    message = f"{step.message}; restored the labels of {name}, changed by hand"
+    return dataclasses.replace(step, events=(event, *step.events), message=message)
+
+
+def foreign_message(found: NamedReplicaSet, app: str, template_hash: str) -> str:
+    """Why a ReplicaSet with the name gitdeploy needs cannot be used, and what to do."""
+    return (
+        f"ReplicaSet {found.name} exists but is not the one gitdeploy made for {app}'s template "
+        f"{template_hash} (its selector matches template hash {found.selector_hash or '(none)'}); "
+        f"gitdeploy will not change or delete it: rename or delete it, and the next pass creates {app}'s"
+    )
+
+
+__all__ = [
+    "NamedReplicaSet",
+    "foreign_message",
+    "hidden_replica_set",
+    "is_own",
+    "label_changes",
+    "own_labels",
+    "relabel_event",
+    "told_relabelled",
+]

@@ -1,0 +1,116 @@
+"""The simulation's timers, fired when due: pod transitions (the simulated kubelet), the
+ReplicaSet controller's looks, the garbage collector's, and what a finished deployer pod did.
+
+Every write fires the timers due first, in its own transaction, so that the ReplicaSet
+controller's look after one write shares the next write's transaction; reads fire them in one
+transaction of their own (see registry.py), and the kubelet thread between requests (kubelet.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gitdeploy.localcluster import garbage, simulation
+from gitdeploy.localcluster.lifecycle import ObjectLifecycle
+from gitdeploy.localcluster.resources import PODS, REPLICASETS
+from gitdeploy.localcluster.rscontroller import ReplicaSetController
+from gitdeploy.localcluster.store import Timer, Txn
+
+__all__ = ["DueTimers"]
+
+_SETTLE_ROUNDS = 64
+"""At most this many rounds of timers that fire timers due at once, per transaction."""
+
+
+class DueTimers:
+    """Fires the timers due in a transaction, writing through ``objects``."""
+
+    def __init__(self, objects: ObjectLifecycle) -> None:
+        self._objects = objects
+        self._replicasets = ReplicaSetController(objects)
+
+    def settle(self, txn: Txn, at: float, besides: str = "") -> int:
+        """Fire the timers due by ``at`` (but those of action ``besides``) in ``txn``, and those
+        that firing them adds due by then; returns how many fired. Every write does so first,
+        so that the ReplicaSet controller's look after one write shares the next write's
+        transaction. A ReplicaSet is looked at as of the latest timer that named it (the look
+        after a write as of the write), so that pods it makes start when due after it."""
+        fired = 0
+        for _ in range(_SETTLE_ROUNDS):
+            txn.earliest_timer = None
+            timers = txn.pop_due(at, besides=besides)
+            fired += len(timers)
+            # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
+            # together become ready together: one status write, not one per pod)
+            replicasets: dict[str, float] = {}
+            for timer in timers:
+                for uid in self._fire(txn, timer, at):
+                    replicasets[uid] = max(replicasets.get(uid, timer.due), timer.due)
+            for uid, when in replicasets.items():
+                found = txn.get_by_uid(uid)
+                if found is not None and found[0] == REPLICASETS.key:
+                    self._replicasets.reconcile(txn, found[1], when)
+            if txn.earliest_timer is None or txn.earliest_timer > at:
+                break
+        return fired
+
+    def _fire(self, txn: Txn, timer: Timer, now: float) -> list[str]:
+        """Apply one transition; returns the uids of the ReplicaSets to look at for it."""
+        if timer.action in (simulation.RS_SYNC, simulation.RS_WRITTEN):
+            return [timer.uid]
+        if timer.action == garbage.COLLECT:
+            collected = garbage.collectable(txn, timer)
+            if collected is not None:
+                resource, obj = collected
+                self._objects.remove(txn, resource, obj, "Background", now, reconcile=False)
+            return []
+        pod = txn.get(timer.resource, timer.namespace, timer.name)
+        if pod is None or pod["metadata"]["uid"] != timer.uid:
+            return []
+        if timer.action == simulation.GONE:
+            txn.delete(PODS.key, pod)
+            garbage.collect_dependents(txn, pod["metadata"]["uid"], "Background", now)
+            return self._controllers_of(pod)
+        if simulation.is_terminating(pod):
+            return []  # its containers are being stopped: no start, no completion
+        pod["status"] = simulation.pod_transition(pod, timer.action, timer.due, self._objects.config)
+        txn.put(PODS.key, pod, "MODIFIED", owners_changed=False)
+        if timer.action == simulation.STOP and pod["status"].get("phase") == "Succeeded":
+            self._act_as_custom_deployer(txn, pod, now)
+        return self._controllers_of(pod)
+
+    @staticmethod
+    def _controllers_of(pod: dict[str, Any]) -> list[str]:
+        """The uids of the ReplicaSets that control ``pod`` (one at most)."""
+        return [
+            str(ref.get("uid"))
+            for ref in pod["metadata"].get("ownerReferences") or []
+            if ref.get("controller") and ref.get("kind") == "ReplicaSet"
+        ]
+
+    def _act_as_custom_deployer(self, txn: Txn, pod: dict[str, Any], now: float) -> None:
+        """A stand-in for a Custom strategy's deployer image, which cannot run here.
+
+        A finished pod that names a deployment in ``GITDEPLOY_DEPLOYMENT_NAME`` (a gitdeploy
+        deployer pod) did what a simple deployer does: scaled that ReplicaSet to the app's replicas
+        (its ``gitdeploy.io/desired-replicas`` annotation) and the app's other ReplicaSets to 0.
+        """
+        target = simulation.custom_deployment_target(pod)
+        if target is None:
+            return
+        namespace, name = target
+        replicaset = txn.get(REPLICASETS.key, namespace, name)
+        if replicaset is None:
+            return
+        app = (replicaset["metadata"].get("labels") or {}).get(simulation.APP_LABEL)
+        annotations = replicaset["metadata"].get("annotations") or {}
+        desired = str(annotations.get(simulation.DESIRED_REPLICAS_ANNOTATION, ""))
+        wanted_size = int(desired) if desired.isdigit() else 1
+        for _ns, other_name, _labels, body in txn.list_raw(REPLICASETS.key, namespace):
+            other = json.loads(body)
+            if (other["metadata"].get("labels") or {}).get(simulation.APP_LABEL) != app:
+                continue
+            wanted = wanted_size if other_name == name else 0
+            if (other.get("spec") or {}).get("replicas") != wanted:
+                self._objects.apply_scale(txn, other, {"spec": {"replicas": wanted}}, now)
