@@ -23,14 +23,16 @@ from gitdeploy.manifests.apps import (
     analyse_image_stream,
     place_in_namespace,
 )
-from gitdeploy.manifests.documents import MAX_FILE_BYTES, Document, ManifestFile, parse_documents
+from gitdeploy.manifests.documents import MAX_FILE_BYTES, Document, FieldPath, ManifestFile, parse_documents
+from gitdeploy.manifests.problems import get_field
+from gitdeploy.manifests.rollouts import CANARY_PATH
 from gitdeploy.manifests.schemas import dotted, iter_violations, suggest
 
 SETTINGS_FILE = "gitdeploy.yaml"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_MANIFEST_FILES = 50_000
 KNOWN_KINDS = ("Deployment", "DeploymentConfig", "ImageStream", "Rollout", "AnalysisTemplate")
-CANARY_NOT_SUPPORTED = "canary rollouts are not supported yet"
+CANARY_ANALYSIS_NOT_SUPPORTED = "canary analysis is not supported yet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,23 +87,38 @@ def _doc_problem(doc: Document, message: str, hint: str) -> Diagnostic:
     return Diagnostic(doc.file, doc.line, doc.column, "", message, hint)
 
 
-def refuse_canary_until_supported(doc: Document, analysis: Analysis) -> Analysis:
-    """Every Rollout refused, its own problems listed after the refusal: the engine cannot run
-    a canary's steps yet, and an app it cannot roll out must not look deployable. The one place
-    to remove when the canary strategy of the rollout engine lands; until then a Rollout's app
-    is invalid, so gitdeploy leaves whatever runs under its name untouched."""
-    line, column = doc.position(("kind",))
-    refusal = Diagnostic(
-        doc.file,
-        line,
-        column,
-        "",
-        CANARY_NOT_SUPPORTED,
-        "gitdeploy reads and checks Rollouts but cannot run their steps yet: deploy this app as "
-        "kind: Deployment (apiVersion: apps/v1, strategy.rollingUpdate) or leave it to Argo Rollouts",
-        "kind",
+def refuse_canary_analysis(doc: Document, analysis: Analysis) -> Analysis:
+    """A Rollout whose canary runs an analysis (a step's ``analysis``, or the background
+    ``analysis``) refused at each such field, its own problems listed after: the engine walks
+    ``setWeight`` and ``pause`` steps but runs no analysis yet, and an app it cannot roll out as
+    written must not look deployable (gitdeploy then leaves what runs under its name untouched)."""
+    canary = get_field(doc.data, *CANARY_PATH)
+    if not isinstance(canary, dict):
+        return analysis
+    steps = canary.get("steps")
+    paths: list[FieldPath] = [(*CANARY_PATH, "analysis")] if "analysis" in canary else []
+    if isinstance(steps, list):
+        paths += [
+            (*CANARY_PATH, "steps", index, "analysis")
+            for index, step in enumerate(steps)
+            if isinstance(step, dict) and "analysis" in step
+        ]
+    refusals = tuple(
+        Diagnostic(
+            doc.file,
+            *doc.position(path),
+            "",
+            CANARY_ANALYSIS_NOT_SUPPORTED,
+            "gitdeploy walks setWeight and pause steps but runs no analysis yet: remove this "
+            "analysis (promote by hand after a `pause: {}` step with `gitdeploy rollout promote`), "
+            "or leave this app to Argo Rollouts",
+            ".".join(str(part) for part in path),
+        )
+        for path in paths
     )
-    return replace(analysis, draft=None, diagnostics=(refusal, *analysis.diagnostics))
+    if not refusals:
+        return analysis
+    return replace(analysis, draft=None, diagnostics=(*refusals, *analysis.diagnostics))
 
 
 def _analyse_document(doc: Document) -> Analysis | Diagnostic:
@@ -119,7 +136,7 @@ def _analyse_document(doc: Document) -> Analysis | Diagnostic:
     if kind in (AppKind.DEPLOYMENT.value, AppKind.DEPLOYMENT_CONFIG.value):
         return analyse_app(doc, AppKind(kind))
     if kind == AppKind.ROLLOUT.value:
-        return refuse_canary_until_supported(doc, analyse_app(doc, AppKind.ROLLOUT))
+        return refuse_canary_analysis(doc, analyse_app(doc, AppKind.ROLLOUT))
     if kind == "ImageStream":
         return analyse_image_stream(doc)
     if kind == "AnalysisTemplate":

@@ -1,29 +1,34 @@
-"""`gitdeploy validate` of Argo Rollouts manifests through the installed command: until the
-engine can run a canary, a Rollout is refused at its file and line, and an AnalysisTemplate is
-checked as any manifest is."""
+"""`gitdeploy validate` of Argo Rollouts manifests through the installed command: a Rollout
+without analysis is valid, a canary's analysis (not run yet) is refused at its file and line,
+and an AnalysisTemplate is checked as any manifest is."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tests.fixtures.argorollouts import ROLLOUT, TEMPLATE
+from tests.fixtures.argorollouts import ROLLOUT, TEMPLATE, WITHOUT_ANALYSIS
 from tests.fixtures.cli import RunCli
 
 
-def test_a_rollout_is_refused_at_its_file_and_line(run_cli: RunCli, tmp_path: Path) -> None:
+def test_a_rollout_with_analysis_is_refused_at_its_file_and_line(run_cli: RunCli, tmp_path: Path) -> None:
     (tmp_path / "web.yaml").write_text(ROLLOUT)
     (tmp_path / "analysis.yaml").write_text(TEMPLATE)
     done = run_cli("validate", str(tmp_path))
     assert done.returncode == 1
-    assert f"{tmp_path}/web.yaml:2:1: default/web: canary rollouts are not supported yet" in done.stderr
+    assert f"{tmp_path}/web.yaml:35:9: default/web: canary analysis is not supported yet" in done.stderr
     done = run_cli("validate", str(tmp_path), "-o", "json")
-    (error,) = json.loads(done.stdout)["errors"]
-    assert (error["file"], error["line"], error["message"]) == (
-        f"{tmp_path}/web.yaml",
-        2,
-        "canary rollouts are not supported yet",
-    )
+    errors = json.loads(done.stdout)["errors"]
+    assert [(e["file"], e["line"], e["message"]) for e in errors] == [
+        (f"{tmp_path}/web.yaml", line, "canary analysis is not supported yet") for line in (23, 35)
+    ]
+
+
+def test_a_rollout_without_analysis_is_valid(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "web.yaml").write_text(WITHOUT_ANALYSIS)
+    done = run_cli("validate", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "1 app(s) valid" in done.stdout
 
 
 def test_an_unsupported_field_of_a_template_is_refused(run_cli: RunCli, tmp_path: Path) -> None:

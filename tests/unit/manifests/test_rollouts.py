@@ -1,6 +1,6 @@
 """Argo Rollouts' ``Rollout`` (canary) manifests: what is read into the App model, what is
-refused at which line with which message, and the refusal of every Rollout at load time until
-the engine can run a canary."""
+refused at which line with which message, and the refusal of a canary's analysis, which the
+engine does not run yet."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from gitdeploy.core.canarysteps import (
 from gitdeploy.core.models import AppKey, AppKind, StrategyType
 from gitdeploy.manifests.apps import Analysis, analyse_app
 from gitdeploy.manifests.documents import ManifestFile, parse_documents
-from gitdeploy.manifests.loader import CANARY_NOT_SUPPORTED
-from tests.fixtures.argorollouts import MINIMAL_ROLLOUT, ROLLOUT
+from gitdeploy.manifests.loader import CANARY_ANALYSIS_NOT_SUPPORTED
+from tests.fixtures.argorollouts import MINIMAL_ROLLOUT, ROLLOUT, WITHOUT_ANALYSIS
 from tests.fixtures.manifests import deployment, load_texts
 
 
@@ -186,17 +186,26 @@ def test_what_gitdeploy_cannot_honour_is_refused_where_it_is_written(
 
 def test_every_refused_field_is_told_apart_from_a_typo() -> None:
     result = load_texts({"web.yaml": in_canary("      dynamicStableScale: true\n")})
-    (found,) = [d for d in result.diagnostics if d.message != CANARY_NOT_SUPPORTED]
+    (found,) = [d for d in result.diagnostics if d.message != CANARY_ANALYSIS_NOT_SUPPORTED]
     assert "unknown field" not in found.message and "traffic router" in found.message
 
 
-def test_a_valid_rollout_is_refused_until_the_engine_runs_canaries() -> None:
-    """The one refusal that the canary strategy of the engine replaces."""
+def test_a_rollout_without_analysis_loads_as_an_app() -> None:
+    result = load_texts({"api.yaml": MINIMAL_ROLLOUT, "web.yaml": WITHOUT_ANALYSIS})
+    assert result.diagnostics == ()
+    assert sorted(str(a.key) for a in result.apps) == ["default/api", "default/web"]
+
+
+def test_only_the_analysis_of_a_rollout_is_refused_each_where_it_is_written() -> None:
+    """The engine walks setWeight and pause steps; the step analysis (line 35) and the background
+    analysis (line 23) are refused there, and nothing else of the Rollout."""
     result = load_texts({"web.yaml": ROLLOUT, "api.yaml": deployment("api", "default")})
-    (refusal,) = result.diagnostics
-    assert (refusal.file, refusal.line, refusal.app) == ("web.yaml", 2, "default/web")
-    assert refusal.message == CANARY_NOT_SUPPORTED == "canary rollouts are not supported yet"
-    assert "kind: Deployment" in refusal.hint
+    assert [(d.file, d.line, d.app, d.message) for d in result.diagnostics] == [
+        ("web.yaml", 23, "default/web", CANARY_ANALYSIS_NOT_SUPPORTED),
+        ("web.yaml", 35, "default/web", CANARY_ANALYSIS_NOT_SUPPORTED),
+    ]
+    assert CANARY_ANALYSIS_NOT_SUPPORTED == "canary analysis is not supported yet"
+    assert "gitdeploy rollout promote" in result.diagnostics[0].hint
     assert [str(a.key) for a in result.apps] == ["default/api"]
     assert result.invalid_apps == (AppKey("default", "web"),)
 
@@ -204,8 +213,9 @@ def test_a_valid_rollout_is_refused_until_the_engine_runs_canaries() -> None:
 def test_an_invalid_rollout_is_refused_with_its_problems() -> None:
     result = load_texts({"web.yaml": ROLLOUT.replace("setWeight: 20", "setWeight: -5")})
     assert [d.message for d in result.diagnostics] == [
-        CANARY_NOT_SUPPORTED,
+        CANARY_ANALYSIS_NOT_SUPPORTED,
         "spec.strategy.canary.steps[0].setWeight must be at least 0",
+        CANARY_ANALYSIS_NOT_SUPPORTED,
     ]
 
 

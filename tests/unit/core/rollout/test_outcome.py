@@ -244,9 +244,7 @@ def test_a_failed_rollback_does_not_claim_the_replica_set_is_gone() -> None:
 
 
 def test_every_strategy_type_has_a_strategy() -> None:
-    # Canary has none yet: the manifests layer refuses every Rollout until it has
-    # (gitdeploy/manifests/loader.py, refuse_canary_until_supported).
-    assert set(STRATEGIES) == set(StrategyType) - {StrategyType.CANARY}
+    assert set(STRATEGIES) == set(StrategyType)
 
 
 def test_a_pass_context_takes_no_undeclared_attribute() -> None:
