@@ -27,8 +27,9 @@ Walk(step=3, paused_at=200.0, wait=30.0, waits_for_promote=False)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from gitdeploy.core.canarysteps import CanaryParams, CanaryStep, Pause, SetWeight
 from gitdeploy.core.history.records import FailureReason, Outcome
@@ -52,6 +53,18 @@ CANARY_PAUSED_AT_ANNOTATION = "gitdeploy.io/canary-paused-at"
 CANARY_PROMOTE_ANNOTATION = "gitdeploy.io/canary-promote"
 CANARY_ABORT_ANNOTATION = "gitdeploy.io/canary-abort"
 PROMOTE_FULL = "full"
+CANARY_RESTART: Mapping[str, str] = MappingProxyType(
+    {
+        name: ""
+        for name in (
+            CANARY_STEP_ANNOTATION,
+            CANARY_PAUSED_AT_ANNOTATION,
+            CANARY_PROMOTE_ANNOTATION,
+            CANARY_ABORT_ANNOTATION,
+        )
+    }
+)
+"""The annotations that start a revision's canary walk again (``deploy --retry``)."""
 
 
 @dataclass(frozen=True, slots=True)

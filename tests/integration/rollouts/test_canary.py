@@ -5,6 +5,7 @@ the canary's bounds checked after every ReplicaSet write, pass and tick."""
 from __future__ import annotations
 
 from gitdeploy.controller import canary as control
+from gitdeploy.controller.rollback import read_app, retry
 from gitdeploy.core.history.records import FailureReason, Outcome
 from gitdeploy.core.models import App
 from gitdeploy.core.rollout import AppPhase, Step
@@ -175,4 +176,55 @@ def test_a_restart_mid_canary_goes_on_at_its_step_and_keeps_its_pause(world: Wor
     world.roll(v2, change, check=note, until=paused_for_promote)
     assert seen[0][1] == (1, 3) and seen[1][0] >= began + 60
     assert sizes(world, v2, v1) == (2, 2)
+    assert world.violations == []
+
+
+def test_retry_after_an_abort_walks_the_steps_again_from_the_first(world: World) -> None:
+    v1, v2 = deployed(world, PROMOTE_THEN_END)
+    check = canary_bounds(v2)
+    change = commit("Bump web to 1.26", 2)
+    world.roll(v2, change, check=check, until=paused_for_promote)
+    control.abort(world.adapter, v2.key, by="ada@laptop")
+    world.roll(v2, change, check=check)
+    assert sizes(world, v2, v1) == (0, 4)
+
+    # When the aborted revision is retried (`gitdeploy deploy --retry`)
+    retry(world.adapter, read_app(world.adapter, v2.key), by="ada@laptop", now=world.clock.now())
+    steps = world.roll(v2, change, check=check, until=paused_for_promote)
+
+    # Then it is Running again and waits at its pause at 50%, not aborted again
+    assert "revision 2: step 2/3" in steps[-1].message
+    assert sizes(world, v2, v1) == (2, 2)
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.outcome is Outcome.RUNNING
+    assert world.violations == []
+
+
+def test_a_new_commit_mid_canary_replaces_the_canary_draining_it_first(world: World) -> None:
+    v1, v2 = deployed(world, PROMOTE_THEN_END)
+    world.roll(v2, commit("Bump web to 1.26", 2), check=canary_bounds(v2), until=paused_for_promote)
+    assert sizes(world, v2, v1) == (2, 2)
+
+    # When a commit changes the template again while the canary waits at 50%
+    v3 = load_app(canary_rollout("nginx:1.27", steps=PROMOTE_THEN_END))
+    check = canary_bounds(v3)
+    seen: list[tuple[int, ...]] = []
+
+    def note(w: World) -> None:
+        check(w)
+        found = sizes(w, v3, v1, v2)
+        if not seen or seen[-1] != found:
+            seen.append(found)
+
+    world.roll(v3, commit("Bump web to 1.27", 3), check=note, until=paused_for_promote)
+
+    # Then revision 2 is Cancelled and its pods go while revision 3 grows to its 50%
+    assert [(e.revision, e.outcome) for e in world.record(v3).revisions] == [
+        (1, Outcome.COMPLETE),
+        (2, Outcome.CANCELLED),
+    ]
+    # (the stable kept its 2 pods throughout; the replaced canary only shrank, one pod as each new
+    # one became available, within maxSurge 1 and maxUnavailable 0)
+    assert seen == [(0, 2, 2), (1, 2, 2), (1, 2, 1), (2, 2, 1), (2, 2, 0)]
+    assert seen[-1] == (2, 2, 0)
     assert world.violations == []
