@@ -66,8 +66,12 @@ def test_promote_and_abort_a_canary_with_the_cli(
     # When 1.26 is pushed, the loop walks the canary to its `pause: {}`
     git_remote.commit_and_push("web 1.26", {"apps/web.yaml": rollout("nginx:1.26")})
     with running_loop(git_remote, tmp_path):
-        wait_for(lambda: at_pause(tmp_path, 2))
+        wait_for(lambda: at_pause(tmp_path, 2) and web_status(run_cli)["health"] == "Suspended")
         assert at_pause(tmp_path, 2)
+        # and `gitdeploy status` says where it waits (Suspended, as Argo CD tells a paused Rollout)
+        view = web_status(run_cli)
+        assert view["health"] == "Suspended", view
+        assert "revision 2: step 2/2 (pause (until promoted)), paused (waiting for" in view["message"]
 
         # and someone promotes it
         done = run_cli("rollout", "promote", "web", "-n", "shop")

@@ -262,9 +262,9 @@ def canary(ctx: RolloutContext) -> Step:
         return ctx.step(
             AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, status(ctx)
         )
-    if walk.waits_for_promote:
+    if walk.waits_for_promote:  # Suspended, as Argo CD tells a paused Rollout
         message = f"{where}, paused (waiting for `gitdeploy rollout promote {ctx.app.key}`)"
-        return ctx.step(AppPhase.PROGRESSING, message, WATCHED_REQUEUE_SECONDS, status(ctx))
+        return ctx.step(AppPhase.PAUSED, message, WATCHED_REQUEUE_SECONDS, status(ctx))
     assert walk.wait is not None
     return ctx.step(
         AppPhase.PROGRESSING, f"{where}, paused for {walk.wait:.0f} s more", walk.wait, status(ctx)

@@ -92,7 +92,7 @@ def test_an_indefinite_pause_waits_until_promoted(world: World) -> None:
     started = world.clock.now()
     while world.clock.now() - started < 3600:
         step = world.pass_once(v2, change)
-        assert paused_for_promote(step) and step.requeue_after
+        assert paused_for_promote(step) and step.phase is AppPhase.PAUSED and step.requeue_after
         world.clock.advance(step.requeue_after)
         check(world)
     # Then it still waits there
