@@ -285,15 +285,19 @@ def abort(
     ctx: RolloutContext, stable: ReplicaSetState | None, older: Sequence[ReplicaSetState], by: str
 ) -> Step:
     """``rollout abort``: the stable back to full size first, then the canary (and older ones)
-    down, within the bounds; once only the stable runs, all available, the revision Fails."""
+    down, within the bounds; once only the stable runs, all available, the revision Fails. With
+    no stable revision to go back to (the app's first) it Fails at once, its pods kept."""
     new = ctx.new
     assert new is not None
-    if stable is not None:
-        ctx.scale(canary_scales(ctx, stable, older, 0))
+    if stable is None:
+        why = f"aborted by {by}: no earlier revision to go back to, its pods keep running"
+        return fail(ctx, FailureReason.ROLLOUT_ABORTED, why, status(ctx))
+    ctx.scale(canary_scales(ctx, stable, older, 0))
     now = status(ctx)
-    back = stable is None or (stable.replicas == stable.available == ctx.replicas)
-    if not ctx.scaled and back and new.replicas == new.current == 0:
-        to = f"revision {stable.revision} runs at full size" if stable is not None else "no stable revision"
-        return fail(ctx, FailureReason.ROLLOUT_ABORTED, f"aborted by {by}: {to}", now)
+    back = stable.replicas == stable.available == ctx.replicas
+    gone = all(rs.replicas == rs.current == 0 for rs in (new, *older))
+    if not ctx.scaled and back and gone:
+        why = f"aborted by {by}: revision {stable.revision} runs at full size"
+        return fail(ctx, FailureReason.ROLLOUT_ABORTED, why, now)
     message = f"revision {new.revision}: aborting (by {by}), back to the stable ReplicaSet"
     return ctx.step(AppPhase.PROGRESSING, message, DEFAULT_REQUEUE_SECONDS, now)

@@ -1,4 +1,5 @@
-"""The canary's walk through its steps (pure): where a pass leaves it, and what it waits for."""
+"""The canary's walk through its steps (pure): where a pass leaves it, what it waits for, and
+the passes of a first revision (no stable to compare with)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import dataclasses
 
 import pytest
 
-from gitdeploy.core.canarysteps import CanaryStep, Pause, SetWeight
+from gitdeploy.core.canarysteps import CanaryParams, CanaryStep, Pause, SetWeight
+from gitdeploy.core.history.records import FailureReason
+from gitdeploy.core.models import App, Strategy, StrategyType
 from gitdeploy.core.observed import ObservedReplicaSet
+from gitdeploy.core.rollout import AppPhase, PatchReplicaSet, plan_pass
 from gitdeploy.core.rollout.canarywalk import (
     CANARY_ABORT_ANNOTATION,
     CANARY_PAUSED_AT_ANNOTATION,
@@ -21,6 +25,7 @@ from gitdeploy.core.rollout.canarywalk import (
 )
 from gitdeploy.core.scaling.replicasets import ReplicaSetState
 from gitdeploy.core.timestamps import format_timestamp
+from tests.fixtures.rolloutpass import T0, V1, make_app, make_target, rs, snap
 
 STEPS: tuple[CanaryStep, ...] = (SetWeight(25), Pause(60), SetWeight(50), Pause(), SetWeight(75))
 T = 1_700_000_000.0
@@ -140,3 +145,34 @@ def test_promote_and_abort_requests() -> None:
 def test_a_pause_start_of_another_step_is_not_this_steps() -> None:
     annotations = {CANARY_STEP_ANNOTATION: "7:3", CANARY_PAUSED_AT_ANNOTATION: f"7:1:{format_timestamp(T)}"}
     assert dataclasses.astuple(read_canary_state(observed(7, annotations)))[:2] == (3, None)
+
+
+def canary_app(replicas: int = 3) -> App:
+    params = CanaryParams(steps=(SetWeight(50), Pause()), max_surge=1, max_unavailable=0)
+    return make_app(V1, replicas=replicas, strategy=Strategy(StrategyType.CANARY, canary=params))
+
+
+def test_aborting_an_apps_first_revision_fails_it_at_once_and_keeps_its_pods() -> None:
+    """No stable revision to go back to: nothing is scaled, and the walk does not loop."""
+    first = rs(
+        V1,
+        1,
+        3,
+        phase="Running",
+        annotations=((CANARY_STEP_ANNOTATION, "1:2"), (CANARY_ABORT_ANNOTATION, "1:ada")),
+    )
+    step = plan_pass(make_target(canary_app()), snap(first), T0 + 5)
+    assert step.phase is AppPhase.FAILED
+    assert [a.replicas for a in step.actions if isinstance(a, PatchReplicaSet)] == [None]  # the phase only
+    assert step.record is not None
+    entry = step.record.entry(1)
+    assert entry is not None and entry.reason == FailureReason.ROLLOUT_ABORTED
+    assert entry.message == "aborted by ada: no earlier revision to go back to, its pods keep running"
+
+
+def test_an_apps_first_revision_goes_to_full_size_without_steps() -> None:
+    first = rs(V1, 1, 0, phase="Running", desired=3)
+    step = plan_pass(make_target(canary_app()), snap(first), T0 + 5)
+    assert [(a.name, a.replicas) for a in step.actions if isinstance(a, PatchReplicaSet)] == [(first.name, 3)]
+    annotations = dict(next(a for a in step.actions if isinstance(a, PatchReplicaSet)).annotations)
+    assert annotations[CANARY_STEP_ANNOTATION] == "1:2"  # past its 2 steps
