@@ -42,7 +42,7 @@ from gitdeploy.core.rollout.context import (
     RolloutContext,
 )
 from gitdeploy.core.rollout.outcome import fail, finish
-from gitdeploy.core.rollout.outputs import AppPhase, Step
+from gitdeploy.core.rollout.outputs import AppPhase, Event, Step
 from gitdeploy.core.rollout.status import status
 from gitdeploy.core.scaling.replicasets import ReplicaSetState, ScaleAction
 from gitdeploy.core.scaling.rollingmath import resolve_fenceposts
@@ -254,6 +254,8 @@ def canary(ctx: RolloutContext) -> Step:
     observed = ctx.by_name[new.name]
     if any(observed.annotation(name) != value for name, value in pairs):
         ctx.annotate(new.name, *pairs)
+    if walk.step != state.step and stable is not None:
+        ctx.events.append(Event("CanaryStep", step_news(new.revision, steps, walk.step)))
     if walk.step >= len(steps) or stable is None:
         return to_full_size(ctx)
     ctx.scale(canary_scales(ctx, stable, older, current_weight(steps, walk.step)))
@@ -269,6 +271,17 @@ def canary(ctx: RolloutContext) -> Step:
     return ctx.step(
         AppPhase.PROGRESSING, f"{where}, paused for {walk.wait:.0f} s more", walk.wait, status(ctx)
     )
+
+
+def step_news(revision: int, steps: Sequence[CanaryStep], index: int) -> str:
+    """The event of a canary reaching step ``index``.
+
+    >>> step_news(3, (SetWeight(20), Pause()), 1), step_news(3, (SetWeight(20),), 1)
+    ('Revision 3: step 2/2 (pause (until promoted))', 'Revision 3: past its 1 steps, to full size')
+    """
+    if index >= len(steps):
+        return f"Revision {revision}: past its {len(steps)} steps, to full size"
+    return f"Revision {revision}: step {index + 1}/{len(steps)} ({steps[index].describe()})"
 
 
 def to_full_size(ctx: RolloutContext) -> Step:

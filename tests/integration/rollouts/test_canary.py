@@ -69,6 +69,12 @@ def test_a_three_step_canary_walks_its_steps_in_order_to_the_end(world: World) -
     leaving_25 = next(t for t, pair in seen if pair == (2, 3))
     assert leaving_25 - at_25 >= 30
     assert any("step 2/3 (pause 30s), paused for" in s.message for s in steps)
+    # and each step reached was told in an event
+    assert [m for _, m in world.events(v2, "CanaryStep")] == [
+        "Revision 2: step 2/3 (pause 30s)",
+        "Revision 2: step 3/3 (setWeight 75%)",
+        "Revision 2: past its 3 steps, to full size",
+    ]
     # and the bounds held after every write, pass and tick
     assert world.violations == []
     record = world.record(v2)
