@@ -27,6 +27,7 @@ Walk(step=3, paused_at=200.0, wait=30.0, waits_for_promote=False)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -114,7 +115,7 @@ def walk_steps(
             continue
         if not isinstance(step, Pause):  # analysis: the manifests layer refuses it today
             return Walk(index, paused_at, None, False)
-        began = now if paused_at is None else paused_at
+        began = float(math.ceil(now)) if paused_at is None else paused_at  # kept in whole seconds
         if step.duration_seconds is None:
             return Walk(index, began, None, True)
         if now < began + step.duration_seconds:

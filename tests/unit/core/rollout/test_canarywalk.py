@@ -4,6 +4,7 @@ the passes of a first revision (no stable to compare with)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 
@@ -39,7 +40,7 @@ def never(weight: int) -> bool:
     return False
 
 
-def only(*weights: int) -> object:
+def only(*weights: int) -> Callable[[int], bool]:
     return lambda weight: weight in weights
 
 
@@ -105,8 +106,15 @@ WALKS = [
 @pytest.mark.parametrize(
     ("state", "reached", "now", "walk"), [w[1:] for w in WALKS], ids=[w[0] for w in WALKS]
 )
-def test_walk_steps(state: CanaryState, reached: object, now: float, walk: Walk) -> None:
-    assert walk_steps(STEPS, state, reached, now) == walk  # type: ignore[arg-type]
+def test_walk_steps(state: CanaryState, reached: Callable[[int], bool], now: float, walk: Walk) -> None:
+    assert walk_steps(STEPS, state, reached, now) == walk
+
+
+def test_a_pause_begins_at_the_next_whole_second_so_it_never_ends_early() -> None:
+    """Its start is kept in an annotation in whole seconds: rounded up, not down."""
+    walk = walk_steps(STEPS, CanaryState(), only(25), T + 0.4)
+    assert walk.paused_at == T + 1
+    assert walk.wait == pytest.approx(60.6)
 
 
 def test_no_steps_is_past_the_end_at_once() -> None:
