@@ -12,6 +12,7 @@ import click
 from click.shell_completion import get_completion_class
 
 from gitdeploy import __version__
+from gitdeploy.cli.canary_cmd import abort, promote
 from gitdeploy.cli.cluster_cmd import cluster
 from gitdeploy.cli.context import CliContext, default_state_dir
 from gitdeploy.cli.demo_cmd import demo
@@ -170,6 +171,8 @@ cli.add_command(run)
 cli.add_command(sync)
 cli.add_command(status)
 cli.add_command(history)
+rollout.add_command(promote)
+rollout.add_command(abort)
 cli.add_command(rollout)
 cli.add_command(tag)
 cli.add_command(rollback)

@@ -305,11 +305,13 @@ def _diff_lines(key: AppKey, diff: TemplateDiff) -> list[str]:
 
 @click.group("rollout")
 def rollout() -> None:
-    """Follow rollouts (as `kubectl rollout`).
+    """Follow rollouts (as `kubectl rollout`), and promote or abort a canary.
 
     \b
     Examples:
       gitdeploy rollout status shop/web
+      gitdeploy rollout promote shop/web
+      gitdeploy rollout abort shop/web
     """
 
 

@@ -92,6 +92,8 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
         summary += f", {len(result.invalid_apps)} invalid ({', '.join(str(k) for k in result.invalid_apps)})"
     if result.image_streams:
         summary += f", {len(result.image_streams)} image stream(s)"
+    if result.analysis_templates:
+        summary += f", {len(result.analysis_templates)} analysis template(s)"
     if result.ignored:
         kinds = sorted({i.kind for i in result.ignored})
         summary += f", {len(result.ignored)} document(s) ignored ({', '.join(kinds)})"

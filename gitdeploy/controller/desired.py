@@ -6,10 +6,10 @@ and re-reads only the files that changed. A commit that touches no manifest (a R
 returns the previous result as it is; a commit that changes one of 10,000 manifests parses that
 one file and runs the repo-wide pass (:func:`gitdeploy.manifests.loader.assemble`) over only the
 files that decide the apps it touches: every file defining one of their names (duplicates), and
-the files holding image streams (trigger references); the other apps, diagnostics and ignored
-documents are kept from the previous result. A changed ``gitdeploy.yaml`` (which selects the
-manifest paths), or a changed file holding an image stream, means a whole repo-wide pass, still
-through the blob cache.
+the files holding image streams (trigger references) or analysis templates (canary analysis
+references); the other apps, diagnostics and ignored documents are kept from the previous result.
+A changed ``gitdeploy.yaml`` (which selects the manifest paths), or a changed file holding an
+image stream or an analysis template, means a whole repo-wide pass, still through the blob cache.
 
 With a sub-path (``--path DIR``), ``DIR/gitdeploy.yaml`` is the settings file and the settings'
 ``paths`` are relative to ``DIR``.
@@ -30,6 +30,7 @@ from gitdeploy.core.blobcache import BlobCache
 from gitdeploy.core.commits import FileEntry
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, RepoSettings
+from gitdeploy.manifests.apps import APP_KINDS
 from gitdeploy.manifests.documents import ManifestFile
 from gitdeploy.manifests.loader import (
     SETTINGS_FILE,
@@ -46,6 +47,7 @@ from gitdeploy.manifests.loader import (
 from gitdeploy.source.repo import ConfigRepo
 
 IMAGE_STREAM = "ImageStream"
+ANALYSIS_TEMPLATE = "AnalysisTemplate"
 _T = TypeVar("_T")
 
 FREEZE_AFTER_FILES = 1_000
@@ -73,16 +75,19 @@ def relative_to(path: str, subpath: str) -> str:
 
 
 def _app_keys(file: FileAnalysis, settings: RepoSettings) -> set[AppKey]:
-    """The names of the apps ``file`` defines, valid or not (image streams and ignored kinds aside)."""
+    """The names of the apps ``file`` defines, valid or not (image streams, analysis templates
+    and ignored kinds aside)."""
     return {
         AppKey(a.namespace or settings.default_namespace, a.name)
         for a in file.analyses
-        if not a.ignored and a.kind != IMAGE_STREAM
+        if not a.ignored and a.kind in APP_KINDS
     }
 
 
-def _has_stream(file: FileAnalysis) -> bool:
-    return any(a.kind == IMAGE_STREAM for a in file.analyses)
+def _is_shared(file: FileAnalysis) -> bool:
+    """Whether ``file`` defines what apps of other files refer to: an image stream or an
+    analysis template. Such files take part in every repo-wide pass."""
+    return any(a.kind in (IMAGE_STREAM, ANALYSIS_TEMPLATE) for a in file.analyses)
 
 
 @dataclass(frozen=True)
@@ -108,8 +113,8 @@ class _Loaded:
     """The repo-wide pass over ``files`` (``result`` without the settings problems)."""
     definers: dict[AppKey, frozenset[str]]
     """The files that define each app name."""
-    stream_files: frozenset[str]
-    """The files that hold an image stream."""
+    shared_files: frozenset[str]
+    """The files that hold an image stream or an analysis template (see :func:`_is_shared`)."""
     file_problems: tuple[Diagnostic, ...] = ()
     """Manifest files the source does not read (a symlink out of the tree, a file too large)."""
 
@@ -138,9 +143,9 @@ class _Loaded:
             for key in _app_keys(file, settings):
                 definers[key].add(path)
         assembled = assemble((files[path] for path in sorted(files)), settings)
-        streams = frozenset(path for path, file in files.items() if _has_stream(file))
+        shared = frozenset(path for path, file in files.items() if _is_shared(file))
         frozen = {key: frozenset(paths) for key, paths in definers.items()}
-        return cls(sha, source, files, assembled, frozen, streams)
+        return cls(sha, source, files, assembled, frozen, shared)
 
     def updated(self, sha: str, changed: dict[str, FileAnalysis | None]) -> _Loaded:
         """The state at ``sha`` where the files in ``changed`` (path to analysis, None when gone)
@@ -154,7 +159,7 @@ class _Loaded:
                 files.pop(path, None)
             else:
                 files[path] = file
-        if any(_has_stream(file) for file in before + after):
+        if any(_is_shared(file) for file in before + after):
             return _Loaded.assemble_all(sha, self.source, files)
         definers = dict(self.definers)
         for file in before:
@@ -170,7 +175,7 @@ class _Loaded:
         keys: set[AppKey] = set()
         deciding: set[str] = set()
         names = set().union(*(_app_keys(file, settings) for file in before))
-        paths = {file.path for file in after} | self.stream_files
+        paths = {file.path for file in after} | self.shared_files
         while names or paths:
             for path in paths - deciding:
                 deciding.add(path)
@@ -190,8 +195,9 @@ class _Loaded:
             ),
             invalid_apps=tuple(sorted((set(last.invalid_apps) - keys) | set(reassembled.invalid_apps))),
             ignored=_merge_sorted(last.ignored, redone, reassembled.ignored, group=_ignored_file),
+            analysis_templates=reassembled.analysis_templates,
         )
-        return _Loaded(sha, self.source, files, assembled, definers, self.stream_files)
+        return _Loaded(sha, self.source, files, assembled, definers, self.shared_files)
 
 
 def _merge_sorted(

@@ -28,6 +28,7 @@ from gitdeploy.core.observed import (
     StoredRecord,
     newest_replica_set,
 )
+from gitdeploy.core.rollout.canarywalk import CANARY_RESTART
 from gitdeploy.core.rollout.templatedrift import edited_by_hand
 from gitdeploy.core.timestamps import format_timestamp
 from gitdeploy.errors import NotFoundError, PermanentError
@@ -214,6 +215,8 @@ def retry(cluster: Cluster, state: AppState, *, by: str, now: float) -> Revision
             PHASE_ANNOTATION: Outcome.RUNNING.value,
             STARTED_AT_ANNOTATION: stamp,
             PROGRESSED_AT_ANNOTATION: stamp,
+            # a canary walks its steps again from the first, no longer aborted
+            **{name: empty for name, empty in CANARY_RESTART.items() if current.annotation(name)},
         },
     )
     write_record(cluster, state, record)

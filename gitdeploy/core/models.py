@@ -19,6 +19,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+from gitdeploy.core.canarysteps import CanaryParams
 from gitdeploy.core.pruning import PruneLimit
 
 JsonValue = Any
@@ -28,6 +29,7 @@ JsonValue = Any
 class AppKind(StrEnum):
     DEPLOYMENT = "Deployment"
     DEPLOYMENT_CONFIG = "DeploymentConfig"
+    ROLLOUT = "Rollout"  # Argo Rollouts (argoproj.io/v1alpha1), canary strategy only
 
 
 class StrategyType(StrEnum):
@@ -35,6 +37,7 @@ class StrategyType(StrEnum):
     ROLLING = "Rolling"  # DeploymentConfig
     RECREATE = "Recreate"
     CUSTOM = "Custom"
+    CANARY = "Canary"  # a Rollout's strategy.canary
 
     @property
     def is_rolling(self) -> bool:
@@ -132,6 +135,7 @@ class Strategy:
     rolling: RollingParams | None = None
     recreate: RecreateParams | None = None
     custom: CustomParams | None = None
+    canary: CanaryParams | None = None
     resources_json: str = "{}"
     """Strategy ``resources`` (requests/limits for hook and deployer pods), canonical JSON."""
     active_deadline_seconds: int | None = None
@@ -272,7 +276,7 @@ class Location:
 
 @dataclass(frozen=True, slots=True)
 class App:
-    """One deployable app, normalised from a Deployment or a DeploymentConfig.
+    """One deployable app, normalised from a Deployment, a DeploymentConfig or a Rollout.
 
     ``replicas`` is None when the manifest omits it: the live count is kept (room for an
     autoscaler); a new app then starts with 1.

@@ -17,6 +17,9 @@ minReadySeconds            0                           0
 auto-rollback on failure   off                         on
 podReplacementPolicy       TerminationStarted          (not a DeploymentConfig field)
 =========================  ==========================  ===============================
+
+An Argo Rollouts ``Rollout`` reads like a Deployment (selector, triggers, deadline, defaults),
+with its ``strategy.canary`` normalised by :mod:`gitdeploy.manifests.rollouts`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gitdeploy.core.analysistemplates import AnalysisTemplate
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.hashing import HASH_LENGTH, canonical_json, canonical_template, template_hash
 from gitdeploy.core.models import (
@@ -52,12 +56,16 @@ from gitdeploy.core.models import (
 )
 from gitdeploy.core.pruning import PRUNE_ANNOTATION
 from gitdeploy.manifests.documents import Document, FieldPath
-from gitdeploy.manifests.schemas import dotted, iter_violations
+from gitdeploy.manifests.problems import Problems, check_bounds, get_field
+from gitdeploy.manifests.rollouts import canary_strategy, check_canary
+from gitdeploy.manifests.schemas import iter_violations
 
 AUTO_ROLLBACK_ANNOTATION = "gitdeploy.io/auto-rollback"
 CHANGE_CAUSE_ANNOTATION = "kubernetes.io/change-cause"
 POD_SUFFIX_LENGTH = 6  # "-xxxxx" added to ReplicaSet names for pods
 HOOK_SUFFIX_LENGTH = len("-hook-post")
+APP_KINDS = frozenset(kind.value for kind in AppKind)
+"""The kinds that define an app (others define image streams or analysis templates)."""
 MAX_APP_NAME_LENGTH = 63 - 1 - HASH_LENGTH - max(POD_SUFFIX_LENGTH, HOOK_SUFFIX_LENGTH)
 """Longest app name for which ``<app>-<hash>-hook-post`` and pod names stay DNS-1123 labels."""
 
@@ -86,31 +94,9 @@ class Analysis:
     location: Location
     draft: AppDraft | None = None
     image_stream: ImageStream | None = None
+    analysis_template: AnalysisTemplate | None = None
     diagnostics: tuple[Diagnostic, ...] = ()
     ignored: bool = False
-
-
-class _Problems:
-    def __init__(self, doc: Document, app: str) -> None:
-        self.doc = doc
-        self.app = app
-        self.items: list[Diagnostic] = []
-
-    def add(self, path: FieldPath, message: str, hint: str = "") -> None:
-        line, column = self.doc.position(path)
-        self.items.append(Diagnostic(self.doc.file, line, column, self.app, message, hint, dotted(path)))
-
-
-def _get(data: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(part)
-    return data
-
-
-def _is_zero(bound: int | str) -> bool:
-    return bound in (0, "0%")
 
 
 def _env(items: Any) -> tuple[EnvVar, ...]:
@@ -194,11 +180,11 @@ def _selector(kind: AppKind, raw: Any, template_labels: dict[str, str]) -> Selec
 
 
 def _check_selector(
-    kind: AppKind, spec: dict[str, Any], selector: Selector, labels: dict[str, str], problems: _Problems
+    kind: AppKind, spec: dict[str, Any], selector: Selector, labels: dict[str, str], problems: Problems
 ) -> None:
     raw = spec.get("selector")
     path: FieldPath = ("spec", "selector")
-    if kind is AppKind.DEPLOYMENT:
+    if kind is not AppKind.DEPLOYMENT_CONFIG:
         if not selector.match_labels and not selector.match_expressions:
             problems.add(
                 path, "spec.selector selects nothing", "add spec.selector.matchLabels matching the pod labels"
@@ -226,32 +212,20 @@ def _check_selector(
         )
 
 
-def _check_rolling(path: FieldPath, rolling: RollingParams | None, problems: _Problems) -> None:
-    if rolling is None:
-        return
-    if _is_zero(rolling.max_surge) and _is_zero(rolling.max_unavailable):
-        problems.add(
-            (*path, "maxUnavailable"),
-            "maxSurge and maxUnavailable are both 0, so the rollout could never make progress",
-            "allow at least one: maxSurge: 1 or maxUnavailable: 1",
-        )
-    if isinstance(rolling.max_unavailable, str) and int(rolling.max_unavailable[:-1]) > 100:
-        problems.add(
-            (*path, "maxUnavailable"),
-            f"maxUnavailable {rolling.max_unavailable} is over 100%",
-            "use a percentage between 0% and 100%",
-        )
+def _check_rolling(path: FieldPath, rolling: RollingParams | None, problems: Problems) -> None:
+    if rolling is not None:
+        check_bounds(path, rolling.max_surge, rolling.max_unavailable, problems)
 
 
 def _check_hook_containers(
-    kind: AppKind, strategy_raw: Any, containers: set[str], problems: _Problems
+    kind: AppKind, strategy_raw: Any, containers: set[str], problems: Problems
 ) -> None:
     if kind is not AppKind.DEPLOYMENT_CONFIG or not isinstance(strategy_raw, dict):
         return
     for params_name in ("rollingParams", "recreateParams"):
         params = strategy_raw.get(params_name) or {}
         for phase in HookPhase:
-            name = _get(params, phase, "execNewPod", "containerName")
+            name = get_field(params, phase, "execNewPod", "containerName")
             if name is not None and name not in containers:
                 problems.add(
                     ("spec", "strategy", params_name, phase, "execNewPod", "containerName"),
@@ -261,9 +235,9 @@ def _check_hook_containers(
 
 
 def _triggers(
-    kind: AppKind, raw: Any, containers: set[str], namespace: str, problems: _Problems
+    kind: AppKind, raw: Any, containers: set[str], namespace: str, problems: Problems
 ) -> tuple[Triggers, tuple[tuple[int, int], ...]]:
-    if kind is AppKind.DEPLOYMENT:
+    if kind is not AppKind.DEPLOYMENT_CONFIG:
         return Triggers(config_change=True), ()
     config_change = False
     image: list[ImageChangeTrigger] = []
@@ -294,7 +268,7 @@ def _triggers(
     return Triggers(config_change=config_change, image_change=tuple(image)), tuple(positions)
 
 
-def _check_annotations(annotations: dict[str, str], problems: _Problems) -> None:
+def _check_annotations(annotations: dict[str, str], problems: Problems) -> None:
     """gitdeploy's own annotations take "true" or "false"."""
     for key, hint in (
         (AUTO_ROLLBACK_ANNOTATION, 'use "true" or "false"'),
@@ -305,7 +279,7 @@ def _check_annotations(annotations: dict[str, str], problems: _Problems) -> None
             problems.add(("metadata", "annotations", key), f"{key} is '{value}'", hint)
 
 
-def _check_name_length(name: str, problems: _Problems) -> None:
+def _check_name_length(name: str, problems: Problems) -> None:
     """The app's name leaves room for the names gitdeploy derives from it."""
     if len(name) > MAX_APP_NAME_LENGTH:
         problems.add(
@@ -316,9 +290,9 @@ def _check_name_length(name: str, problems: _Problems) -> None:
         )
 
 
-def _check_restart_policy(template_raw: dict[str, Any], problems: _Problems) -> None:
+def _check_restart_policy(template_raw: dict[str, Any], problems: Problems) -> None:
     """A deployment's pods restart Always."""
-    restart = _get(template_raw, "spec", "restartPolicy")
+    restart = get_field(template_raw, "spec", "restartPolicy")
     if restart not in (None, "Always"):
         problems.add(
             ("spec", "template", "spec", "restartPolicy"),
@@ -328,22 +302,25 @@ def _check_restart_policy(template_raw: dict[str, Any], problems: _Problems) -> 
 
 
 def _check_strategy(
-    kind: AppKind, strategy_raw: Any, strategy: Strategy, containers: set[str], problems: _Problems
+    kind: AppKind, strategy_raw: Any, strategy: Strategy, containers: set[str], problems: Problems
 ) -> None:
     """The strategy's parameters fit its type (and its hooks name containers of the template)."""
+    if kind is AppKind.ROLLOUT:
+        check_canary(strategy_raw, strategy, problems)
+        return
     params_key = "rollingUpdate" if kind is AppKind.DEPLOYMENT else "rollingParams"
     _check_rolling(("spec", "strategy", params_key), strategy.rolling, problems)
     if (
         kind is AppKind.DEPLOYMENT
         and strategy.type is StrategyType.RECREATE
-        and _get(strategy_raw, "rollingUpdate")
+        and get_field(strategy_raw, "rollingUpdate")
     ):
         problems.add(
             ("spec", "strategy", "rollingUpdate"),
             "rollingUpdate is set but the strategy type is Recreate",
             "remove rollingUpdate or use type: RollingUpdate",
         )
-    if strategy.type is StrategyType.CUSTOM and not _get(strategy_raw, "customParams"):
+    if strategy.type is StrategyType.CUSTOM and not get_field(strategy_raw, "customParams"):
         problems.add(
             ("spec", "strategy"),
             "a Custom strategy needs customParams",
@@ -353,13 +330,13 @@ def _check_strategy(
 
 
 def _ready_and_deadline(
-    kind: AppKind, spec: dict[str, Any], strategy: Strategy, problems: _Problems
+    kind: AppKind, spec: dict[str, Any], strategy: Strategy, problems: Problems
 ) -> tuple[int, int]:
     """``(minReadySeconds, progress deadline)``: a DeploymentConfig's deadline is its strategy's
-    timeout; a Deployment's must be greater than its minReadySeconds."""
+    timeout; a Deployment's or a Rollout's must be greater than its minReadySeconds."""
     min_ready = int(spec.get("minReadySeconds", 0))
     deadline = int(spec.get("progressDeadlineSeconds", 600))
-    if kind is AppKind.DEPLOYMENT and deadline <= min_ready:
+    if kind is not AppKind.DEPLOYMENT_CONFIG and deadline <= min_ready:
         problems.add(
             ("spec", "progressDeadlineSeconds"),
             f"progressDeadlineSeconds ({deadline}) must be greater than minReadySeconds ({min_ready})",
@@ -373,13 +350,13 @@ def _ready_and_deadline(
 
 
 def analyse_app(doc: Document, kind: AppKind) -> Analysis:
-    """Validate and normalise a Deployment or DeploymentConfig document."""
+    """Validate and normalise a Deployment, DeploymentConfig or Rollout document."""
     data = doc.data
-    name = str(_get(data, "metadata", "name") or "")
-    namespace = str(_get(data, "metadata", "namespace") or "")
+    name = str(get_field(data, "metadata", "name") or "")
+    namespace = str(get_field(data, "metadata", "namespace") or "")
     label = f"{namespace}/{name}" if namespace else name
     location = Location(doc.file, doc.line, doc.column)
-    problems = _Problems(doc, label)
+    problems = Problems(doc, label)
     for path, message, hint in iter_violations(kind.value, data):
         problems.add(path, message, hint)
     if problems.items:
@@ -395,7 +372,7 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
     _check_restart_policy(template_raw, problems)
     selector = _selector(kind, spec.get("selector"), labels)
     _check_selector(kind, spec, selector, labels, problems)
-    strategy = _strategy(kind, spec.get("strategy"))
+    strategy = canary_strategy(spec) if kind is AppKind.ROLLOUT else _strategy(kind, spec.get("strategy"))
     _check_strategy(kind, spec.get("strategy"), strategy, containers, problems)
     min_ready, deadline = _ready_and_deadline(kind, spec, strategy, problems)
     triggers, trigger_positions = _triggers(kind, spec.get("triggers"), containers, namespace, problems)
@@ -440,10 +417,10 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
 
 def analyse_image_stream(doc: Document) -> Analysis:
     data = doc.data
-    name = str(_get(data, "metadata", "name") or "")
-    namespace = str(_get(data, "metadata", "namespace") or "")
+    name = str(get_field(data, "metadata", "name") or "")
+    namespace = str(get_field(data, "metadata", "namespace") or "")
     location = Location(doc.file, doc.line, doc.column)
-    problems = _Problems(doc, f"{namespace}/{name}" if namespace else name)
+    problems = Problems(doc, f"{namespace}/{name}" if namespace else name)
     for path, message, hint in iter_violations("ImageStream", data):
         problems.add(path, message, hint)
     if problems.items:
@@ -451,11 +428,11 @@ def analyse_image_stream(doc: Document) -> Analysis:
     tags = tuple(
         ImageStreamTag(
             name=str(t["name"]),
-            from_kind=str(_get(t, "from", "kind") or "DockerImage"),
-            from_name=str(_get(t, "from", "name") or ""),
-            scheduled=bool(_get(t, "importPolicy", "scheduled")),
+            from_kind=str(get_field(t, "from", "kind") or "DockerImage"),
+            from_name=str(get_field(t, "from", "name") or ""),
+            scheduled=bool(get_field(t, "importPolicy", "scheduled")),
         )
-        for t in _get(data, "spec", "tags") or []
+        for t in get_field(data, "spec", "tags") or []
     )
     stream = ImageStream(AppKey(namespace, name), location, tags)
     return Analysis("ImageStream", name, namespace, location, image_stream=stream)

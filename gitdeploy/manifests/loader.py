@@ -11,17 +11,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from gitdeploy.core.analysistemplates import AnalysisTemplate
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, AppKind, ImageStream, Location, RepoSettings
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
-from gitdeploy.manifests.apps import Analysis, analyse_app, analyse_image_stream, place_in_namespace
-from gitdeploy.manifests.documents import MAX_FILE_BYTES, Document, ManifestFile, parse_documents
+from gitdeploy.manifests.analysistemplates import analyse_analysis_template
+from gitdeploy.manifests.apps import (
+    APP_KINDS,
+    Analysis,
+    analyse_app,
+    analyse_image_stream,
+    place_in_namespace,
+)
+from gitdeploy.manifests.documents import MAX_FILE_BYTES, Document, FieldPath, ManifestFile, parse_documents
+from gitdeploy.manifests.problems import get_field
+from gitdeploy.manifests.rollouts import CANARY_PATH
 from gitdeploy.manifests.schemas import dotted, iter_violations, suggest
 
 SETTINGS_FILE = "gitdeploy.yaml"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_MANIFEST_FILES = 50_000
-KNOWN_KINDS = ("Deployment", "DeploymentConfig", "ImageStream")
+KNOWN_KINDS = ("Deployment", "DeploymentConfig", "ImageStream", "Rollout", "AnalysisTemplate")
+CANARY_ANALYSIS_NOT_SUPPORTED = "canary analysis is not supported yet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +64,8 @@ class LoadResult:
     settings_problems: tuple[Diagnostic, ...] = ()
     """Why ``gitdeploy.yaml`` cannot be used (also in ``diagnostics``): the loop applies nothing
     of such a commit, because its ``paths`` and ``allowedNamespaces`` would not hold."""
+    analysis_templates: tuple[AnalysisTemplate, ...] = ()
+    """The Argo Rollouts AnalysisTemplates of the repo, in namespace/name order."""
 
     @property
     def ok(self) -> bool:
@@ -74,6 +87,40 @@ def _doc_problem(doc: Document, message: str, hint: str) -> Diagnostic:
     return Diagnostic(doc.file, doc.line, doc.column, "", message, hint)
 
 
+def refuse_canary_analysis(doc: Document, analysis: Analysis) -> Analysis:
+    """A Rollout whose canary runs an analysis (a step's ``analysis``, or the background
+    ``analysis``) refused at each such field, its own problems listed after: the engine walks
+    ``setWeight`` and ``pause`` steps but runs no analysis yet, and an app it cannot roll out as
+    written must not look deployable (gitdeploy then leaves what runs under its name untouched)."""
+    canary = get_field(doc.data, *CANARY_PATH)
+    if not isinstance(canary, dict):
+        return analysis
+    steps = canary.get("steps")
+    paths: list[FieldPath] = [(*CANARY_PATH, "analysis")] if "analysis" in canary else []
+    if isinstance(steps, list):
+        paths += [
+            (*CANARY_PATH, "steps", index, "analysis")
+            for index, step in enumerate(steps)
+            if isinstance(step, dict) and "analysis" in step
+        ]
+    refusals = tuple(
+        Diagnostic(
+            doc.file,
+            *doc.position(path),
+            "",
+            CANARY_ANALYSIS_NOT_SUPPORTED,
+            "gitdeploy walks setWeight and pause steps but runs no analysis yet: remove this "
+            "analysis (promote by hand after a `pause: {}` step with `gitdeploy rollout promote`), "
+            "or leave this app to Argo Rollouts",
+            ".".join(str(part) for part in path),
+        )
+        for path in paths
+    )
+    if not refusals:
+        return analysis
+    return replace(analysis, draft=None, diagnostics=(*refusals, *analysis.diagnostics))
+
+
 def _analyse_document(doc: Document) -> Analysis | Diagnostic:
     data = doc.data
     location = Location(doc.file, doc.line, doc.column)
@@ -88,8 +135,12 @@ def _analyse_document(doc: Document) -> Analysis | Diagnostic:
         )
     if kind in (AppKind.DEPLOYMENT.value, AppKind.DEPLOYMENT_CONFIG.value):
         return analyse_app(doc, AppKind(kind))
+    if kind == AppKind.ROLLOUT.value:
+        return refuse_canary_analysis(doc, analyse_app(doc, AppKind.ROLLOUT))
     if kind == "ImageStream":
         return analyse_image_stream(doc)
+    if kind == "AnalysisTemplate":
+        return analyse_analysis_template(doc)
     if kind == "RepoSettings":
         return _doc_problem(
             doc, "RepoSettings is read only from gitdeploy.yaml at the repo root", "move it there"
@@ -225,6 +276,7 @@ class _Gathered:
     drafts: dict[AppKey, list[tuple[Analysis, App]]] = field(default_factory=dict)
     invalid: set[AppKey] = field(default_factory=set)
     streams: dict[AppKey, ImageStream] = field(default_factory=dict)
+    templates: dict[AppKey, AnalysisTemplate] = field(default_factory=dict)
     ignored: list[Ignored] = field(default_factory=list)
 
     def add(self, analysis: Analysis, namespace: str) -> None:
@@ -234,28 +286,37 @@ class _Gathered:
         elif analysis.diagnostics:
             label = _app_label(namespace, analysis.name)
             self.diagnostics.extend(replace(d, app=label) for d in analysis.diagnostics)
-            if analysis.name and analysis.kind != "ImageStream":
+            if analysis.name and analysis.kind in APP_KINDS:
                 self.invalid.add(key)
         elif analysis.image_stream is not None:
             self.add_stream(key, analysis.image_stream)
+        elif analysis.analysis_template is not None:
+            self.add_template(key, analysis.analysis_template)
         elif analysis.draft is not None:
             placed = place_in_namespace(analysis.draft.app, namespace)
             self.drafts.setdefault(key, []).append((analysis, placed))
 
     def add_stream(self, key: AppKey, stream: ImageStream) -> None:
         if key in self.streams:
-            first = self.streams[key].location
-            self.diagnostics.append(
-                Diagnostic(
-                    stream.location.file,
-                    stream.location.line,
-                    stream.location.column,
-                    str(key),
-                    f"image stream {key} is also defined at {first}",
-                    "keep one definition",
-                )
-            )
+            self.defined_again(key, "image stream", stream.location, self.streams[key].location)
         self.streams.setdefault(key, replace(stream, key=key))
+
+    def add_template(self, key: AppKey, template: AnalysisTemplate) -> None:
+        if key in self.templates:
+            self.defined_again(key, "analysis template", template.location, self.templates[key].location)
+        self.templates.setdefault(key, replace(template, key=key))
+
+    def defined_again(self, key: AppKey, what: str, again: Location, first: Location) -> None:
+        self.diagnostics.append(
+            Diagnostic(
+                again.file,
+                again.line,
+                again.column,
+                str(key),
+                f"{what} {key} is also defined at {first}",
+                "keep one definition",
+            )
+        )
 
 
 def _defined_twice(key: AppKey, defined: list[tuple[Analysis, App]]) -> list[Diagnostic]:
@@ -308,6 +369,7 @@ def assemble(files: Iterable[FileAnalysis], settings: RepoSettings) -> LoadResul
         diagnostics=tuple(sorted(diagnostics, key=diagnostic_order)),
         invalid_apps=tuple(sorted(invalid)),
         ignored=tuple(gathered.ignored),
+        analysis_templates=tuple(sorted(gathered.templates.values(), key=lambda t: t.key)),
     )
 
 

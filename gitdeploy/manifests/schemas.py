@@ -21,7 +21,12 @@ SCHEMA_FILES = {
     "DeploymentConfig": "deploymentconfig.schema.json",
     "ImageStream": "imagestream.schema.json",
     "RepoSettings": "settings.schema.json",
+    "Rollout": "rollout.schema.json",
+    "AnalysisTemplate": "analysistemplate.schema.json",
 }
+UNSUPPORTED = "x-unsupported"
+"""A schema keyword of gitdeploy's: ``{"not": {}, "x-unsupported": why, "description": what to
+do instead}`` refuses a field that Argo Rollouts has and gitdeploy cannot honour, saying why."""
 
 
 @cache
@@ -114,8 +119,10 @@ def describe_violation(error: ValidationError) -> tuple[tuple[str | int, ...], s
         sub = schema.get("properties", {}).get(name, {})
         hint = str(sub.get("description", "")) if isinstance(sub, dict) else ""
         return path, f"missing required field '{dotted((*path, name))}'", hint or f"add '{name}'"
+    if error.validator == "not" and UNSUPPORTED in schema:
+        return path, f"{field} is not supported: {schema[UNSUPPORTED]}", description
     if error.validator == "additionalProperties":
-        known = sorted(schema.get("properties", {}))
+        known = _known_fields(schema)
         extra = sorted(k for k in value if k not in known) if isinstance(value, dict) else []
         name = extra[0] if extra else "?"
         hint = suggest(name, known) or f"known fields here: {', '.join(known)}"
@@ -150,6 +157,12 @@ def describe_violation(error: ValidationError) -> tuple[tuple[str | int, ...], s
     if error.validator == "pattern":
         return path, f"{field} is {json.dumps(value)}, which is not valid", description
     return path, f"{field}: {error.message}", description
+
+
+def _known_fields(schema: dict[str, Any]) -> list[str]:
+    """The fields a mapping may have, those refused as unsupported left out."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    return sorted(k for k, v in properties.items() if not (isinstance(v, dict) and UNSUPPORTED in v))
 
 
 def _expected_types(expected: Any) -> str:

@@ -102,6 +102,8 @@ class FailureReason(StrEnum):
     PROGRESS_DEADLINE_EXCEEDED = ConditionReason.PROGRESS_DEADLINE_EXCEEDED.value
     HOOK_FAILED = "HookFailed"
     DEPLOYER_FAILED = "DeployerFailed"
+    ROLLOUT_ABORTED = "RolloutAborted"
+    """Someone ran ``gitdeploy rollout abort`` during a canary."""
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,8 @@ class RolloutPlan:
     unavailable_pods: int | None = None
     custom_image: str | None = None
     hooks: tuple[HookPlan, ...] = ()
+    steps: tuple[str, ...] = ()
+    """A canary's steps, described (``setWeight 20%``, ``pause 60s``)."""
 
     def describe(self) -> str:
         """One line, for example ``RollingUpdate, maxSurge 25% (1 pod), maxUnavailable 25% (0 pods)
@@ -166,6 +168,13 @@ class RolloutPlan:
         >>> RolloutPlan(StrategyType.RECREATE, 2).describe()
         'Recreate: stop all 2 old pods, then start 2 new ones'
         """
+        if self.strategy is StrategyType.CANARY:
+            steps = " -> ".join(self.steps) or "none"
+            return (
+                f"Canary, maxSurge {self.max_surge} ({_pods(self.surge_pods or 0)}), "
+                f"maxUnavailable {self.max_unavailable} ({_pods(self.unavailable_pods or 0)}) "
+                f"of {self.replicas} replicas; steps: {steps}"
+            )
         if self.surge_pods is not None and self.unavailable_pods is not None:
             return (
                 f"{self.strategy.value}, maxSurge {self.max_surge} ({_pods(self.surge_pods)}), "
@@ -338,8 +347,8 @@ def plan_rollout(app: App, current_replicas: int | None) -> RolloutPlan:
         HookPlan(phase, hook.container_name, hook.failure_policy.value, hook.command)
         for phase, hook in strategy.hooks.items()
     )
-    if strategy.type.is_rolling:
-        params = strategy.rolling
+    if strategy.type.is_rolling or strategy.canary is not None:
+        params = strategy.rolling or strategy.canary
         surge_bound = params.max_surge if params else "25%"
         unavailable_bound = params.max_unavailable if params else "25%"
         surge, unavailable = resolve_fenceposts(surge_bound, unavailable_bound, replicas)
@@ -351,6 +360,7 @@ def plan_rollout(app: App, current_replicas: int | None) -> RolloutPlan:
             surge_pods=surge,
             unavailable_pods=min(unavailable, replicas),
             hooks=hooks,
+            steps=tuple(step.describe() for step in strategy.canary.steps) if strategy.canary else (),
         )
     custom_image = strategy.custom.image if strategy.custom is not None else None
     return RolloutPlan(strategy.type, replicas, custom_image=custom_image, hooks=hooks)

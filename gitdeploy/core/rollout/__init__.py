@@ -9,6 +9,7 @@ Where the state of a rollout lives, so that a restarted gitdeploy resumes it:
 
 * the new ReplicaSet's annotations: revision, commit, cause, phase (``Running``, ``Complete``,
   ``Failed``), when the rollout started and when it last made progress;
+* a canary's step, when its pause began, and promote and abort requests (its annotations too);
 * the hook and deployer pods (named after the ReplicaSet, annotated with revision and attempt);
 * the app record (outcomes of finished revisions, a rollback pin).
 
@@ -24,7 +25,8 @@ the ReplicaSet is repaired on the next pass. Rollout arithmetic is :mod:`gitdepl
 * :mod:`.start` (a revision starts, a superseded one is cancelled), :mod:`.outcome` (complete,
   failed, automatic rollback, history limit), :mod:`.hookgate`, :mod:`.completion`,
   :mod:`.status`, :mod:`.settled` (settled and held apps);
-* one module per strategy: :mod:`.rolling`, :mod:`.recreate`, :mod:`.custom`.
+* one module per strategy: :mod:`.rolling`, :mod:`.recreate`, :mod:`.custom`, and
+  :mod:`.canarywalk` (a Rollout's steps, over the replica arithmetic of :mod:`.canary`).
 
 >>> starts_rollout("5d8f", Snapshot())  # the first pass over a new app starts revision 1
 True

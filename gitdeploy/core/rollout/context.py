@@ -82,8 +82,14 @@ def effective_replicas(
 
 def bounds_of(app: App, replicas: int) -> RolloutBounds:
     """The bounds the rollout math takes for ``app`` at ``replicas`` (Custom counts as Recreate:
-    no surge, all at once; the bounds of a strategy without rolling parameters are the defaults)."""
+    no surge, all at once; Canary as RollingUpdate with its own bounds; the bounds of a strategy
+    without rolling parameters are the defaults)."""
     kind = app.strategy.type
+    canary = app.strategy.canary
+    if canary is not None:  # past its steps a canary ends as a rolling update, in its bounds
+        return RolloutBounds(
+            StrategyType.ROLLING_UPDATE.value, replicas, canary.max_surge, canary.max_unavailable
+        )
     strategy = kind.value if kind.is_rolling else StrategyType.RECREATE.value
     rolling = app.strategy.rolling
     if rolling is not None:

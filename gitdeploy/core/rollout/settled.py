@@ -19,6 +19,7 @@ from gitdeploy.core.scaling.proportional import (
     plan_proportional_scaling,
 )
 from gitdeploy.core.scaling.replicasets import ScaleAction
+from gitdeploy.core.scaling.rollingmath import is_rolling
 
 
 def settled(ctx: RolloutContext) -> Step:
@@ -29,7 +30,7 @@ def settled(ctx: RolloutContext) -> Step:
     if is_scaling_event(ctx.replicas, ctx.states):
         ctx.scale(plan_proportional_scaling(ctx.bounds, ctx.new, ctx.old))
         drift = ()  # the app's size changed in git: not told apart from a hand change
-    elif drifted and ctx.app.strategy.type.is_rolling:
+    elif drifted and is_rolling(ctx.bounds.strategy):  # a canary ends as a rolling update
         ctx.scale(ctx.resync())
     elif drifted:
         ctx.scale([ScaleAction(rs.name, rs.replicas, 0) for rs in ctx.old if rs.is_active])

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gitdeploy.core.models import StrategyType
+from gitdeploy.core.rollout.canarywalk import canary
 from gitdeploy.core.rollout.context import RolloutContext
 from gitdeploy.core.rollout.custom import custom
 from gitdeploy.core.rollout.outputs import Step
@@ -31,5 +32,7 @@ STRATEGIES: Mapping[StrategyType, RolloutStrategy] = {
     StrategyType.ROLLING: RolloutStrategy(rolling, start_rolling),
     StrategyType.RECREATE: RolloutStrategy(recreate),
     StrategyType.CUSTOM: RolloutStrategy(custom),
+    StrategyType.CANARY: RolloutStrategy(canary),
 }
-"""Every :class:`~gitdeploy.core.models.StrategyType` (a test checks that none is missing)."""
+"""Every :class:`~gitdeploy.core.models.StrategyType` (a test checks that none is missing); the
+canary's steps are :mod:`.canarywalk`, its replica arithmetic :mod:`.canary`."""

@@ -69,7 +69,8 @@ def is_rolling(strategy: str) -> bool:
     raise ValueError(f"unknown strategy {strategy!r}: expected RollingUpdate, Rolling or Recreate")
 
 
-def _check_count(name: str, value: int) -> None:
+def check_count(name: str, value: int) -> None:
+    """``ValueError`` unless ``value`` is a count of pods (a non-negative int, not a bool)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
 
@@ -107,7 +108,7 @@ def resolve_fenceposts(max_surge: Bound, max_unavailable: Bound, desired: int) -
     >>> resolve_fenceposts("1%", "25%", 1)      # 1% of 1 rounds up to one surge pod
     (1, 0)
     """
-    _check_count("desired", desired)
+    check_count("desired", desired)
     surge = _scale_bound("maxSurge", max_surge, desired, round_up=True)
     unavailable = _scale_bound("maxUnavailable", max_unavailable, desired, round_up=False)
     if surge == 0 and unavailable == 0:
@@ -117,7 +118,7 @@ def resolve_fenceposts(max_surge: Bound, max_unavailable: Bound, desired: int) -
 
 def _resolve_max_surge(bounds: RolloutBounds) -> int:
     strategy, replicas, surge, unavailable = bounds
-    _check_count("replicas", replicas)
+    check_count("replicas", replicas)
     if not is_rolling(strategy):
         return 0
     return resolve_fenceposts(surge, unavailable, replicas)[0]
@@ -125,7 +126,7 @@ def _resolve_max_surge(bounds: RolloutBounds) -> int:
 
 def _resolve_max_unavailable(bounds: RolloutBounds) -> int:
     strategy, replicas, surge, unavailable = bounds
-    _check_count("replicas", replicas)
+    check_count("replicas", replicas)
     if not is_rolling(strategy) or replicas == 0:
         return 0
     return min(resolve_fenceposts(surge, unavailable, replicas)[1], replicas)
@@ -174,7 +175,7 @@ def min_available(bounds: RolloutBounds) -> int:
     0
     """
     if not is_rolling(bounds.strategy):
-        _check_count("replicas", bounds.replicas)
+        check_count("replicas", bounds.replicas)
         return 0
     return bounds.replicas - _resolve_max_unavailable(bounds)
 
@@ -212,8 +213,8 @@ def new_replica_set_replicas(
     >>> new_replica_set_replicas(RolloutBounds("Recreate", 10, None, None), 0, 0)
     10
     """
-    _check_count("new_replicas", new_replicas)
-    _check_count("all_replicas", all_replicas)
+    check_count("new_replicas", new_replicas)
+    check_count("all_replicas", all_replicas)
     if all_replicas < new_replicas:
         raise ValueError(f"all_replicas ({all_replicas}) cannot be less than new_replicas ({new_replicas})")
     surge = _resolve_max_surge(bounds)
@@ -506,7 +507,7 @@ def plan_recreate_step(
     >>> plan_recreate_step(3, new, [gone])
     (ScaleAction(name='web-new', from_replicas=0, to_replicas=3),)
     """
-    _check_count("replicas", replicas)
+    check_count("replicas", replicas)
     ordered = sort_by_creation(old_replica_sets)
     scale_down = tuple(ScaleAction(rs.name, rs.replicas, 0) for rs in ordered if rs.is_active)
     if scale_down:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from gitdeploy.controller.desired import DesiredStateReader
 from gitdeploy.source.repo import ConfigRepo
+from tests.fixtures.argorollouts import TEMPLATE
 from tests.fixtures.gitrepo import GitRemote
 
 
@@ -193,3 +194,22 @@ def test_incremental_loads_equal_fresh_loads_through_duplicates_streams_and_inva
             head = repo.poll().head
             # Then the reader's result from the tree diff equals a load from scratch
             assert reader.load(head) == DesiredStateReader(repo).load(head), message
+
+
+def test_analysis_templates_stay_in_an_incremental_load(git_remote: GitRemote, tmp_path: Path) -> None:
+    git_remote.commit_and_push(
+        "Apps and a template", {"apps/web.yaml": _deployment("web"), "apps/analysis.yaml": TEMPLATE}
+    )
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        reader = DesiredStateReader(repo)
+        first = reader.load(repo.poll().head)
+        assert [str(t.key) for t in first.analysis_templates] == ["shop/error-rate"]
+        git_remote.commit_and_push("Bump web", {"apps/web.yaml": _deployment("web", "nginx:1.26")})
+        second = reader.load(repo.poll().head)
+        assert reader.files_parsed == 3
+        assert second.analysis_templates == first.analysis_templates
+        git_remote.commit_and_push(
+            "Edit the template", {"apps/analysis.yaml": TEMPLATE.replace("count: 5", "count: 6")}
+        )
+        third = reader.load(repo.poll().head)
+        assert [m.count for m in third.analysis_templates[0].metrics] == [6, None, None]

@@ -1,4 +1,5 @@
-"""gitdeploy killed after every single write of a rollout, restarted each time: same end state.
+"""gitdeploy killed after every single write of a rollout (a canary's too), restarted each time:
+same end state.
 
 A crashing cluster adapter lets each "process" make exactly one successful write (ReplicaSet, pod,
 record or event), then dies; a new runner with nothing in memory takes over. The rollout must still end as an
@@ -14,6 +15,8 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.rollouts import RolloutRunner
 from gitdeploy.core.history.records import CommitRef
 from gitdeploy.core.models import App
+from tests.fixtures.argorollouts import canary_rollout
+from tests.fixtures.canaries import canary_bounds
 from tests.fixtures.rolloutapps import nginx, worker
 from tests.fixtures.rollouts import World, commit, load_app
 
@@ -111,3 +114,18 @@ def test_recreate_with_hooks_survives_a_crash_after_every_write(world: World) ->
         ("post", "Succeeded", 1),
         ("pre", "Succeeded", 1),
     ]
+
+
+def test_a_canary_survives_a_crash_after_every_write(world: World) -> None:
+    steps = "      - setWeight: 25\n      - pause: {duration: 10s}\n      - setWeight: 75\n"
+    v1 = load_app(canary_rollout("nginx:1.25", steps=steps))
+    v2 = load_app(canary_rollout("nginx:1.26", steps=steps))
+    roll_with_crashes(world, v1, commit("v1", 1))
+    restarts = roll_with_crashes(world, v2, commit("v2", 2), check=canary_bounds(v2))
+    assert restarts >= 8  # every scale and walk annotation of the canary was followed by a crash
+    assert world.violations == []
+    assert end_state(world, v2) == (
+        {f"web-{v1.template_hash}": 0, f"web-{v2.template_hash}": 4},
+        [(1, "Complete", v1.template_hash, "v1"), (2, "Complete", v2.template_hash, "v2")],
+    )
+    assert world.pods(v2).available == 4

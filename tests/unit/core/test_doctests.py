@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-from gitdeploy.core import pruning, rollout, timestamps
+from gitdeploy.core import analysistemplates, canarysteps, pruning, rollout, timestamps
 from gitdeploy.core.history import control as rollback
 from gitdeploy.core.history import records, recovery
 from gitdeploy.core.rollout import context as rollout_context
@@ -19,6 +19,8 @@ from gitdeploy.core.sync import commitwait, syncstate
 @pytest.mark.parametrize(
     "module",
     [
+        analysistemplates,
+        canarysteps,
         commitwait,
         drift,
         hooks,

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from gitdeploy.core.canarysteps import CanaryParams, Pause, SetWeight
 from gitdeploy.core.commits import CommitInfo
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.hashing import canonical_template, template_hash
@@ -180,6 +181,21 @@ def test_recreate_rollout_has_no_fenceposts() -> None:
     plan = plan_app(KEY, make_app(strategy=recreate), make_app("nginx:1.26", strategy=recreate))
     assert plan.rollout is not None and plan.rollout.surge_pods is None
     assert plan.rollout.describe() == "Recreate: stop all 3 old pods, then start 3 new ones"
+
+
+def test_a_canary_rollout_names_its_bounds_and_steps() -> None:
+    params = CanaryParams(
+        steps=(SetWeight(25), Pause(30), SetWeight(75), Pause()), max_surge=1, max_unavailable=0
+    )
+    canary = Strategy(StrategyType.CANARY, canary=params)
+    plan = plan_app(
+        KEY, make_app(replicas=4, strategy=canary), make_app("nginx:1.26", replicas=4, strategy=canary)
+    )
+    assert plan.rollout is not None and (plan.rollout.surge_pods, plan.rollout.unavailable_pods) == (1, 0)
+    assert plan.rollout.describe() == (
+        "Canary, maxSurge 1 (1 pod), maxUnavailable 0 (0 pods) of 4 replicas; "
+        "steps: setWeight 25% -> pause 30s -> setWeight 75% -> pause (until promoted)"
+    )
 
 
 @pytest.mark.parametrize("prune", [True, False])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.canarysteps import CanaryParams
 from gitdeploy.core.history.records import AppRecord, Outcome
 from gitdeploy.core.models import RecreateParams, Strategy, StrategyType
 from gitdeploy.core.rollout import AppPhase, CreateReplicaSet, PatchReplicaSet, Step, plan_pass
@@ -154,3 +155,21 @@ def test_a_held_failed_revision_still_scales() -> None:
     )
     assert step.actions == (scaled(old.name, 5, 5, 5, T0),)
     assert (step.phase, step.record) == (AppPhase.FAILED, None)
+
+
+def test_a_settled_canary_repairs_drift_within_its_bounds() -> None:
+    """A canary ends as a rolling update, and its drift is repaired as one: in its maxSurge 1 and
+    maxUnavailable 0 (not the old ReplicaSet to 0 and the new one to full in one step)."""
+    app = make_app(
+        V2,
+        replicas=4,
+        strategy=Strategy(StrategyType.CANARY, canary=CanaryParams(max_surge=1, max_unavailable=0)),
+    )
+    new = rs(V2, 2, 2, desired=4, max_replicas=5)  # scaled down by hand from 4
+    old = rs(V1, 1, 2, desired=4, max_replicas=5)  # scaled up by hand from 0
+    record = AppRecord(revisions=(entry(V1, 1), entry(V2, 2)))
+    step = plan_pass(make_target(app), snap(old, new, record=record), T0 + 50)
+    scales = {
+        a.name: a.replicas for a in step.actions if isinstance(a, PatchReplicaSet) and a.replicas is not None
+    }
+    assert scales == {new.name: 3}  # 5 pods at most; the old ones go as new ones become available

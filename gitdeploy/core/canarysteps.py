@@ -1,0 +1,95 @@
+"""What an Argo Rollouts canary asks for (``spec.strategy.canary`` of a ``Rollout``), as typed,
+immutable values: the steps, the background analysis and the bounds.
+
+Only the fields gitdeploy can honour without a traffic router exist here; the manifests layer
+refuses the others (traffic routing, ``setCanaryScale``, experiments, ...) with what to use
+instead. Durations are whole seconds.
+
+>>> params = CanaryParams(steps=(SetWeight(20), Pause(), SetWeight(50), Pause(60)))
+>>> [step.describe() for step in params.steps]
+['setWeight 20%', 'pause (until promoted)', 'setWeight 50%', 'pause 60s']
+>>> params.max_surge, params.max_unavailable, params.abort_scale_down_delay_seconds
+('25%', '25%', 30)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisArg:
+    """An argument given to an analysis (``args`` of a step or of the background analysis): a
+    ``value``, or the pod-template hash of the stable or latest ReplicaSet
+    (``valueFrom.podTemplateHashValue``)."""
+
+    name: str
+    value: str | None = None
+    pod_template_hash: str | None = None
+    """``Stable`` or ``Latest`` when the value is a pod-template hash."""
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisRef:
+    """Which AnalysisTemplates (by name, in the Rollout's namespace) to run, with what args."""
+
+    templates: tuple[str, ...]
+    args: tuple[AnalysisArg, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SetWeight:
+    """Scale the canary to ``weight`` percent of the pods (and the stable to the rest)."""
+
+    weight: int
+
+    def describe(self) -> str:
+        return f"setWeight {self.weight}%"
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Wait ``duration_seconds``, or until someone promotes the rollout when it is None."""
+
+    duration_seconds: int | None = None
+
+    def describe(self) -> str:
+        if self.duration_seconds is None:
+            return "pause (until promoted)"
+        return f"pause {self.duration_seconds}s"
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisStep:
+    """Run an analysis and go on when it succeeds; a failed one aborts the rollout."""
+
+    analysis: AnalysisRef
+
+    def describe(self) -> str:
+        return f"analysis {', '.join(self.analysis.templates)}"
+
+
+CanaryStep = SetWeight | Pause | AnalysisStep
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundAnalysis:
+    """An analysis that runs beside the steps from ``starting_step`` (an index into the steps)
+    until the rollout completes; its failure aborts the rollout."""
+
+    analysis: AnalysisRef
+    starting_step: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryParams:
+    """A canary without a traffic router: the weight is the share of pods. Argo Rollouts'
+    defaults: bounds 25%/25%, the canary kept 30 s after an abort before it goes."""
+
+    steps: tuple[CanaryStep, ...] = ()
+    max_surge: int | str = "25%"
+    max_unavailable: int | str = "25%"
+    analysis: BackgroundAnalysis | None = None
+    abort_scale_down_delay_seconds: int = 30
+    progress_deadline_abort: bool = False
+    """Abort (scale the canary down) when the progress deadline passes, not only mark it."""

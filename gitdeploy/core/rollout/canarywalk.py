@@ -1,0 +1,317 @@
+"""Canary (a Rollout's ``strategy.canary``, no traffic router): the walk through ``steps``.
+
+A revision's canary ReplicaSet grows beside the *stable* one (the newest Complete revision) step
+by step: ``setWeight`` sizes both with :func:`~.canary.basic_canary_replicas` and is done when
+the sizes are reached and available (:func:`~.canary.at_step_sizes`); ``pause: {duration}``
+waits that long; ``pause: {}`` waits for ``gitdeploy rollout promote``. Past the last step the
+canary grows to full size and the other ReplicaSets go, as at the end of a rolling update.
+Older ReplicaSets (a canary a newer commit replaced) go first, within maxUnavailable.
+
+Where the walk lives, so that a restarted gitdeploy goes on at the same step: annotations of
+the canary ReplicaSet, each value prefixed with the revision it belongs to (a ReplicaSet reused
+by a later revision starts again at step 0):
+
+* :data:`CANARY_STEP_ANNOTATION` ``3:2``: revision 3 is at step index 2;
+* :data:`CANARY_PAUSED_AT_ANNOTATION` ``3:2:<timestamp>``: the pause at index 2 began then;
+* :data:`CANARY_PROMOTE_ANNOTATION` ``3:2`` or ``3:full`` (written by ``rollout promote``):
+  the step at index 2 is done, or every step is;
+* :data:`CANARY_ABORT_ANNOTATION` ``3:<who>`` (written by ``rollout abort``): back to the
+  stable; the revision then Fails (reason ``RolloutAborted``) and is held until git changes.
+
+>>> steps = (SetWeight(25), Pause(), SetWeight(50), Pause(30))
+>>> walk_steps(steps, CanaryState(), lambda weight: True, now=100.0)
+Walk(step=1, paused_at=100.0, wait=None, waits_for_promote=True)
+>>> walk_steps(steps, CanaryState(step=1, paused_at=100.0, promoted=1), lambda w: w == 50, now=200.0)
+Walk(step=3, paused_at=200.0, wait=30.0, waits_for_promote=False)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from gitdeploy.core.canarysteps import CanaryParams, CanaryStep, Pause, SetWeight
+from gitdeploy.core.history.records import FailureReason, Outcome
+from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet
+from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, current_weight
+from gitdeploy.core.rollout.context import (
+    DEFAULT_REQUEUE_SECONDS,
+    STATUS_BEHIND,
+    WATCHED_REQUEUE_SECONDS,
+    RolloutContext,
+)
+from gitdeploy.core.rollout.outcome import fail, finish
+from gitdeploy.core.rollout.outputs import AppPhase, Event, Step
+from gitdeploy.core.rollout.status import status
+from gitdeploy.core.scaling.replicasets import ReplicaSetState, ScaleAction
+from gitdeploy.core.scaling.rollingmath import resolve_fenceposts
+from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
+
+CANARY_STEP_ANNOTATION = "gitdeploy.io/canary-step"
+CANARY_PAUSED_AT_ANNOTATION = "gitdeploy.io/canary-paused-at"
+CANARY_PROMOTE_ANNOTATION = "gitdeploy.io/canary-promote"
+CANARY_ABORT_ANNOTATION = "gitdeploy.io/canary-abort"
+PROMOTE_FULL = "full"
+CANARY_RESTART: Mapping[str, str] = MappingProxyType(
+    {
+        name: ""
+        for name in (
+            CANARY_STEP_ANNOTATION,
+            CANARY_PAUSED_AT_ANNOTATION,
+            CANARY_PROMOTE_ANNOTATION,
+            CANARY_ABORT_ANNOTATION,
+        )
+    }
+)
+"""The annotations that start a revision's canary walk again (``deploy --retry``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryState:
+    """Where a revision's canary stands, as its ReplicaSet's annotations say."""
+
+    step: int = 0
+    """The index of the step it is at (``len(steps)``: past the last one)."""
+    paused_at: float | None = None
+    """When the pause at ``step`` began."""
+    promoted: int | None = None
+    """The index of a step someone promoted (declared done)."""
+    full: bool = False
+    """Someone promoted past every step (``promote --full``)."""
+    aborted_by: str | None = None
+    """Who aborted it (``rollout abort``), if anyone."""
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """Where the walk is after this pass, and what it waits for."""
+
+    step: int
+    paused_at: float | None
+    wait: float | None
+    """Seconds until a timed pause ends."""
+    waits_for_promote: bool
+
+
+def walk_steps(
+    steps: Sequence[CanaryStep], state: CanaryState, reached: Callable[[int], bool], now: float
+) -> Walk:
+    """Walk ``steps`` from ``state`` as far as they let at ``now``: a step goes on only while
+    ``reached(weight)`` (the sizes of the current weight are reached and available); a
+    ``setWeight`` is then done, a timed pause once its duration passed since it began, an
+    indefinite one (like any step) once promoted. A pass walks several steps when it can."""
+    index, paused_at = (len(steps), None) if state.full else (state.step, state.paused_at)
+    while index < len(steps):
+        step = steps[index]
+        if state.promoted == index:
+            index, paused_at = index + 1, None
+            continue
+        if not reached(current_weight(steps, index)):
+            return Walk(index, paused_at, None, False)
+        if isinstance(step, SetWeight):
+            index, paused_at = index + 1, None
+            continue
+        if not isinstance(step, Pause):  # analysis: the manifests layer refuses it today
+            return Walk(index, paused_at, None, False)
+        began = float(math.ceil(now)) if paused_at is None else paused_at  # kept in whole seconds
+        if step.duration_seconds is None:
+            return Walk(index, began, None, True)
+        if now < began + step.duration_seconds:
+            return Walk(index, began, began + step.duration_seconds - now, False)
+        index, paused_at = index + 1, None
+    return Walk(len(steps), None, None, False)
+
+
+def read_canary_state(rs: ObservedReplicaSet) -> CanaryState:
+    """The canary state of ``rs``'s current revision from its annotations (others' ignored)."""
+    revision = str(rs.state.revision)
+
+    def mine(name: str) -> list[str]:
+        parts = rs.annotation(name).split(":", 2)
+        return parts[1:] if len(parts) > 1 and parts[0] == revision else []
+
+    step, paused, promote, abort = (
+        mine(name)
+        for name in (
+            CANARY_STEP_ANNOTATION,
+            CANARY_PAUSED_AT_ANNOTATION,
+            CANARY_PROMOTE_ANNOTATION,
+            CANARY_ABORT_ANNOTATION,
+        )
+    )
+    index = int(step[0]) if step and step[0].isdigit() else 0
+    paused_at = parse_timestamp(paused[1]) if len(paused) == 2 and paused[0] == str(index) else None
+    promoted = int(promote[0]) if promote and promote[0].isdigit() else None
+    return CanaryState(
+        step=index,
+        paused_at=paused_at,
+        promoted=promoted,
+        full=bool(promote) and promote[0] == PROMOTE_FULL,
+        aborted_by=":".join(abort) if abort else None,
+    )
+
+
+def walk_annotations(revision: int, walk: Walk) -> tuple[tuple[str, str], ...]:
+    """The annotations that keep ``walk`` for ``revision``."""
+    paused = "" if walk.paused_at is None else f"{revision}:{walk.step}:{format_timestamp(walk.paused_at)}"
+    return ((CANARY_STEP_ANNOTATION, f"{revision}:{walk.step}"), (CANARY_PAUSED_AT_ANNOTATION, paused))
+
+
+def split_stable(ctx: RolloutContext) -> tuple[ReplicaSetState | None, tuple[ReplicaSetState, ...]]:
+    """``(stable, older)``: the stable ReplicaSet is the newest other one whose revision is
+    Complete (else the newest other one with pods); the older ones are the rest, oldest first."""
+    record = ctx.snapshot.record
+
+    def complete(rs: ReplicaSetState) -> bool:
+        observed = ctx.by_name.get(rs.name)
+        phase = observed.annotation(PHASE_ANNOTATION) if observed is not None else ""
+        return record.outcome_of(rs.revision, phase) is Outcome.COMPLETE
+
+    candidates = [rs for rs in ctx.old if complete(rs)] or [rs for rs in ctx.old if rs.replicas > 0]
+    stable = max(candidates, key=lambda rs: rs.revision, default=None)
+    return stable, tuple(rs for rs in ctx.old if rs is not stable)
+
+
+def scale_down_older(ctx: RolloutContext, older: Sequence[ReplicaSetState]) -> list[ScaleAction]:
+    """Older ReplicaSets down, oldest first: their unavailable pods at once, available ones
+    within what keeps ``replicas - maxUnavailable`` pods available (upstream
+    ``scaleDownOldReplicaSetsForCanary``)."""
+    params = canary_params(ctx)
+    _, unavailable = resolve_fenceposts(params.max_surge, params.max_unavailable, ctx.replicas)
+    budget = max(0, sum(rs.available for rs in ctx.states) - (ctx.replicas - unavailable))
+    actions = []
+    for rs in older:
+        if rs.replicas == 0:
+            continue
+        broken = max(0, rs.replicas - rs.available)
+        cut = min(rs.replicas, broken + budget)
+        budget -= max(0, cut - broken)
+        if cut:
+            actions.append(ScaleAction(rs.name, rs.replicas, rs.replicas - cut))
+    return actions
+
+
+def canary_scales(
+    ctx: RolloutContext, stable: ReplicaSetState, older: Sequence[ReplicaSetState], weight: int
+) -> list[ScaleAction]:
+    """This pass's scales towards ``weight``: scale-downs first (older, then whichever side
+    drains), then the stable's growth, then the canary's, so every write keeps the bounds."""
+    params, new = canary_params(ctx), ctx.new
+    assert new is not None
+    canary, kept = basic_canary_replicas(
+        ctx.replicas,
+        weight,
+        params.max_surge,
+        params.max_unavailable,
+        stable.replicas,
+        stable.available,
+        new.replicas,
+        new.available,
+        older_spec=sum(rs.replicas for rs in older),
+        older_available=sum(rs.available for rs in older),
+    )
+    sides = [ScaleAction(stable.name, stable.replicas, kept), ScaleAction(new.name, new.replicas, canary)]
+    planned = [*scale_down_older(ctx, older), *(a for a in sides if a.to_replicas != a.from_replicas)]
+    return sorted(planned, key=lambda action: action.to_replicas > action.from_replicas)
+
+
+def canary_params(ctx: RolloutContext) -> CanaryParams:
+    params = ctx.app.strategy.canary
+    assert params is not None
+    return params
+
+
+def canary(ctx: RolloutContext) -> Step:
+    """One pass of a canary in progress: abort, walk the steps, scale to the current weight;
+    past the last step, grow to full size and complete."""
+    new, steps = ctx.new, canary_params(ctx).steps
+    assert new is not None
+    if not ctx.observed_current():
+        return ctx.step(AppPhase.PROGRESSING, STATUS_BEHIND, DEFAULT_REQUEUE_SECONDS, status(ctx))
+    stable, older = split_stable(ctx)
+    state = read_canary_state(ctx.by_name[new.name])
+    if state.aborted_by is not None:
+        return abort(ctx, stable, older, state.aborted_by)
+    if stable is None:  # the app's first revision: no steps, full size at once (as upstream)
+        state = CanaryState(full=True)
+
+    def reached(weight: int) -> bool:
+        assert stable is not None and ctx.new is not None
+        older_available = sum(rs.available for rs in older)
+        return at_step_sizes(
+            ctx.replicas,
+            weight,
+            ctx.new.replicas,
+            ctx.new.available,
+            stable.replicas,
+            stable.available,
+            older_available,
+        )
+
+    walk = walk_steps(steps, state, reached, ctx.now)
+    pairs = walk_annotations(new.revision, walk)
+    observed = ctx.by_name[new.name]
+    if any(observed.annotation(name) != value for name, value in pairs):
+        ctx.annotate(new.name, *pairs)
+    if walk.step != state.step and stable is not None:
+        ctx.events.append(Event("CanaryStep", step_news(new.revision, steps, walk.step)))
+    if walk.step >= len(steps) or stable is None:
+        return to_full_size(ctx)
+    ctx.scale(canary_scales(ctx, stable, older, current_weight(steps, walk.step)))
+    where = f"revision {new.revision}: step {walk.step + 1}/{len(steps)} ({steps[walk.step].describe()})"
+    if ctx.scaled or not (walk.waits_for_promote or walk.wait is not None):
+        return ctx.step(
+            AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, status(ctx)
+        )
+    if walk.waits_for_promote:  # Suspended, as Argo CD tells a paused Rollout
+        message = f"{where}, paused (waiting for `gitdeploy rollout promote {ctx.app.key}`)"
+        return ctx.step(AppPhase.PAUSED, message, WATCHED_REQUEUE_SECONDS, status(ctx))
+    assert walk.wait is not None
+    return ctx.step(
+        AppPhase.PROGRESSING, f"{where}, paused for {walk.wait:.0f} s more", walk.wait, status(ctx)
+    )
+
+
+def step_news(revision: int, steps: Sequence[CanaryStep], index: int) -> str:
+    """The event of a canary reaching step ``index``.
+
+    >>> step_news(3, (SetWeight(20), Pause()), 1), step_news(3, (SetWeight(20),), 1)
+    ('Revision 3: step 2/2 (pause (until promoted))', 'Revision 3: past its 1 steps, to full size')
+    """
+    if index >= len(steps):
+        return f"Revision {revision}: past its {len(steps)} steps, to full size"
+    return f"Revision {revision}: step {index + 1}/{len(steps)} ({steps[index].describe()})"
+
+
+def to_full_size(ctx: RolloutContext) -> Step:
+    """Past the last step: the canary grows to full size and the others go, within the bounds,
+    as at the end of a rolling update; complete once only its pods run, all available."""
+    ctx.scale(ctx.resync())
+    now = status(ctx)
+    if not ctx.scaled and ctx.is_complete():
+        return finish(ctx, now)
+    return ctx.step(AppPhase.PROGRESSING, ctx.progress_message(), DEFAULT_REQUEUE_SECONDS, now)
+
+
+def abort(
+    ctx: RolloutContext, stable: ReplicaSetState | None, older: Sequence[ReplicaSetState], by: str
+) -> Step:
+    """``rollout abort``: the stable back to full size first, then the canary (and older ones)
+    down, within the bounds; once only the stable runs, all available, the revision Fails. With
+    no stable revision to go back to (the app's first) it Fails at once, its pods kept."""
+    new = ctx.new
+    assert new is not None
+    if stable is None:
+        why = f"aborted by {by}: no earlier revision to go back to, its pods keep running"
+        return fail(ctx, FailureReason.ROLLOUT_ABORTED, why, status(ctx))
+    ctx.scale(canary_scales(ctx, stable, older, 0))
+    now = status(ctx)
+    back = stable.replicas == stable.available == ctx.replicas
+    gone = all(rs.replicas == rs.current == 0 for rs in (new, *older))
+    if not ctx.scaled and back and gone:
+        why = f"aborted by {by}: revision {stable.revision} runs at full size"
+        return fail(ctx, FailureReason.ROLLOUT_ABORTED, why, now)
+    message = f"revision {new.revision}: aborting (by {by}), back to the stable ReplicaSet"
+    return ctx.step(AppPhase.PROGRESSING, message, DEFAULT_REQUEUE_SECONDS, now)

@@ -1,0 +1,49 @@
+"""`gitdeploy validate` of Argo Rollouts manifests through the installed command: a Rollout
+without analysis is valid, a canary's analysis (not run yet) is refused at its file and line,
+and an AnalysisTemplate is checked as any manifest is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.fixtures.argorollouts import ROLLOUT, TEMPLATE, WITHOUT_ANALYSIS
+from tests.fixtures.cli import RunCli
+
+
+def test_a_rollout_with_analysis_is_refused_at_its_file_and_line(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "web.yaml").write_text(ROLLOUT)
+    (tmp_path / "analysis.yaml").write_text(TEMPLATE)
+    done = run_cli("validate", str(tmp_path))
+    assert done.returncode == 1
+    assert f"{tmp_path}/web.yaml:35:9: default/web: canary analysis is not supported yet" in done.stderr
+    done = run_cli("validate", str(tmp_path), "-o", "json")
+    errors = json.loads(done.stdout)["errors"]
+    assert [(e["file"], e["line"], e["message"]) for e in errors] == [
+        (f"{tmp_path}/web.yaml", line, "canary analysis is not supported yet") for line in (23, 35)
+    ]
+
+
+def test_a_rollout_without_analysis_is_valid(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "web.yaml").write_text(WITHOUT_ANALYSIS)
+    done = run_cli("validate", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "1 app(s) valid" in done.stdout
+
+
+def test_an_unsupported_field_of_a_template_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "analysis.yaml").write_text(
+        TEMPLATE.replace("      prometheus:\n", "      datadog: {}\n      prometheus:\n")
+    )
+    done = run_cli("validate", str(tmp_path), "-o", "json")
+    assert done.returncode == 1
+    (error,) = json.loads(done.stdout)["errors"]
+    assert (error["line"], error["app"]) == (21, "shop/error-rate")
+    assert "datadog is not supported" in error["message"] and error["hint"] == "use prometheus, web or job"
+
+
+def test_a_template_is_counted(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "analysis.yaml").write_text(TEMPLATE)
+    done = run_cli("validate", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "0 app(s) valid, 1 analysis template(s)" in done.stdout

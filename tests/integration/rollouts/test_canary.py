@@ -1,0 +1,236 @@
+"""Canary rollouts (a Rollout's ``strategy.canary``) on the embedded cluster and a fake clock:
+the steps walked in order, pauses timed and indefinite, promote, abort, and a restart mid-way;
+the canary's bounds checked after every ReplicaSet write, pass and tick."""
+
+from __future__ import annotations
+
+from gitdeploy.controller import canary as control
+from gitdeploy.controller.rollback import read_app, retry
+from gitdeploy.core.history.records import FailureReason, Outcome
+from gitdeploy.core.models import App
+from gitdeploy.core.rollout import AppPhase, Step
+from tests.fixtures.argorollouts import canary_rollout
+from tests.fixtures.canaries import canary_bounds, check_every_write, sizes
+from tests.fixtures.rollouts import World, commit, load_app
+
+THREE_STEPS = """\
+      - setWeight: 25
+      - pause: {duration: 30s}
+      - setWeight: 75
+"""
+PROMOTE_THEN_END = """\
+      - setWeight: 50
+      - pause: {}
+      - setWeight: 75
+"""
+RESTART_STEPS = """\
+      - setWeight: 25
+      - pause: {duration: 60}
+      - setWeight: 50
+      - pause: {}
+"""
+
+
+def deployed(world: World, steps: str) -> tuple[App, App]:
+    """Given web v1 running 4 replicas (its first revision: full size at once), and its v2."""
+    v1 = load_app(canary_rollout("nginx:1.25", steps=steps))
+    world.roll(v1, commit("Deploy web", 1))
+    assert world.record(v1).revisions[0].outcome is Outcome.COMPLETE
+    assert sizes(world, v1) == (4,)
+    v2 = load_app(canary_rollout("nginx:1.26", steps=steps))
+    check = canary_bounds(v2)
+    check_every_write(world, check)
+    return v1, v2
+
+
+def paused_for_promote(step: Step) -> bool:
+    return "paused (waiting for" in step.message
+
+
+def test_a_three_step_canary_walks_its_steps_in_order_to_the_end(world: World) -> None:
+    v1, v2 = deployed(world, THREE_STEPS)
+    check = canary_bounds(v2)
+    seen: list[tuple[float, tuple[int, ...]]] = []
+
+    def note(w: World) -> None:
+        check(w)
+        pair = sizes(w, v2, v1)
+        if not seen or seen[-1][1] != pair:
+            seen.append((w.clock.now(), pair))
+
+    # When a commit changes the image
+    steps = world.roll(v2, commit("Bump web to 1.26", 2), check=note)
+
+    # Then the canary went to 25% (1 of 4, the stable kept at 3 within maxSurge 1 and
+    # maxUnavailable 0), held there 30 s, went to 75%, and then took over at full size
+    pairs = [pair for _, pair in seen]
+    assert pairs == [(0, 4), (1, 4), (1, 3), (2, 3), (2, 2), (3, 2), (3, 1), (4, 1), (4, 0)]
+    at_25 = next(t for t, pair in seen if pair == (1, 3))
+    leaving_25 = next(t for t, pair in seen if pair == (2, 3))
+    assert leaving_25 - at_25 >= 30
+    assert any("step 2/3 (pause 30s), paused for" in s.message for s in steps)
+    # and each step reached was told in an event
+    assert [m for _, m in world.events(v2, "CanaryStep")] == [
+        "Revision 2: step 2/3 (pause 30s)",
+        "Revision 2: step 3/3 (setWeight 75%)",
+        "Revision 2: past its 3 steps, to full size",
+    ]
+    # and the bounds held after every write, pass and tick
+    assert world.violations == []
+    record = world.record(v2)
+    assert [(e.revision, e.outcome) for e in record.revisions] == [
+        (1, Outcome.COMPLETE),
+        (2, Outcome.COMPLETE),
+    ]
+    assert steps[-1].phase is AppPhase.COMPLETE and steps[-1].requeue_after is None
+    assert world.pods(v2).available == 4
+
+
+def test_an_indefinite_pause_waits_until_promoted(world: World) -> None:
+    v1, v2 = deployed(world, PROMOTE_THEN_END)
+    check = canary_bounds(v2)
+    change = commit("Bump web to 1.26", 2)
+
+    # When the canary reaches its `pause: {}` at 50%
+    world.roll(v2, change, check=check, until=paused_for_promote)
+    assert sizes(world, v2, v1) == (2, 2)
+    # and an hour passes
+    started = world.clock.now()
+    while world.clock.now() - started < 3600:
+        step = world.pass_once(v2, change)
+        assert paused_for_promote(step) and step.phase is AppPhase.PAUSED and step.requeue_after
+        world.clock.advance(step.requeue_after)
+        check(world)
+    # Then it still waits there
+    assert sizes(world, v2, v1) == (2, 2)
+    entry = world.record(v2).entry(2)
+    assert entry is None or entry.outcome is Outcome.RUNNING
+
+    # When someone promotes it
+    request = control.promote(world.adapter, v2.key, full=False)
+    assert (request.revision, request.state.step) == (2, 1)
+    steps = world.roll(v2, change, check=check)
+
+    # Then it goes on to 75% and to the end
+    assert steps[-1].phase is AppPhase.COMPLETE
+    assert sizes(world, v2, v1) == (4, 0)
+    assert world.violations == []
+
+
+def test_abort_mid_way_brings_the_stable_back_and_holds_the_revision_failed(world: World) -> None:
+    v1, v2 = deployed(world, PROMOTE_THEN_END)
+    check = canary_bounds(v2)
+    change = commit("Bump web to 1.26", 2)
+    world.roll(v2, change, check=check, until=paused_for_promote)
+    assert sizes(world, v2, v1) == (2, 2)
+
+    # When someone aborts the canary
+    control.abort(world.adapter, v2.key, by="ada@laptop")
+    steps = world.roll(v2, change, check=check)
+
+    # Then the stable is back at full size and the canary gone, within the bounds
+    assert sizes(world, v2, v1) == (0, 4)
+    pods = world.pods(v1)
+    assert (pods.total, pods.available) == (4, 4)  # the canary's last pods may be Terminating
+    assert world.violations == []
+    # and revision 2 is Failed, aborted, by whom
+    entry = world.record(v2).entry(2)
+    assert entry is not None
+    assert (entry.outcome, entry.reason) == (Outcome.FAILED, FailureReason.ROLLOUT_ABORTED)
+    assert "aborted by ada@laptop" in entry.message
+    assert steps[-1].phase is AppPhase.FAILED
+    # and with git unchanged it stays so: the next passes hold it
+    again = world.pass_once(v2, change)
+    assert again.phase is AppPhase.FAILED and again.actions == ()
+
+    # When a new commit changes the template again
+    v3 = load_app(canary_rollout("nginx:1.27", steps=PROMOTE_THEN_END))
+    world.roll(v3, commit("Bump web to 1.27", 3), check=canary_bounds(v3), until=paused_for_promote)
+
+    # Then a new canary starts from the stable
+    assert sizes(world, v3, v1) == (2, 2)
+    assert world.violations == []
+
+
+def test_a_restart_mid_canary_goes_on_at_its_step_and_keeps_its_pause(world: World) -> None:
+    v1, v2 = deployed(world, RESTART_STEPS)
+    check = canary_bounds(v2)
+    change = commit("Bump web to 1.26", 2)
+
+    # Given the canary 20 s into its 60 s pause at 25%
+    world.roll(v2, change, check=check, until=lambda s: "paused for" in s.message)
+    began = world.clock.now()
+    world.clock.advance(20)
+
+    # When gitdeploy restarts (nothing in memory)
+    world.restart_gitdeploy()
+    step = world.pass_once(v2, change)
+
+    # Then it is still in that pause, with 40 s left, not 60
+    assert "step 2/4 (pause 60s), paused for 40 s more" in step.message
+    assert sizes(world, v2, v1) == (1, 3)
+
+    # and it goes on at 50% once the 60 s are over, then waits for promote at step 4
+    seen: list[tuple[float, tuple[int, ...]]] = []
+
+    def note(w: World) -> None:
+        check(w)
+        pair = sizes(w, v2, v1)
+        if not seen or seen[-1][1] != pair:
+            seen.append((w.clock.now(), pair))
+
+    world.roll(v2, change, check=note, until=paused_for_promote)
+    assert seen[0][1] == (1, 3) and seen[1][0] >= began + 60
+    assert sizes(world, v2, v1) == (2, 2)
+    assert world.violations == []
+
+
+def test_retry_after_an_abort_walks_the_steps_again_from_the_first(world: World) -> None:
+    v1, v2 = deployed(world, PROMOTE_THEN_END)
+    check = canary_bounds(v2)
+    change = commit("Bump web to 1.26", 2)
+    world.roll(v2, change, check=check, until=paused_for_promote)
+    control.abort(world.adapter, v2.key, by="ada@laptop")
+    world.roll(v2, change, check=check)
+    assert sizes(world, v2, v1) == (0, 4)
+
+    # When the aborted revision is retried (`gitdeploy deploy --retry`)
+    retry(world.adapter, read_app(world.adapter, v2.key), by="ada@laptop", now=world.clock.now())
+    steps = world.roll(v2, change, check=check, until=paused_for_promote)
+
+    # Then it is Running again and waits at its pause at 50%, not aborted again
+    assert "revision 2: step 2/3" in steps[-1].message
+    assert sizes(world, v2, v1) == (2, 2)
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.outcome is Outcome.RUNNING
+    assert world.violations == []
+
+
+def test_a_new_commit_mid_canary_replaces_the_canary_draining_it_first(world: World) -> None:
+    v1, v2 = deployed(world, PROMOTE_THEN_END)
+    world.roll(v2, commit("Bump web to 1.26", 2), check=canary_bounds(v2), until=paused_for_promote)
+    assert sizes(world, v2, v1) == (2, 2)
+
+    # When a commit changes the template again while the canary waits at 50%
+    v3 = load_app(canary_rollout("nginx:1.27", steps=PROMOTE_THEN_END))
+    check = canary_bounds(v3)
+    seen: list[tuple[int, ...]] = []
+
+    def note(w: World) -> None:
+        check(w)
+        found = sizes(w, v3, v1, v2)
+        if not seen or seen[-1] != found:
+            seen.append(found)
+
+    world.roll(v3, commit("Bump web to 1.27", 3), check=note, until=paused_for_promote)
+
+    # Then revision 2 is Cancelled and its pods go while revision 3 grows to its 50%
+    assert [(e.revision, e.outcome) for e in world.record(v3).revisions] == [
+        (1, Outcome.COMPLETE),
+        (2, Outcome.CANCELLED),
+    ]
+    # (the stable kept its 2 pods throughout; the replaced canary only shrank, one pod as each new
+    # one became available, within maxSurge 1 and maxUnavailable 0)
+    assert seen == [(0, 2, 2), (1, 2, 2), (1, 2, 1), (2, 2, 1), (2, 2, 0)]
+    assert seen[-1] == (2, 2, 0)
+    assert world.violations == []
