@@ -75,19 +75,11 @@ _.files_at  # ConfigRepo.files_at: tests read a commit's files
 _.publish_app_states  # gitdeploy/cli/run_cmd.py: the observability test publishes the gauges
 _.settle  # Scheduler.settle: tests and benchmarks drive the loop on a fake clock with it
 
-# -- Canary (issue 23), built before the engine uses it -----------------------------------------
+# -- Canary (issue 23): fields read from the manifests that the engine does not act on yet ---------
 
-# The replica arithmetic of a canary step: tests/unit/core/rollout/test_canary.py holds it to
-# Argo Rollouts' table and to its bounds; the canary strategy of the engine (not written yet)
-# will call these once per pass.
-_.basic_canary_replicas  # gitdeploy/core/rollout/canary.py
-_.current_weight  # the weight of the step a canary is at
-_.at_step_sizes  # whether a step's sizes are reached, so the canary may go on
-
-# What a Rollout and an AnalysisTemplate say, read into the core model and held to the manifests
-# by tests/unit/manifests/test_rollouts.py and test_analysistemplates.py. Every Rollout is refused
-# at load time until the canary strategy of the engine and the analysis runner exist; they will
-# read these fields (gitdeploy/core/canarysteps.py, gitdeploy/core/analysistemplates.py).
+# What an AnalysisTemplate and a Rollout's analysis say, read into the core model and held to the
+# manifests by tests/unit/manifests/test_rollouts.py and test_analysistemplates.py. Analysis is
+# refused at load time until the analysis runner exists; it will read these.
 _.PUT  # WebMethod.PUT, reached by value (WebMethod("PUT"))
 _.metadata_json  # JobProvider
 _.json_path  # WebProvider
@@ -97,5 +89,4 @@ _.failure_condition  # Metric
 _.failure_limit  # Metric
 _.inconclusive_limit  # Metric
 _.pod_template_hash  # AnalysisArg
-_.progress_deadline_abort  # CanaryParams
-_.analysis_template  # Analysis (gitdeploy/manifests/apps.py): the parsed AnalysisTemplate of a file
+_.progress_deadline_abort  # CanaryParams: read, not yet acted on (see the README's Canary section)
