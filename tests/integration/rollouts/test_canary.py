@@ -4,6 +4,8 @@ the canary's bounds checked after every ReplicaSet write, pass and tick."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gitdeploy.controller import canary as control
 from gitdeploy.controller.rollback import read_app, retry
 from gitdeploy.core.history.records import FailureReason, Outcome
@@ -47,19 +49,40 @@ def paused_for_promote(step: Step) -> bool:
     return "paused (waiting for" in step.message
 
 
-def test_a_three_step_canary_walks_its_steps_in_order_to_the_end(world: World) -> None:
-    v1, v2 = deployed(world, THREE_STEPS)
+V2 = commit("Bump web to 1.26", 2)
+Check = Callable[[World], None]
+
+
+def waiting_for_promote(world: World) -> tuple[App, App, Check]:
+    """Given web v2's canary (commit :data:`V2`) waiting at its ``pause: {}`` at 50%: 2 canary
+    pods beside 2 stable ones; and the canary's bounds."""
+    v1, v2 = deployed(world, PROMOTE_THEN_END)
     check = canary_bounds(v2)
+    world.roll(v2, V2, check=check, until=paused_for_promote)
+    assert sizes(world, v2, v1) == (2, 2)
+    return v1, v2, check
+
+
+def sizes_seen(check: Check, app: App, *apps: App) -> tuple[Check, list[tuple[float, tuple[int, ...]]]]:
+    """A check that also notes the apps' ReplicaSet sizes (:func:`sizes`) each time they change,
+    with the time; and that list of ``(time, sizes)``."""
     seen: list[tuple[float, tuple[int, ...]]] = []
 
     def note(w: World) -> None:
         check(w)
-        pair = sizes(w, v2, v1)
-        if not seen or seen[-1][1] != pair:
-            seen.append((w.clock.now(), pair))
+        found = sizes(w, app, *apps)
+        if not seen or seen[-1][1] != found:
+            seen.append((w.clock.now(), found))
+
+    return note, seen
+
+
+def test_a_three_step_canary_walks_its_steps_in_order_to_the_end(world: World) -> None:
+    v1, v2 = deployed(world, THREE_STEPS)
+    note, seen = sizes_seen(canary_bounds(v2), v2, v1)
 
     # When a commit changes the image
-    steps = world.roll(v2, commit("Bump web to 1.26", 2), check=note)
+    steps = world.roll(v2, V2, check=note)
 
     # Then the canary went to 25% (1 of 4, the stable kept at 3 within maxSurge 1 and
     # maxUnavailable 0), held there 30 s, went to 75%, and then took over at full size
@@ -87,17 +110,12 @@ def test_a_three_step_canary_walks_its_steps_in_order_to_the_end(world: World) -
 
 
 def test_an_indefinite_pause_waits_until_promoted(world: World) -> None:
-    v1, v2 = deployed(world, PROMOTE_THEN_END)
-    check = canary_bounds(v2)
-    change = commit("Bump web to 1.26", 2)
-
-    # When the canary reaches its `pause: {}` at 50%
-    world.roll(v2, change, check=check, until=paused_for_promote)
-    assert sizes(world, v2, v1) == (2, 2)
-    # and an hour passes
+    # Given the canary at its `pause: {}` at 50%
+    v1, v2, check = waiting_for_promote(world)
+    # When an hour passes
     started = world.clock.now()
     while world.clock.now() - started < 3600:
-        step = world.pass_once(v2, change)
+        step = world.pass_once(v2, V2)
         assert paused_for_promote(step) and step.phase is AppPhase.PAUSED and step.requeue_after
         world.clock.advance(step.requeue_after)
         check(world)
@@ -109,7 +127,7 @@ def test_an_indefinite_pause_waits_until_promoted(world: World) -> None:
     # When someone promotes it
     request = control.promote(world.adapter, v2.key, full=False)
     assert (request.revision, request.state.step) == (2, 1)
-    steps = world.roll(v2, change, check=check)
+    steps = world.roll(v2, V2, check=check)
 
     # Then it goes on to 75% and to the end
     assert steps[-1].phase is AppPhase.COMPLETE
@@ -118,15 +136,11 @@ def test_an_indefinite_pause_waits_until_promoted(world: World) -> None:
 
 
 def test_abort_mid_way_brings_the_stable_back_and_holds_the_revision_failed(world: World) -> None:
-    v1, v2 = deployed(world, PROMOTE_THEN_END)
-    check = canary_bounds(v2)
-    change = commit("Bump web to 1.26", 2)
-    world.roll(v2, change, check=check, until=paused_for_promote)
-    assert sizes(world, v2, v1) == (2, 2)
+    v1, v2, check = waiting_for_promote(world)
 
     # When someone aborts the canary
     control.abort(world.adapter, v2.key, by="ada@laptop")
-    steps = world.roll(v2, change, check=check)
+    steps = world.roll(v2, V2, check=check)
 
     # Then the stable is back at full size and the canary gone, within the bounds
     assert sizes(world, v2, v1) == (0, 4)
@@ -140,7 +154,7 @@ def test_abort_mid_way_brings_the_stable_back_and_holds_the_revision_failed(worl
     assert "aborted by ada@laptop" in entry.message
     assert steps[-1].phase is AppPhase.FAILED
     # and with git unchanged it stays so: the next passes hold it
-    again = world.pass_once(v2, change)
+    again = world.pass_once(v2, V2)
     assert again.phase is AppPhase.FAILED and again.actions == ()
 
     # When a new commit changes the template again
@@ -155,48 +169,37 @@ def test_abort_mid_way_brings_the_stable_back_and_holds_the_revision_failed(worl
 def test_a_restart_mid_canary_goes_on_at_its_step_and_keeps_its_pause(world: World) -> None:
     v1, v2 = deployed(world, RESTART_STEPS)
     check = canary_bounds(v2)
-    change = commit("Bump web to 1.26", 2)
 
     # Given the canary 20 s into its 60 s pause at 25%
-    world.roll(v2, change, check=check, until=lambda s: "paused for" in s.message)
+    world.roll(v2, V2, check=check, until=lambda s: "paused for" in s.message)
     began = world.clock.now()
     world.clock.advance(20)
 
     # When gitdeploy restarts (nothing in memory)
     world.restart_gitdeploy()
-    step = world.pass_once(v2, change)
+    step = world.pass_once(v2, V2)
 
     # Then it is still in that pause, with 40 s left, not 60
     assert "step 2/4 (pause 60s), paused for 40 s more" in step.message
     assert sizes(world, v2, v1) == (1, 3)
 
     # and it goes on at 50% once the 60 s are over, then waits for promote at step 4
-    seen: list[tuple[float, tuple[int, ...]]] = []
-
-    def note(w: World) -> None:
-        check(w)
-        pair = sizes(w, v2, v1)
-        if not seen or seen[-1][1] != pair:
-            seen.append((w.clock.now(), pair))
-
-    world.roll(v2, change, check=note, until=paused_for_promote)
+    note, seen = sizes_seen(check, v2, v1)
+    world.roll(v2, V2, check=note, until=paused_for_promote)
     assert seen[0][1] == (1, 3) and seen[1][0] >= began + 60
     assert sizes(world, v2, v1) == (2, 2)
     assert world.violations == []
 
 
 def test_retry_after_an_abort_walks_the_steps_again_from_the_first(world: World) -> None:
-    v1, v2 = deployed(world, PROMOTE_THEN_END)
-    check = canary_bounds(v2)
-    change = commit("Bump web to 1.26", 2)
-    world.roll(v2, change, check=check, until=paused_for_promote)
+    v1, v2, check = waiting_for_promote(world)
     control.abort(world.adapter, v2.key, by="ada@laptop")
-    world.roll(v2, change, check=check)
+    world.roll(v2, V2, check=check)
     assert sizes(world, v2, v1) == (0, 4)
 
     # When the aborted revision is retried (`gitdeploy deploy --retry`)
     retry(world.adapter, read_app(world.adapter, v2.key), by="ada@laptop", now=world.clock.now())
-    steps = world.roll(v2, change, check=check, until=paused_for_promote)
+    steps = world.roll(v2, V2, check=check, until=paused_for_promote)
 
     # Then it is Running again and waits at its pause at 50%, not aborted again
     assert "revision 2: step 2/3" in steps[-1].message
@@ -207,21 +210,11 @@ def test_retry_after_an_abort_walks_the_steps_again_from_the_first(world: World)
 
 
 def test_a_new_commit_mid_canary_replaces_the_canary_draining_it_first(world: World) -> None:
-    v1, v2 = deployed(world, PROMOTE_THEN_END)
-    world.roll(v2, commit("Bump web to 1.26", 2), check=canary_bounds(v2), until=paused_for_promote)
-    assert sizes(world, v2, v1) == (2, 2)
+    v1, v2, _ = waiting_for_promote(world)
 
     # When a commit changes the template again while the canary waits at 50%
     v3 = load_app(canary_rollout("nginx:1.27", steps=PROMOTE_THEN_END))
-    check = canary_bounds(v3)
-    seen: list[tuple[int, ...]] = []
-
-    def note(w: World) -> None:
-        check(w)
-        found = sizes(w, v3, v1, v2)
-        if not seen or seen[-1] != found:
-            seen.append(found)
-
+    note, seen = sizes_seen(canary_bounds(v3), v3, v1, v2)
     world.roll(v3, commit("Bump web to 1.27", 3), check=note, until=paused_for_promote)
 
     # Then revision 2 is Cancelled and its pods go while revision 3 grows to its 50%
@@ -231,6 +224,5 @@ def test_a_new_commit_mid_canary_replaces_the_canary_draining_it_first(world: Wo
     ]
     # (the stable kept its 2 pods throughout; the replaced canary only shrank, one pod as each new
     # one became available, within maxSurge 1 and maxUnavailable 0)
-    assert seen == [(0, 2, 2), (1, 2, 2), (1, 2, 1), (2, 2, 1), (2, 2, 0)]
-    assert seen[-1] == (2, 2, 0)
+    assert [found for _, found in seen] == [(0, 2, 2), (1, 2, 2), (1, 2, 1), (2, 2, 1), (2, 2, 0)]
     assert world.violations == []
