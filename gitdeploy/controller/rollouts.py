@@ -42,7 +42,7 @@ from gitdeploy.core.rollout import (
 )
 from gitdeploy.core.rollout.labeldrift import (
     foreign_message,
-    hidden_replica_set,
+    hidden_replica_sets,
     is_own,
     label_changes,
     own_labels,
@@ -209,8 +209,8 @@ class RolloutRunner:
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
-        if relabelled is not None:
-            step = told_relabelled(step, *relabelled)
+        for name, changes in relabelled:
+            step = told_relabelled(step, name, changes)
         check = check_template(target, snapshot)
         step, repair = plan_template_repair(target, check, step, self._template_pods(check))
         record = step.record or snapshot.record
@@ -226,33 +226,35 @@ class RolloutRunner:
 
     def _relabel_hidden(
         self, target: Target, snapshot: Snapshot
-    ) -> tuple[Snapshot, tuple[str, tuple[str, ...]] | None]:
-        """Find the target's ReplicaSet by name when the revision log knows its template but its
-        labels hide it from the lists (see :mod:`~gitdeploy.core.rollout.labeldrift`), put
-        gitdeploy's labels back, and return the snapshot with it, and (its name, what was undone)."""
-        app, template_hash = target.app, target.template_hash
-        name = hidden_replica_set(app.name, template_hash, snapshot)
-        found = self._relabel(app.key, name, template_hash) if name is not None else None
-        if found is None:
-            return snapshot, None
-        observed, changes = found
-        listed = (*(rs for rs in snapshot.replica_sets if rs.name != observed.name), observed)
-        return dataclasses.replace(snapshot, replica_sets=listed), (
-            observed.name,
-            changes,
-        ) if changes else None
+    ) -> tuple[Snapshot, list[tuple[str, tuple[str, ...]]]]:
+        """Find by name each ReplicaSet the revision log knows whose labels hide it from the lists
+        (see :mod:`~gitdeploy.core.rollout.labeldrift`), put gitdeploy's labels back, and return
+        the snapshot with them, and (name, what was undone) of each relabelled one."""
+        app, listed = target.app, snapshot.replica_sets
+        relabelled: list[tuple[str, tuple[str, ...]]] = []
+        for name, template_hash in hidden_replica_sets(app.name, target.template_hash, snapshot):
+            found = self._relabel(app.key, name, template_hash, wanted=template_hash == target.template_hash)
+            if found is None:
+                continue
+            observed, changes = found
+            listed = (*(rs for rs in listed if rs.name != observed.name), observed)
+            if changes:
+                relabelled.append((observed.name, changes))
+        return dataclasses.replace(snapshot, replica_sets=listed), relabelled
 
     def _relabel(
-        self, key: AppKey, name: str, template_hash: str
+        self, key: AppKey, name: str, template_hash: str, *, wanted: bool
     ) -> tuple[ObservedReplicaSet, tuple[str, ...]] | None:
         """Read ReplicaSet ``name`` (None: there is none) and put gitdeploy's labels back on it;
-        it and the labels changed. One that gitdeploy did not make for ``template_hash`` is
-        refused (a TransientError: looked at again every :data:`FOREIGN_RETRY_SECONDS`), never
-        changed."""
+        it and the labels changed. One that gitdeploy did not make for ``template_hash`` is never
+        changed: left alone (None) when it is a replaced revision's name, refused when the target
+        needs it (a TransientError: looked at again every :data:`FOREIGN_RETRY_SECONDS`)."""
         read = self.cluster.read_replica_set(key.namespace, name)
         if read is None:
             return None
         found, observed = read
+        if not is_own(found, template_hash) and not wanted:
+            return None
         if not is_own(found, template_hash):
             hint = f"rename or delete ReplicaSet {found.name}"  # the cluster, not git, must change:
             raise TransientError(  # look again, as the watch does not see a ReplicaSet not labelled ours
@@ -397,7 +399,7 @@ class RolloutRunner:
             created = self.cluster.create_replica_set(spec)
         except AlreadyExistsError:
             log.info("[%s] ReplicaSet %s exists already; the next pass adopts it", key, spec.name)
-            found = self._relabel(key, spec.name, spec.template_hash)
+            found = self._relabel(key, spec.name, spec.template_hash, wanted=True)
             return relabel_event(spec.name, found[1]) if found is not None and found[1] else None
         if created.template is not None:  # the template as the server stored it
             self.digests_due[key.namespace, spec.name] = template_digest(created.template)

@@ -4,11 +4,11 @@ gitdeploy finds an app's ReplicaSets by their labels (``gitdeploy.io/app``, the 
 ``gitdeploy.io/template-hash``). ``kubectl label rs web-<hash> gitdeploy.io/app-`` hides one from
 those lists; a pass would then plan a second ReplicaSet for the template it runs, and meet 409
 AlreadyExists on its name. Its name is deterministic (``<app>-<hash>``, and the revision log keeps
-it), so when the record knows the target's template but no listed ReplicaSet runs it,
-:func:`hidden_replica_set` names the one to read by name (no extra request while the app's
-ReplicaSet is listed). Its selector (immutable) says whether it is the one gitdeploy made for that
-template: then :func:`label_changes` says what to put back and :func:`told_relabelled` what was
-undone.
+it), so when the record knows a template but no listed ReplicaSet runs it,
+:func:`hidden_replica_sets` names the ones to read by name (no extra request while they are
+listed): the target's, and during a rollout those of the revisions it replaces, which may still
+run pods. Its selector (immutable) says whether it is the one gitdeploy made for that template:
+then :func:`label_changes` says what to put back and :func:`told_relabelled` what was undone.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
+from gitdeploy.core.history.records import Outcome
 from gitdeploy.core.observed import APP_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from gitdeploy.core.rollout.drift import DRIFT_CORRECTED
 from gitdeploy.core.rollout.inputs import Snapshot
@@ -37,22 +38,32 @@ def own_labels(app: str, template_hash: str) -> dict[str, str]:
     return {TEMPLATE_HASH_LABEL: template_hash, APP_LABEL: app, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
 
 
-def hidden_replica_set(app: str, template_hash: str, snap: Snapshot) -> str | None:
-    """The name of the ReplicaSet to read when the revision log knows ``template_hash`` but no
-    listed ReplicaSet of the app runs it (its labels may have been changed by hand); else None.
+def hidden_replica_sets(app: str, template_hash: str, snap: Snapshot) -> tuple[tuple[str, str], ...]:
+    """``(name, template hash)`` of each ReplicaSet to read by name: the revision log knows its
+    template but no listed ReplicaSet of the app runs it (its labels may have been changed by
+    hand). The target's first; then those of the revisions from the newest Complete one on, which
+    may still run pods a rollout must scale down (older ones were scaled to 0 when it completed).
+    Empty while every one of them is listed: no extra request.
 
-    >>> from gitdeploy.core.history.records import AppRecord, CommitRef, RevisionEntry
-    >>> entry = RevisionEntry(revision=1, template_hash="abc", replica_set="web-abc", commit=CommitRef("a"))
-    >>> snap = Snapshot(replica_sets=(), pods=(), record=AppRecord(revisions=(entry,)))
-    >>> hidden_replica_set("web", "abc", snap), hidden_replica_set("web", "new", snap)
-    ('web-abc', None)
+    >>> from gitdeploy.core.history.records import AppRecord, CommitRef, Outcome, RevisionEntry
+    >>> old = RevisionEntry(1, "abc", "web-abc", CommitRef("a"), outcome=Outcome.COMPLETE)
+    >>> new = RevisionEntry(2, "def", "web-def", CommitRef("b"))
+    >>> snap = Snapshot(replica_sets=(), pods=(), record=AppRecord(revisions=(old, new)))
+    >>> hidden_replica_sets("web", "def", snap)
+    (('web-def', 'def'), ('web-abc', 'abc'))
+    >>> hidden_replica_sets("web", "new", Snapshot(replica_sets=(), pods=(), record=AppRecord()))
+    ()
     """
-    if any(rs.state.template_hash == template_hash for rs in snap.replica_sets):
-        return None
-    known = [e for e in snap.record.revisions if e.template_hash == template_hash]
-    if not known:
-        return None
-    return known[-1].replica_set or f"{app}-{template_hash}"
+    listed = {rs.state.template_hash for rs in snap.replica_sets}
+    revisions = snap.record.revisions
+    stable = max((n for n, e in enumerate(revisions) if e.outcome is Outcome.COMPLETE), default=0)
+    wanted = dict.fromkeys([template_hash, *(e.template_hash for e in revisions[stable:])])
+    hidden = []
+    for wanted_hash in wanted:
+        known = [e for e in revisions if e.template_hash == wanted_hash]
+        if known and wanted_hash not in listed:
+            hidden.append((known[-1].replica_set or f"{app}-{wanted_hash}", wanted_hash))
+    return tuple(hidden)
 
 
 def label_changes(found: NamedReplicaSet, app: str, template_hash: str) -> tuple[str, ...]:
@@ -104,7 +115,7 @@ def foreign_message(found: NamedReplicaSet, app: str, template_hash: str) -> str
 __all__ = [
     "NamedReplicaSet",
     "foreign_message",
-    "hidden_replica_set",
+    "hidden_replica_sets",
     "is_own",
     "label_changes",
     "own_labels",

@@ -70,6 +70,20 @@ def _drift_events(kube_client: Any) -> list[str]:
     return [str(e.message) for e in found.items if e.reason == "DriftCorrected"]
 
 
+def _replace_with_foreign(kube_client: Any, name: str) -> None:
+    """Delete ReplicaSet ``name`` and create another of that name, not labelled as gitdeploy's,
+    whose selector is not gitdeploy's for any template."""
+    apps = client.AppsV1Api(kube_client)
+    apps.delete_namespaced_replica_set(name, "shop")
+    selector = {"app": "other"}
+    template = {"metadata": {"labels": selector}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    body: Any = {
+        "metadata": {"name": name},
+        "spec": {"replicas": 0, "selector": {"matchLabels": selector}, "template": template},
+    }
+    apps.create_namespaced_replica_set("shop", body)
+
+
 def _own_labels(name: str) -> dict[str, str]:
     return {**OWN, "gitdeploy.io/template-hash": name.removeprefix("web-")}
 
@@ -202,15 +216,7 @@ def test_a_foreign_replica_set_with_the_name_is_refused_and_left_alone(
     _push(git_remote, "nginx:1")
     settle(controller, fake_clock)
     name = _name_of(kube_client, "nginx:1")
-    apps = client.AppsV1Api(kube_client)
-    apps.delete_namespaced_replica_set(name, "shop")
-    selector = {"app": "other"}
-    template = {"metadata": {"labels": selector}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
-    body: Any = {
-        "metadata": {"name": name},
-        "spec": {"replicas": 0, "selector": {"matchLabels": selector}, "template": template},
-    }
-    apps.create_namespaced_replica_set("shop", body)
+    _replace_with_foreign(kube_client, name)
 
     # When a pass looks at web
     controller.mark_all_due()
@@ -229,11 +235,6 @@ def test_a_foreign_replica_set_with_the_name_is_refused_and_left_alone(
     assert "rename or delete it" in report.message, report
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not yet: an old ReplicaSet hidden mid-rollout keeps its pods and the revision completes "
-    "(the pass reads by name only the ReplicaSet of the template it wants)",
-)
 def test_an_old_replica_set_relabelled_during_a_rollout_is_still_scaled_down(
     controller: Controller, fake_clock: FakeClock, git_remote: GitRemote, kube_client: Any
 ) -> None:
@@ -247,8 +248,27 @@ def test_an_old_replica_set_relabelled_during_a_rollout_is_still_scaled_down(
     # When the old ReplicaSet's app label is removed by hand while it still runs pods
     _label(kube_client, old, {"gitdeploy.io/app": None})
     reports = settle(controller, fake_clock)
-    # Then it is relabelled and scaled down as the rollout goes on (today: it keeps 2 replicas
-    # while web reports revision 2 Synced Healthy)
+    # Then it is relabelled, with an event saying so, and scaled down as the rollout goes on
     found: Any = client.AppsV1Api(kube_client).read_namespaced_replica_set(old, "shop")
     assert (found.spec.replicas, found.metadata.labels.get("gitdeploy.io/app")) == (0, "web")
     assert reports[WEB].revision == 2
+    _assert_restored(kube_client, [old, _name_of(kube_client, "nginx:2")], "gitdeploy.io/app: removed", old)
+
+
+def test_a_foreign_replica_set_with_a_replaced_revisions_name_is_left_alone_and_the_rollout_ends(
+    controller: Controller, fake_clock: FakeClock, git_remote: GitRemote, kube_client: Any
+) -> None:
+    # Given a rollout from nginx:1 to nginx:2 under way
+    _push(git_remote, "nginx:1")
+    settle(controller, fake_clock)
+    old = _name_of(kube_client, "nginx:1")
+    _push(git_remote, "nginx:2")
+    controller.poll()
+    Scheduler(controller).pass_once()
+    # When the old ReplicaSet is replaced by hand with a foreign one of its name
+    _replace_with_foreign(kube_client, old)
+    reports = settle(controller, fake_clock)
+    # Then the rollout completes, and the foreign one is neither relabelled nor scaled
+    assert (reports[WEB].sync, reports[WEB].health, reports[WEB].revision) == ("Synced", "Healthy", 2)
+    found: Any = client.AppsV1Api(kube_client).read_namespaced_replica_set(old, "shop")
+    assert (found.spec.replicas, found.metadata.labels) == (0, None)
