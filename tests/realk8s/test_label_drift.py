@@ -2,7 +2,8 @@
 as deploy/'s ServiceAccount in a restricted namespace: ``kubectl label rs web-<hash>
 gitdeploy.io/app-`` hides the running ReplicaSet from gitdeploy's label-selected lists. The next
 pass (``gitdeploy sync``) finds it by name, puts the label back with a ``DriftCorrected`` event
-naming it, makes no second ReplicaSet and no new revision, and ends ``Synced Healthy``.
+naming it, makes no second ReplicaSet and no new revision, and ends ``Synced Healthy``. An old
+ReplicaSet hidden so in the middle of a rollout is found the same way and scaled down.
 """
 
 from __future__ import annotations
@@ -55,6 +56,42 @@ def test_sync_finds_a_relabelled_replica_set_by_name_and_puts_its_label_back(
     shown = view(gitdeploy, namespace)
     assert shown is not None
     assert (shown["revision"], shown["sync"], shown["health"]) == (1, "Synced", "Healthy"), shown
+
+
+def test_an_old_replica_set_hidden_mid_rollout_is_relabelled_and_scaled_down(
+    control_plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+) -> None:
+    # Given web at revision 1, then one pass of a rollout to web:2 (2 replicas, maxUnavailable 0:
+    # the old ReplicaSet keeps its 2 pods while the first new one starts)
+    namespace = managed_namespace("labeldrift-old")
+    files = {"gitdeploy.yaml": settings(namespace)}
+    git_remote.commit_and_push(
+        "web 1", {**files, "apps/web.yaml": deployment("web", "registry.test/web:1", 2, grace=1)}
+    )
+    synced(gitdeploy, git_remote, timeout="90s")
+    [old] = _replica_sets(control_plane, namespace)
+    git_remote.commit_and_push(
+        "web 2", {**files, "apps/web.yaml": deployment("web", "registry.test/web:2", 2, grace=1)}
+    )
+    started = gitdeploy("sync", "--repo", git_remote.url, timeout=120)
+    assert len(_replica_sets(control_plane, namespace)) == 2, started.stdout + started.stderr
+
+    # When an admin removes the old ReplicaSet's app label by hand, and the rollout goes on
+    control_plane.kubectl("label", "replicaset", old, "-n", namespace, "gitdeploy.io/app-")
+    synced(gitdeploy, git_remote, timeout="90s")
+
+    # Then the old ReplicaSet has its label back and no pods asked of it, with an event saying so
+    found: Any = control_plane.get_json("replicaset", old, "-n", namespace)
+    assert (found["spec"]["replicas"], found["metadata"]["labels"].get("gitdeploy.io/app")) == (0, "web")
+    assert events(control_plane, namespace, DRIFT_CORRECTED) == [
+        f"{old}: its labels were changed by hand (gitdeploy.io/app: removed); restored them"
+    ]
+    shown = view(gitdeploy, namespace)
+    assert shown is not None
+    assert (shown["revision"], shown["sync"], shown["health"]) == (2, "Synced", "Healthy"), shown
 
 
 def _replica_sets(control_plane: ControlPlane, namespace: str) -> dict[str, str]:
