@@ -51,6 +51,25 @@ def deployment(
     return json.dumps(body, indent=1) + "\n"
 
 
+def rollout(
+    app: str, image: str, replicas: int, steps: list[dict[str, Any]], grace: int | None = None
+) -> str:
+    """An Argo Rollouts ``Rollout`` with a canary of ``steps`` (maxSurge 1, maxUnavailable 0)."""
+    canary = {"maxSurge": 1, "maxUnavailable": 0, "steps": steps}
+    body: dict[str, Any] = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": app},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": app}},
+            "template": template(app, image, grace),
+            "strategy": {"canary": canary},
+        },
+    }
+    return json.dumps(body, indent=1) + "\n"
+
+
 def deployment_config(
     app: str, image: str, replicas: int, strategy: dict[str, Any], grace: int | None = None, **spec: Any
 ) -> str:
