@@ -96,10 +96,12 @@ def damaged_report(
 
 def failed_report(key: AppKey, previous: AppReport | None, message: str) -> AppReport:
     """The report of an app whose pass failed: unsettled, ``message`` (the error, with its hint,
-    and when it is retried) beside what the app was last seen as."""
+    and when it is retried), SYNC ``Unknown`` (the pass could not compare the app with git, as
+    Argo CD says of a comparison error: a verdict from before would not say what runs now) beside
+    the health, phase and revision the app was last seen with."""
     return AppReport(
         key,
-        previous.sync if previous else Sync.OUT_OF_SYNC,
+        Sync.UNKNOWN,
         previous.health if previous else Health.DEGRADED,
         previous.phase if previous else AppPhase.PROGRESSING,
         message,

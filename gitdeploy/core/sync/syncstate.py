@@ -35,7 +35,8 @@ class Sync(StrEnum):
     INVALID_SETTINGS = "InvalidSettings"
     PRUNE_HELD = "PruneHeld"
     UNKNOWN = "Unknown"
-    """No verdict stored yet: the loop has not passed over the app."""
+    """No verdict stored yet (the loop has not passed over the app), or, in the loop's report, its
+    last pass failed before it could compare the app with git."""
 
 
 class Health(StrEnum):
