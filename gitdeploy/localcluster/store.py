@@ -83,6 +83,12 @@ _RECENT_CHANGES = 2048
 #: SQLite's own busy handler backs off to long sleeps; the write lock is retried here instead.
 _BUSY_TIMEOUT_MS = 20
 _LOCK_WAIT_SECONDS = 30.0
+#: WAL pages after which a commit copies them back into the database (SQLite's default is 1,000).
+#: A write changes the same hot pages (the version counter, the timers and their index, the log's
+#: tail) again and again; each checkpoint copies a page once however often it changed since the
+#: last one, so checkpointing a fifth as often copies far fewer pages per write. The WAL file
+#: grows to about 16 MiB between checkpoints instead of 4.
+_WAL_CHECKPOINT_PAGES = 4000
 
 
 def dumps(value: Any) -> str:
@@ -402,6 +408,7 @@ class Store:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA wal_autocheckpoint={_WAL_CHECKPOINT_PAGES}")
         return conn
 
     @contextmanager
