@@ -348,6 +348,11 @@ class Txn:
             (timer.uid, timer.action, timer.due, timer.resource, timer.namespace, timer.name),
         )
 
+    def drop_timers(self, uid: str, actions: tuple[str, ...]) -> None:
+        """Remove the timers of ``uid`` whose action is one of ``actions``."""
+        marks = ", ".join("?" * len(actions))
+        self._conn.execute(f"DELETE FROM timers WHERE uid = ? AND action IN ({marks})", (uid, *actions))
+
     def next_due(self, *, besides: str = "") -> float | None:
         """When the next timer is due (one whose action is not ``besides``)."""
         row = self._conn.execute("SELECT MIN(due) FROM timers WHERE action != ?", (besides,)).fetchone()
