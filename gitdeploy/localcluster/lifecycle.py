@@ -170,6 +170,9 @@ class ObjectLifecycle:
                 now + grace, PODS.key, meta.get("namespace", ""), meta["name"], meta["uid"], simulation.GONE
             )
         )
+        # a start, stop or deadline still due would find it terminating and do nothing (see
+        # DueTimers._fire): dropped now, they are not read back and skipped later, one by one
+        txn.drop_timers(meta["uid"], simulation.POD_TRANSITIONS)
         if reconcile:
             self._after_write(txn, PODS, pod, now)
         return pod

@@ -56,6 +56,8 @@ STOP = "pod-stop"
 DEADLINE = "pod-deadline"
 GONE = "pod-gone"
 """A terminating pod's grace period is over: it is removed."""
+POD_TRANSITIONS = (START, STOP, DEADLINE)
+"""The transitions of a pod's containers, which do nothing once it is terminating."""
 DEFAULT_GRACE_SECONDS = 30
 RS_SYNC = "rs-sync"
 """The ReplicaSet controller looks at a ReplicaSet again (``minReadySeconds``)."""

@@ -83,6 +83,12 @@ _RECENT_CHANGES = 2048
 #: SQLite's own busy handler backs off to long sleeps; the write lock is retried here instead.
 _BUSY_TIMEOUT_MS = 20
 _LOCK_WAIT_SECONDS = 30.0
+#: WAL pages after which a commit copies them back into the database (SQLite's default is 1,000).
+#: A write changes the same hot pages (the version counter, the timers and their index, the log's
+#: tail) again and again; each checkpoint copies a page once however often it changed since the
+#: last one, so checkpointing a fifth as often copies far fewer pages per write. The WAL file
+#: grows to about 16 MiB between checkpoints instead of 4.
+_WAL_CHECKPOINT_PAGES = 4000
 
 
 def dumps(value: Any) -> str:
@@ -342,6 +348,11 @@ class Txn:
             (timer.uid, timer.action, timer.due, timer.resource, timer.namespace, timer.name),
         )
 
+    def drop_timers(self, uid: str, actions: tuple[str, ...]) -> None:
+        """Remove the timers of ``uid`` whose action is one of ``actions``."""
+        marks = ", ".join("?" * len(actions))
+        self._conn.execute(f"DELETE FROM timers WHERE uid = ? AND action IN ({marks})", (uid, *actions))
+
     def next_due(self, *, besides: str = "") -> float | None:
         """When the next timer is due (one whose action is not ``besides``)."""
         row = self._conn.execute("SELECT MIN(due) FROM timers WHERE action != ?", (besides,)).fetchone()
@@ -349,9 +360,14 @@ class Txn:
 
     def pop_due(self, now: float) -> list[Timer]:
         """Remove and return the timers due at ``now``, earliest first."""
+        # read, then delete only if some are due (every write asks first, and often none is): a
+        # SELECT and a DELETE cost less than one DELETE ... RETURNING (about 8 us less per call,
+        # SQLite keeping the returned rows aside), and nothing is deleted when none is due
         rows = self._conn.execute(
-            "DELETE FROM timers WHERE due <= ? RETURNING due, resource, namespace, name, uid, action", (now,)
+            "SELECT due, resource, namespace, name, uid, action FROM timers WHERE due <= ?", (now,)
         ).fetchall()
+        if rows:
+            self._conn.execute("DELETE FROM timers WHERE due <= ?", (now,))
         timers = [Timer(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5])) for r in rows]
         return sorted(timers, key=lambda t: (t.due, t.action, t.namespace, t.name))
 
@@ -402,6 +418,7 @@ class Store:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA wal_autocheckpoint={_WAL_CHECKPOINT_PAGES}")
         return conn
 
     @contextmanager

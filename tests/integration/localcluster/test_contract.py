@@ -142,6 +142,22 @@ def test_deleted_pods_terminate_for_their_grace_period(core: Any, apps: Any, fak
     )
 
 
+def test_a_pod_scaled_away_before_it_started_leaves_only_its_removal_pending(
+    core: Any, apps: Any, embedded_cluster: LocalCluster, fake_clock: FakeClock
+) -> None:
+    # Given a ReplicaSet whose one pod has not started yet
+    apps.create_namespaced_replica_set(NS, replicaset(replicas=1))
+    assert len(pods_of(core)) == 1
+    # When it is scaled to 0 before the pod starts (a read lets the ReplicaSet controller act)
+    apps.patch_namespaced_replica_set_scale("web", NS, {"spec": {"replicas": 0}})
+    assert all(p.metadata.deletion_timestamp is not None for p in pods_of(core))
+    # Then the next transition is the pod's removal when its grace period is over: its start,
+    # which would do nothing to a terminating pod, is no longer pending
+    assert embedded_cluster.registry.next_transition_in() == pytest.approx(30)
+    fake_clock.advance(30)
+    assert pods_of(core) == []
+
+
 def test_pods_that_ended_are_deleted_at_once(core: Any, fake_clock: FakeClock) -> None:
     spec = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "hook:1"}]}
     core.create_namespaced_pod(NS, {"metadata": {"name": "done"}, "spec": spec})
