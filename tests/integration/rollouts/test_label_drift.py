@@ -84,6 +84,19 @@ def _replace_with_foreign(kube_client: Any, name: str) -> None:
     apps.create_namespaced_replica_set("shop", body)
 
 
+def _rollout_under_way(
+    controller: Controller, fake_clock: FakeClock, git_remote: GitRemote, kube_client: Any
+) -> str:
+    """Web settled at nginx:1, then one pass of its rollout to nginx:2; the old ReplicaSet's name."""
+    _push(git_remote, "nginx:1")
+    settle(controller, fake_clock)
+    old = _name_of(kube_client, "nginx:1")
+    _push(git_remote, "nginx:2")
+    controller.poll()
+    Scheduler(controller).pass_once()
+    return old
+
+
 def _own_labels(name: str) -> dict[str, str]:
     return {**OWN, "gitdeploy.io/template-hash": name.removeprefix("web-")}
 
@@ -241,12 +254,7 @@ def test_an_old_replica_set_relabelled_during_a_rollout_is_still_scaled_down(
     controller: Controller, fake_clock: FakeClock, git_remote: GitRemote, kube_client: Any
 ) -> None:
     # Given a rollout from nginx:1 to nginx:2 under way
-    _push(git_remote, "nginx:1")
-    settle(controller, fake_clock)
-    old = _name_of(kube_client, "nginx:1")
-    _push(git_remote, "nginx:2")
-    controller.poll()
-    Scheduler(controller).pass_once()
+    old = _rollout_under_way(controller, fake_clock, git_remote, kube_client)
     # When the old ReplicaSet's app label is removed by hand while it still runs pods
     _label(kube_client, old, {"gitdeploy.io/app": None})
     reports = settle(controller, fake_clock)
@@ -261,12 +269,7 @@ def test_a_foreign_replica_set_with_a_replaced_revisions_name_is_left_alone_and_
     controller: Controller, fake_clock: FakeClock, git_remote: GitRemote, kube_client: Any
 ) -> None:
     # Given a rollout from nginx:1 to nginx:2 under way
-    _push(git_remote, "nginx:1")
-    settle(controller, fake_clock)
-    old = _name_of(kube_client, "nginx:1")
-    _push(git_remote, "nginx:2")
-    controller.poll()
-    Scheduler(controller).pass_once()
+    old = _rollout_under_way(controller, fake_clock, git_remote, kube_client)
     # When the old ReplicaSet is replaced by hand with a foreign one of its name
     _replace_with_foreign(kube_client, old)
     reports = settle(controller, fake_clock)
