@@ -197,12 +197,7 @@ def test_the_new_replica_set_relabelled_during_a_rollout_is_found_and_the_rollou
     embedded_cluster: LocalCluster,
 ) -> None:
     # Given web at nginx:1, and a rollout to nginx:2 under way (its first pass made the new ReplicaSet)
-    _push(git_remote, "nginx:1")
-    settle(controller, fake_clock)
-    old = _name_of(kube_client, "nginx:1")
-    _push(git_remote, "nginx:2")
-    controller.poll()
-    Scheduler(controller).pass_once()
+    old = _rollout_under_way(controller, fake_clock, git_remote, kube_client)
     new = _name_of(kube_client, "nginx:2")
 
     # When the new ReplicaSet's managed-by label is removed by hand
