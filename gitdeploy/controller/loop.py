@@ -50,6 +50,7 @@ from gitdeploy.core.imagetriggers import stream_tag_key
 from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
 from gitdeploy.core.pruning import PruneLimit
+from gitdeploy.core.rollout.labeldrift import app_by_name
 from gitdeploy.errors import GitdeployError
 from gitdeploy.manifests.loader import LoadResult
 from gitdeploy.source.repo import ConfigRepo
@@ -225,7 +226,7 @@ class Controller:
         """A ReplicaSet of an app in git changed in a way this loop did not make it (``kubectl
         scale``, a delete: see :meth:`RolloutRunner.changed_by_hand`): pass over the app now, which
         undoes it (:mod:`gitdeploy.core.rollout.drift`). True when the app was marked due."""
-        key = AppKey(rs.namespace, rs.app)
+        key = AppKey(rs.namespace, app_by_name(rs.name))  # its labels may no longer say it
         if not self.runner.changed_by_hand(kind, rs):
             return False
         with self._lock:

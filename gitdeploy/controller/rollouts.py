@@ -45,6 +45,7 @@ from gitdeploy.core.rollout.labeldrift import (
     hidden_replica_sets,
     is_own,
     label_changes,
+    labels_edited,
     own_labels,
     relabel_event,
     told_relabelled,
@@ -278,15 +279,18 @@ class RolloutRunner:
 
     def changed_by_hand(self, kind: str, rs: ObservedReplicaSet) -> bool:
         """Whether a watch's news of ``rs`` (``kind``: ADDED, MODIFIED, DELETED) is a change this
-        runner did not make: a delete, or a spec newer than any this runner saw or wrote with a
-        ``spec.replicas`` other than the one it set last. News of an older spec is late news of
-        what the runner saw already (a watch may deliver it after the runner's next write). A
-        ReplicaSet it never saw tells nothing (the resync looks at it)."""
+        runner did not make: a delete, labels that no longer name its app and template, or a spec
+        newer than any this runner saw or wrote with a ``spec.replicas`` other than the one it set
+        last. News of an older spec is late news of what the runner saw already (a watch may
+        deliver it after the runner's next write). A ReplicaSet it never saw tells nothing (the
+        resync looks at it)."""
         known = self.replicas_known.get((rs.namespace, rs.name))
         if known is None:
             return False
         if kind == "DELETED":
             del self.replicas_known[rs.namespace, rs.name]
+            return True
+        if labels_edited(rs):  # no generation: labels are metadata
             return True
         replicas, generation = known
         if rs.generation and rs.generation <= generation:

@@ -65,7 +65,7 @@ CREATE TABLE IF NOT EXISTS owners(
 CREATE INDEX IF NOT EXISTS owners_dep ON owners(dep_uid);
 CREATE TABLE IF NOT EXISTS changes(
     rv INTEGER PRIMARY KEY, resource TEXT NOT NULL, namespace TEXT NOT NULL,
-    type TEXT NOT NULL, body TEXT NOT NULL, at REAL NOT NULL DEFAULT 0
+    type TEXT NOT NULL, body TEXT NOT NULL, at REAL NOT NULL DEFAULT 0, previous TEXT
 );
 CREATE INDEX IF NOT EXISTS changes_resource ON changes(resource);
 CREATE TABLE IF NOT EXISTS timers(
@@ -127,13 +127,17 @@ class Timer:
 
 @dataclass(frozen=True)
 class Change:
-    """One entry of the watch log."""
+    """One entry of the watch log. ``previous``: the object before a ``MODIFIED`` change that
+    changed its labels (None when they stayed), so that a watch with a label selector can tell
+    an object that stopped matching (``DELETED``) or began to (``ADDED``), as kube-apiserver's
+    watch cache does."""
 
     rv: int
     resource: str
     namespace: str
     type: str
     body: str
+    previous: str | None = None
 
 
 class Txn:
@@ -275,11 +279,15 @@ class Txn:
         meta["resourceVersion"] = str(rv)
         namespace = meta.get("namespace", "")
         body = dumps(obj)
+        labels = dumps(meta.get("labels") or {})
+        previous = None
+        if event_type == "MODIFIED":
+            previous = self._relabelled(resource, namespace, meta["name"], labels)
         self.encoded[id(obj)] = (obj, body)
         self._conn.execute(
             "INSERT OR REPLACE INTO objects(resource, namespace, name, uid, rv, labels, body)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (resource, namespace, meta["name"], meta["uid"], rv, dumps(meta.get("labels") or {}), body),
+            (resource, namespace, meta["name"], meta["uid"], rv, labels, body),
         )
         if owners_changed:
             if event_type != "ADDED":  # a new object has a new uid: nothing to remove
@@ -289,8 +297,17 @@ class Txn:
                     "INSERT OR REPLACE INTO owners(owner_uid, dep_uid, controller) VALUES (?, ?, ?)",
                     (ref.get("uid", ""), meta["uid"], 1 if ref.get("controller") else 0),
                 )
-        self._log(Change(rv, resource, namespace, event_type, body))
+        self._log(Change(rv, resource, namespace, event_type, body, previous))
         return obj
+
+    def _relabelled(self, resource: str, namespace: str, name: str, labels: str) -> str | None:
+        """The stored body of the object, if its labels differ from ``labels``; else None."""
+        row = self._conn.execute(
+            "SELECT CASE WHEN labels = ? THEN NULL ELSE body END FROM objects"
+            " WHERE resource = ? AND namespace = ? AND name = ?",
+            (labels, resource, namespace, name),
+        ).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
 
     def delete(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
         """Remove ``obj``; the ``DELETED`` event carries it with a new ``resourceVersion``."""
@@ -312,8 +329,17 @@ class Txn:
 
     def _log(self, change: Change) -> None:
         self._conn.execute(
-            "INSERT INTO changes(rv, resource, namespace, type, body, at) VALUES (?, ?, ?, ?, ?, ?)",
-            (change.rv, change.resource, change.namespace, change.type, change.body, self.now),
+            "INSERT INTO changes(rv, resource, namespace, type, body, at, previous)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                change.rv,
+                change.resource,
+                change.namespace,
+                change.type,
+                change.body,
+                self.now,
+                change.previous,
+            ),
         )
         self.logged.append(change)
 
@@ -374,7 +400,9 @@ class Txn:
     # -- watch log -----------------------------------------------------------------------------
 
     def changes_since(self, rv: int, resource: str, namespace: str | None, limit: int = 1000) -> list[Change]:
-        sql = "SELECT rv, resource, namespace, type, body FROM changes WHERE rv > ? AND resource = ?"
+        sql = (
+            "SELECT rv, resource, namespace, type, body, previous FROM changes WHERE rv > ? AND resource = ?"
+        )
         args: list[Any] = [rv, resource]
         if namespace is not None:
             sql += " AND namespace = ?"
@@ -382,7 +410,8 @@ class Txn:
         sql += " ORDER BY rv LIMIT ?"
         args.append(limit)
         return [
-            Change(int(a), str(b), str(c), str(d), str(e)) for a, b, c, d, e in self._conn.execute(sql, args)
+            Change(int(a), str(b), str(c), str(d), str(e), None if f is None else str(f))
+            for a, b, c, d, e, f in self._conn.execute(sql, args)
         ]
 
 
@@ -410,8 +439,11 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
             conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
-            if "at" not in [row[1] for row in conn.execute("PRAGMA table_info(changes)")]:
-                conn.execute("ALTER TABLE changes ADD COLUMN at REAL NOT NULL DEFAULT 0")  # an older db
+            columns = [row[1] for row in conn.execute("PRAGMA table_info(changes)")]
+            if "at" not in columns:  # an older db
+                conn.execute("ALTER TABLE changes ADD COLUMN at REAL NOT NULL DEFAULT 0")
+            if "previous" not in columns:
+                conn.execute("ALTER TABLE changes ADD COLUMN previous TEXT")
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)

@@ -27,7 +27,7 @@ from gitdeploy.localcluster.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from gitdeploy.localcluster.store import INDEXED_LABEL, Store, dumps
+from gitdeploy.localcluster.store import INDEXED_LABEL, Change, Store, dumps
 
 __all__ = ["ListResult", "Query", "list_objects", "watch_events"]
 
@@ -69,6 +69,12 @@ class Query:
         if self.labels and not matches_labels(self.labels, json.loads(labels_json)):
             return False
         return not self.fields or matches_fields(self.fields, json.loads(body))
+
+    def matches_body(self, body: str) -> bool:
+        obj = json.loads(body)
+        if self.labels and not matches_labels(self.labels, (obj.get("metadata") or {}).get("labels") or {}):
+            return False
+        return not self.fields or matches_fields(self.fields, obj)
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,24 @@ def _event_line(event_type: str, body: str) -> bytes:
     return f'{{"type":"{event_type}","object":{body}}}\n'.encode()
 
 
+def _told(change: Change, query: Query) -> bytes | None:
+    """The event line a watch selecting ``query`` is sent for ``change``, if any. As in
+    kube-apiserver's watch cache, a change is judged by the object before and after it: one that
+    stops matching is ``DELETED`` (the object as it was, at the change's version), one that begins
+    to match is ``ADDED``. The object before is known when the labels changed; otherwise it is
+    taken to match as the object after does."""
+    if query.everything:
+        return _event_line(change.type, change.body)
+    matches = query.matches_body(change.body)
+    if change.previous is None or matches == query.matches_body(change.previous):
+        return _event_line(change.type, change.body) if matches else None
+    if matches:
+        return _event_line("ADDED", change.body)
+    before = json.loads(change.previous)
+    before["metadata"]["resourceVersion"] = str(change.rv)
+    return _event_line("DELETED", dumps(before))
+
+
 def watch_events(
     store: Store,
     resource: ResourceType,
@@ -197,10 +221,9 @@ def watch_events(
                 seen = 0  # more to read
         for change in changes:
             last = change.rv
-            if query.everything or query.matches_row(
-                dumps((json.loads(change.body).get("metadata") or {}).get("labels") or {}), change.body
-            ):
-                yield _event_line(change.type, change.body)
+            line = _told(change, query)
+            if line is not None:
+                yield line
         # nothing of this resource up to ``seen`` was left out: the next read starts there,
         # instead of reading every other resource's changes again
         last = max(last, seen)

@@ -74,3 +74,24 @@ def test_run_undoes_a_hand_scale_at_once_and_says_so(
         assert drift_events(tmp_path) == [f"{name} was scaled to 0 by hand; scaled back to 2"]
         view = eventually(lambda: (v := web_view(run_cli))["ready"] == 2 and v, "the pods back", 30)
         assert (view["sync"], view["health"]) == ("Synced", "Healthy")
+
+
+@pytest.mark.parametrize("label", ["app.kubernetes.io/managed-by", "gitdeploy.io/app"])
+def test_run_puts_back_a_replica_sets_label_removed_by_hand_at_once(
+    label: str, git_remote: GitRemote, run_cli: RunCli, cluster: None, tmp_path: Path
+) -> None:
+    deploy_web(git_remote, run_cli)
+    with run_on_watches(git_remote, tmp_path):
+        # When `kubectl label rs web-… LABEL-` (without managed-by, the ReplicaSet leaves run's
+        # selector watch, which is told DELETED, as kube-apiserver tells it)
+        with state_apis(tmp_path) as (apps, _):
+            found: Any = apps.list_namespaced_replica_set("shop", label_selector="gitdeploy.io/app=web")
+            [running] = [rs for rs in found.items if rs.spec.replicas]
+            name: str = running.metadata.name
+            apps.patch_namespaced_replica_set(name, "shop", {"metadata": {"labels": {label: None}}})
+        # Then run puts the label back at once (its resync is an hour away) and says so
+        [event] = eventually(lambda: drift_events(tmp_path), "a DriftCorrected event", 30)
+        assert event.startswith(f"{name}: its labels were changed by hand ({label}"), event
+        with state_apis(tmp_path) as (apps, _):
+            relabelled: Any = apps.read_namespaced_replica_set(name, "shop")
+            assert label in relabelled.metadata.labels and relabelled.spec.replicas == 2

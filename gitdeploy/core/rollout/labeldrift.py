@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.history.records import Outcome
-from gitdeploy.core.observed import APP_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from gitdeploy.core.observed import APP_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, ObservedReplicaSet
 from gitdeploy.core.rollout.drift import DRIFT_CORRECTED
 from gitdeploy.core.rollout.inputs import Snapshot
 from gitdeploy.core.rollout.outputs import Event, Step
@@ -36,6 +36,30 @@ class NamedReplicaSet:
 def own_labels(app: str, template_hash: str) -> dict[str, str]:
     """The labels gitdeploy puts on the ReplicaSet of ``app`` for ``template_hash``."""
     return {TEMPLATE_HASH_LABEL: template_hash, APP_LABEL: app, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+
+
+def app_by_name(name: str) -> str:
+    """The app of gitdeploy's ReplicaSet ``name`` (``<app>-<hash>``; a template hash has no dash),
+    which its labels may no longer say.
+
+    >>> app_by_name("shop-web-5d8f7c")
+    'shop-web'
+    """
+    return name.rpartition("-")[0]
+
+
+def labels_edited(rs: ObservedReplicaSet) -> bool:
+    """Whether the labels of gitdeploy's ReplicaSet ``rs`` no longer name the app and template
+    hash that its name does (``kubectl label rs web-<hash> gitdeploy.io/app-``, seen by a watch
+    of the managed ReplicaSets).
+
+    >>> from gitdeploy.core.scaling.replicasets import ReplicaSetState
+    >>> def seen(app: str, label_hash: str) -> ObservedReplicaSet:
+    ...     return ObservedReplicaSet("shop", app, ReplicaSetState("web-abc", label_hash, 1, 0.0))
+    >>> labels_edited(seen("web", "abc")), labels_edited(seen("", "abc")), labels_edited(seen("web", ""))
+    (False, True, True)
+    """
+    return rs.name != f"{rs.app}-{rs.state.template_hash}"
 
 
 def hidden_replica_sets(app: str, template_hash: str, snap: Snapshot) -> tuple[tuple[str, str], ...]:
@@ -114,10 +138,12 @@ def foreign_message(found: NamedReplicaSet, app: str, template_hash: str) -> str
 
 __all__ = [
     "NamedReplicaSet",
+    "app_by_name",
     "foreign_message",
     "hidden_replica_sets",
     "is_own",
     "label_changes",
+    "labels_edited",
     "own_labels",
     "relabel_event",
     "told_relabelled",
