@@ -7,6 +7,7 @@ away, so only its watches can explain what it does within the tests' timeouts:
   undone. Scaled again while ``run`` is held (SIGSTOP), the pods go and ``status`` says
   ``OutOfSync Degraded``, naming the hand scale; resumed, ``run`` undoes it from its watch's news.
   No ``gitdeploy status`` on the way says ``Synced Healthy`` while READY is below desired.
+  ``kubectl label rs web-… LABEL-`` of gitdeploy's managed-by or app label is put back at once.
 * **No false green after a push.** The README's CI recipe, run as written against this cluster
   (``git push`` then ``rollout status APP --commit SHA``), passes for a commit whose revision
   completes and fails, saying why, for one whose image kwok keeps in ``ErrImagePull``.
@@ -112,6 +113,26 @@ def test_run_undoes_a_hand_scale_at_once_and_status_never_shows_a_false_green(
     assert events(control_plane, namespace, DRIFT_CORRECTED) == [undone, undone], run.log
     assert any(ready < replicas for ready, replicas, _, _ in seen), seen
     assert at_revision(gitdeploy, namespace, 1)(), "a hand scale made a new revision"
+
+    # When a label of gitdeploy's is removed by hand (`kubectl label rs web-… LABEL-`; without
+    # managed-by, run's selector watch is told DELETED), run puts it back through its watch
+    removed = ("app.kubernetes.io/managed-by", "gitdeploy.io/app")
+    for label in removed:
+        control_plane.kubectl("label", "replicaset", name, "-n", namespace, f"{label}-")
+        wait_for(f"run to put {label} back", _labelled(control_plane, namespace, name, label))
+    told = [e for e in events(control_plane, namespace, DRIFT_CORRECTED) if e != undone]
+    assert sorted(told) == sorted(
+        f"{name}: its labels were changed by hand ({label}: removed); restored them" for label in removed
+    )
+    assert at_revision(gitdeploy, namespace, 1)(), "a relabel made a new revision"
+
+
+def _labelled(control_plane: ControlPlane, namespace: str, name: str, label: str) -> Callable[[], bool]:
+    def check() -> bool:
+        found: Any = control_plane.get_json("replicaset", name, "-n", namespace)
+        return label in (found["metadata"].get("labels") or {})
+
+    return check
 
 
 def shown_truly(gitdeploy: RunCli, namespace: str, seen: list[tuple[int, int, str, str]]) -> dict[str, Any]:
