@@ -31,6 +31,7 @@ from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.watchcache import DELETED, Kind
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
+from gitdeploy.core.rollout.canarywalk import canary_request
 from gitdeploy.core.scaling.progress import unblocks_rollout
 from gitdeploy.core.scaling.replicasets import ReplicaSetState
 from gitdeploy.errors import ExpiredError, GitdeployError
@@ -229,6 +230,8 @@ def _list_first(
     return version
 
 
+NO_REQUEST = ("", "")
+
 _ONE_LIST_AT_A_TIME = threading.Lock()
 """Held by a watch while it lists: the watches of every namespace start together (two per
 namespace), and a list's items are held whole until handed over, so lists side by side would
@@ -245,9 +248,23 @@ def _follow_replica_sets(
     before: dict[str, ReplicaSetState] = {}
     """The last status seen of each ReplicaSet (listed or watched): a change of it that unblocks
     a rollout makes the app due at once."""
+    asked: dict[str, tuple[str, str]] = {}
+    """The canary requests (``rollout promote``/``abort``) seen on each ReplicaSet that has one: a
+    new one makes the app due at once."""
 
     def listed(items: list[ObservedReplicaSet]) -> None:
         cache.replace_replica_sets(namespace, items)
+        asked.clear()
+        asked.update((rs.name, canary_request(rs)) for rs in items if any(canary_request(rs)))
+
+    def new_request(rs: ObservedReplicaSet) -> bool:
+        request, last = canary_request(rs), asked.pop(rs.name, NO_REQUEST)
+        if any(request):
+            asked[rs.name] = request
+        if request != last and any(request):
+            log.info("[%s/%s] a canary request on %s; passing over the app now", namespace, rs.app, rs.name)
+            return True
+        return False
 
     def changed(kind: str, rs: ObservedReplicaSet) -> None:
         cache.replica_set_changed(kind, rs)
@@ -257,9 +274,10 @@ def _follow_replica_sets(
             on_notice()
         last = before.pop(rs.name, None)
         if kind == DELETED:
+            asked.pop(rs.name, None)
             return
         before[rs.name] = rs.state
-        progressed = last is not None and unblocks_rollout(last, rs.state)
+        progressed = new_request(rs) or (last is not None and unblocks_rollout(last, rs.state))
         if progressed and controller.notice_progress(AppKey(rs.namespace, rs.app)):
             on_notice()
 

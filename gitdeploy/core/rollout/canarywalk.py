@@ -124,6 +124,12 @@ def walk_steps(
     return Walk(len(steps), None, None, False)
 
 
+def canary_request(rs: ObservedReplicaSet) -> tuple[str, str]:
+    """What ``rollout promote`` and ``rollout abort`` last wrote on ``rs`` (the annotations as
+    they are, ``("", "")`` for none): a watch that sees it change wakes the loop at once."""
+    return rs.annotation(CANARY_PROMOTE_ANNOTATION), rs.annotation(CANARY_ABORT_ANNOTATION)
+
+
 def read_canary_state(rs: ObservedReplicaSet) -> CanaryState:
     """The canary state of ``rs``'s current revision from its annotations (others' ignored)."""
     revision = str(rs.state.revision)
