@@ -16,6 +16,11 @@ _.up  # gitdeploy/cli/cluster_cmd.py
 _.down  # gitdeploy/cli/cluster_cmd.py
 _.cluster_status  # gitdeploy/cli/cluster_cmd.py
 _.rollout_status  # gitdeploy/cli/status_cmd.py
+# the top-level commands are loaded by name when used (gitdeploy/cli/main.py's COMMANDS); click
+# calls format_commands to print `gitdeploy --help`'s list
+_.deploy  # gitdeploy/cli/deploy_cmd.py
+_.demo  # gitdeploy/cli/demo_cmd.py
+_.format_commands  # gitdeploy/cli/main.py
 
 # http.server / socketserver read these class attributes and call these methods (the embedded
 # cluster's API server in gitdeploy/localcluster/server.py, the webhook and metrics server in

@@ -10,7 +10,7 @@ import click
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.rollback_cmd import who
-from gitdeploy.cli.status_cmd import find_app
+from gitdeploy.cli.status_cmd import find_app, rollout
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.controller import canary as control
 
@@ -66,3 +66,7 @@ def abort(ctx: click.Context, app: str, namespace: str | None) -> None:
         f"{key}: aborting revision {request.revision}'s canary at step {request.state.step + 1}; "
         "the stable revision comes back to full size"
     )
+
+
+rollout.add_command(promote)
+rollout.add_command(abort)

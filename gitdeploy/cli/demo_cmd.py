@@ -25,6 +25,7 @@ import click
 from rich.text import Text
 
 from gitdeploy.cli.context import CliContext, get_context
+from gitdeploy.cli.main import main
 from gitdeploy.cli.output import console
 from gitdeploy.errors import PermanentError
 from gitdeploy.localcluster import stop
@@ -86,8 +87,6 @@ class Narrator:
 
     def gitdeploy(self, *args: str) -> None:
         """Run ``gitdeploy ARGS`` as the installed command would, in this process; it must exit 0."""
-        from gitdeploy.cli.main import main  # main imports this module
-
         self._say(["gitdeploy", *args])
         try:
             main(list(args))

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from gitdeploy.cli.durations import Duration
 from gitdeploy.controller.imagetriggers import DEFAULT_IMAGE_INTERVAL, ImageSettings
 
 _KEY = "gitdeploy.images"
@@ -19,8 +20,6 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def _interval(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    from gitdeploy.cli.run_cmd import Duration  # run_cmd imports this module
-
     return _remember(ctx, param, Duration().convert(value, param, ctx))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -12,31 +13,85 @@ import click
 from click.shell_completion import get_completion_class
 
 from gitdeploy import __version__
-from gitdeploy.cli.canary_cmd import abort, promote
-from gitdeploy.cli.cluster_cmd import cluster
 from gitdeploy.cli.context import CliContext, default_state_dir
-from gitdeploy.cli.demo_cmd import demo
-from gitdeploy.cli.deploy_cmd import deploy
-from gitdeploy.cli.plan_cmd import plan
-from gitdeploy.cli.prune_cmd import prune
-from gitdeploy.cli.rollback_cmd import rollback
-from gitdeploy.cli.run_cmd import run, sync
-from gitdeploy.cli.status_cmd import history, rollout, status
-from gitdeploy.cli.tag_cmd import tag
-from gitdeploy.cli.validate_cmd import validate
 from gitdeploy.errors import GitdeployError
 
 COMPLETE_VAR = "_GITDEPLOY_COMPLETE"
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": (
+        "validate_cmd:validate",
+        "Check the manifests under PATH (a directory or one file), or of a git repo at a ref.",
+    ),
+    "plan": (
+        "plan_cmd:plan",
+        "Show what merging HEAD into BASE will do to each app, without touching a cluster; with "
+        "--live, what deploying HEAD will do to what the cluster runs now.",
+    ),
+    "cluster": (
+        "cluster_cmd:cluster",
+        "Run the embedded cluster (a local Kubernetes API with simulated pods).",
+    ),
+    "run": ("run_cmd:run", "Keep the cluster at what the config repo says, until stopped (SIGTERM/Ctrl-C)."),
+    "sync": ("run_cmd:sync", "One pass at the tracked head; with --wait, until the rollouts end."),
+    "status": (
+        "status_cmd:status",
+        "What each app runs, whether it matches git (SYNC), how well it runs (HEALTH), and why.",
+    ),
+    "history": ("status_cmd:history", "The app's revisions, each tied to the commit that caused it."),
+    "rollout": (
+        "canary_cmd:rollout",
+        "Follow rollouts (as `kubectl rollout`), and promote or abort a canary.",
+    ),
+    "tag": (
+        "tag_cmd:tag",
+        "Point an image stream tag at SOURCE; apps whose ImageChange triggers follow it roll out.",
+    ),
+    "rollback": (
+        "rollback_cmd:rollback",
+        "Roll apps back to an earlier revision's template and exact images, and keep them there.",
+    ),
+    "deploy": (
+        "deploy_cmd:deploy",
+        "Control an app's deployments: roll out git's manifest, resume image triggers, retry a "
+        "failed revision, or cancel one in progress.",
+    ),
+    "prune": ("prune_cmd:prune", "List the prunes that pruneLimit held; with --confirm, let them go ahead."),
+    "demo": (
+        "demo_cmd:demo",
+        "Show gitdeploy at work on a fresh embedded cluster, narrated, in under a minute.",
+    ),
+}
+"""Each command's module and object in ``gitdeploy.cli``, and the summary ``gitdeploy --help``
+shows (its help's first sentence: a test holds them equal). A command's module is imported only
+when that command runs, so ``--help``, ``--version`` and a quick command do not pay for the
+kubernetes client and the rest."""
+
 
 class _Gitdeploy(click.Group):
-    """The top-level group: every command it hands out also accepts the global options."""
+    """The top-level group: commands loaded when used, each also accepting the global options."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            module, _, name = COMMANDS[cmd_name][0].partition(":")
+            command = getattr(importlib.import_module(f"gitdeploy.cli.{module}"), name)
+            self.add_command(command, cmd_name)
         if command is not None:
             add_global_options(command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list with whole summaries (wrapped, never cut), importing no command."""
+        rows = [
+            (name, COMMANDS[name][1] if name in COMMANDS else self.commands[name].get_short_help_str(1000))
+            for name in self.list_commands(ctx)
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 def _override(field: str) -> Any:
@@ -164,22 +219,7 @@ def completion(ctx: click.Context, shell: str) -> None:
     click.echo(shell_class(ctx.find_root().command, {}, "gitdeploy", COMPLETE_VAR).source())
 
 
-cli.add_command(validate)
-cli.add_command(plan)
-cli.add_command(cluster)
-cli.add_command(run)
-cli.add_command(sync)
-cli.add_command(status)
-cli.add_command(history)
-rollout.add_command(promote)
-rollout.add_command(abort)
-cli.add_command(rollout)
-cli.add_command(tag)
-cli.add_command(rollback)
-cli.add_command(deploy)
-cli.add_command(prune)
 cli.add_command(completion)
-cli.add_command(demo)
 
 
 def main(argv: list[str] | None = None) -> None:

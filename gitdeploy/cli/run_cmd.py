@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import signal
 import sys
 import threading
@@ -18,6 +17,7 @@ import click
 
 from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
+from gitdeploy.cli.durations import Duration
 from gitdeploy.cli.image_options import image_options, image_settings
 from gitdeploy.cli.output import output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
@@ -49,9 +49,6 @@ from gitdeploy.server.metrics import AppStates, Metrics
 from gitdeploy.server.webhook import PushEvent
 from gitdeploy.source.repo import ConfigRepo
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
 
 class PruneLimitType(click.ParamType):  # type: ignore[type-arg]
     """``7`` (apps) or ``20%`` (of the apps gitdeploy manages)."""
@@ -65,20 +62,6 @@ class PruneLimitType(click.ParamType):  # type: ignore[type-arg]
         if found is None:
             self.fail(f"{value!r} is not a limit: write a count (7) or a percentage (20%)", param, ctx)
         return found
-
-
-class Duration(click.ParamType):  # type: ignore[type-arg]
-    """``300ms``, ``5s``, ``2m``, ``1h`` or plain seconds."""
-
-    name = "duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        match = _DURATION.match(str(value).strip())
-        if not match:
-            self.fail(f"{value!r} is not a duration: write 5s, 2m, 300ms or 1h", param, ctx)
-        return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def repo_options(command: Any) -> Any:

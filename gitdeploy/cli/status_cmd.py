@@ -11,9 +11,9 @@ from typing import Any
 import click
 
 from gitdeploy.cli.context import get_context
+from gitdeploy.cli.durations import Duration
 from gitdeploy.cli.output import console, output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
-from gitdeploy.cli.run_cmd import Duration
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import (

@@ -36,7 +36,6 @@ from typing import Any
 from gitdeploy.errors import TransientError
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.kubeconfig import load_or_create_token, write_private
-from gitdeploy.localcluster.server import LocalCluster
 
 __all__ = ["ClusterInfo", "ensure_running", "run_daemon", "ssl_context", "status", "stop"]
 
@@ -228,6 +227,8 @@ def run_daemon(state_dir: Path, config: SimulationConfig | None = None) -> None:
     This is what ``python -m gitdeploy.localcluster serve --state-dir D`` runs. The cluster's own
     kubelet thread makes pods start and become ready when due, with no request arriving.
     """
+    from gitdeploy.localcluster.server import LocalCluster  # the server's imports only where it runs
+
     state_dir = Path(state_dir).absolute()
     config = config or SimulationConfig.load(_config_file(state_dir)) or SimulationConfig()
     config.save(_config_file(state_dir))

@@ -4,13 +4,15 @@ errors with an exit code, shell completion. The walk over registered commands co
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import click
 import pytest
 import yaml
 
-from gitdeploy.cli.main import cli
+from gitdeploy.cli.main import COMMANDS, cli
 from tests.fixtures.cli import EXAMPLES, RunCli
 
 
@@ -21,7 +23,35 @@ def _commands(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tu
             yield from _commands(sub, (*path, name))
 
 
+for _name in cli.list_commands(click.Context(cli)):  # loads each command (they load when used)
+    cli.get_command(click.Context(cli), _name)
 EVERY_COMMAND = list(_commands(cli))
+
+
+def test_help_lists_each_command_with_its_own_first_sentence_whole() -> None:
+    # the summaries `gitdeploy --help` prints without importing the commands are theirs
+    for name, (_, summary) in COMMANDS.items():
+        assert summary == cli.commands[name].get_short_help_str(10_000), name
+
+
+def test_version_and_help_import_no_command() -> None:
+    probe = (
+        "import sys\n"
+        "from gitdeploy.cli.main import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('kubernetes', 'gitdeploy.cli.status')))\n"
+        "print(loaded, file=sys.stderr)\n"
+    )
+    for args in (["--version"], ["--help"]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
+        )
+        assert done.stderr.strip() == "[]", (args, done.stderr)
+    done = subprocess.run([sys.executable, "-c", probe, "status", "--help"], capture_output=True, text=True)
+    assert "gitdeploy.cli.status_cmd" in done.stderr  # the probe sees what a command loads
 
 
 def test_the_walk_finds_the_commands_of_the_readme() -> None:

@@ -299,9 +299,8 @@ def test_service_reaches_the_pods_on_the_http_port() -> None:
 
 
 def test_run_flags_exist_once_the_run_command_does() -> None:
-    run = cli.commands.get("run")
-    if run is None:
-        pytest.skip("`gitdeploy run` is not registered yet; its flags are checked once it is")
+    run = cli.get_command(click.Context(cli), "run")
+    assert run is not None
     known = {opt for param in run.params if isinstance(param, click.Option) for opt in param.opts}
 
     assert set(flags()) <= known, set(flags()) - known
