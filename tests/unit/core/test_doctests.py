@@ -8,6 +8,7 @@ from types import ModuleType
 import pytest
 
 from gitdeploy.core import analysistemplates, canarysteps, pruning, rollout, timestamps
+from gitdeploy.core.analysis import conditions, phases, runs
 from gitdeploy.core.history import control as rollback
 from gitdeploy.core.history import records, recovery
 from gitdeploy.core.rollout import context as rollout_context
@@ -21,6 +22,9 @@ from gitdeploy.core.sync import commitwait, syncstate
     [
         analysistemplates,
         canarysteps,
+        conditions,
+        phases,
+        runs,
         commitwait,
         drift,
         hooks,
