@@ -8,7 +8,7 @@ from types import ModuleType
 import pytest
 
 from gitdeploy.core import analysistemplates, canarysteps, pruning, rollout, timestamps
-from gitdeploy.core.analysis import conditions, phases, runs
+from gitdeploy.core.analysis import conditions, jsonpath, phases, runs, values
 from gitdeploy.core.history import control as rollback
 from gitdeploy.core.history import records, recovery
 from gitdeploy.core.rollout import context as rollout_context
@@ -23,8 +23,10 @@ from gitdeploy.core.sync import commitwait, syncstate
         analysistemplates,
         canarysteps,
         conditions,
+        jsonpath,
         phases,
         runs,
+        values,
         commitwait,
         drift,
         hooks,
