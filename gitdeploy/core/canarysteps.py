@@ -15,6 +15,10 @@ instead. Durations are whole seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # analysistemplates reads models, which reads this module
+    from gitdeploy.core.analysistemplates import AnalysisTemplate
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,3 +97,6 @@ class CanaryParams:
     abort_scale_down_delay_seconds: int = 30
     progress_deadline_abort: bool = False
     """Abort (scale the canary down) when the progress deadline passes, not only mark it."""
+    templates: tuple[AnalysisTemplate, ...] = ()
+    """The AnalysisTemplates the steps name (the repo-wide pass finds them in the Rollout's
+    namespace): a run resolves its metrics from these."""

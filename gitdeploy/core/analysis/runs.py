@@ -41,7 +41,15 @@ ERROR_RETRY_SECONDS = 10.0
 MEASUREMENT_HISTORY_LIMIT = 10
 """The measurements kept per metric (upstream's default): the counts keep the rest."""
 
-__all__ = ["AnalysisRun", "Measurement", "MetricResult", "advance", "due_metrics", "next_due_at"]
+__all__ = [
+    "AnalysisRun",
+    "Measurement",
+    "MetricResult",
+    "StepMeasurement",
+    "advance",
+    "due_metrics",
+    "next_due_at",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +62,16 @@ class Measurement:
     finished_at: float
     value: str = ""
     message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StepMeasurement:
+    """A measurement the controller took for the run of ``revision``'s canary step ``step``."""
+
+    revision: int
+    step: int
+    metric: str
+    measurement: Measurement
 
 
 @dataclass(frozen=True, slots=True)

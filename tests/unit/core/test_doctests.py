@@ -8,11 +8,11 @@ from types import ModuleType
 import pytest
 
 from gitdeploy.core import analysistemplates, canarysteps, pruning, rollout, timestamps
-from gitdeploy.core.analysis import conditions, jsonpath, phases, runs, values
+from gitdeploy.core.analysis import conditions, jsonpath, phases, runs, stored, templates, values
 from gitdeploy.core.history import control as rollback
 from gitdeploy.core.history import records, recovery
+from gitdeploy.core.rollout import canaryanalysis, drift, hooks
 from gitdeploy.core.rollout import context as rollout_context
-from gitdeploy.core.rollout import drift, hooks
 from gitdeploy.core.rollout import inputs as rollout_inputs
 from gitdeploy.core.sync import commitwait, syncstate
 
@@ -26,7 +26,10 @@ from gitdeploy.core.sync import commitwait, syncstate
         jsonpath,
         phases,
         runs,
+        stored,
+        templates,
         values,
+        canaryanalysis,
         commitwait,
         drift,
         hooks,
