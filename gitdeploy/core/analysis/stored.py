@@ -46,10 +46,7 @@ def encode_run(revision: int, step: int, run: AnalysisRun) -> str:
                 "phase": r.phase.value,
                 "message": _cut(r.message),
                 "counts": [getattr(r, name) for name in _COUNTS],
-                "measurements": [
-                    [m.phase.value, m.started_at, m.finished_at, m.value, _cut(m.message)]
-                    for m in r.measurements
-                ],
+                "measurements": [_measurement(m) for m in r.measurements],
             }
             for r in run.metrics
         ],

@@ -26,7 +26,8 @@ from gitdeploy.core.analysistemplates import AnalysisTemplate, Metric, Prometheu
 from gitdeploy.core.canarysteps import AnalysisArg, AnalysisRef
 
 _ARG = re.compile(r"\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}")
-STABLE, LATEST = "Stable", "Latest"
+STABLE = "Stable"
+"""``podTemplateHashValue: Stable``: the stable ReplicaSet's hash (``Latest``: the canary's)."""
 
 
 class TemplateError(ValueError):
