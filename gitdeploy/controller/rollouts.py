@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.measuring import measured
 from gitdeploy.controller.restore import restore_settings
-from gitdeploy.core.analysis.runs import StepMeasurement
 from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, is_emptied, load_record
 from gitdeploy.core.models import App, AppKey, PodTemplate
 from gitdeploy.core.observed import (
@@ -41,7 +41,6 @@ from gitdeploy.core.rollout import (
     plan_pass,
     wants_pod_census,
 )
-from gitdeploy.core.rollout.canarywalk import canary_due_measurements
 from gitdeploy.core.rollout.labeldrift import (
     foreign_message,
     hidden_replica_sets,
@@ -67,7 +66,6 @@ from gitdeploy.core.rollout.templaterepair import (
 from gitdeploy.core.rollout.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.core.scaling.progress import DeploymentStatus
 from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, TransientError
-from gitdeploy.providers.measure import measure
 
 log = logging.getLogger("gitdeploy.rollout")
 
@@ -208,10 +206,9 @@ class RolloutRunner:
         sync status there, so that it costs no write of its own); ``watched``: a watch of the
         app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
         now = self.clock.now()
-        snapshot, relabelled = self._relabel_hidden(target, snapshot)
+        snapshot, relabelled = self._relabel_hidden(target, measured(target, snapshot, now, self.clock))
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
-        snapshot = self._measure(target, snapshot, now)
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
         for name, changes in relabelled:
             step = told_relabelled(step, name, changes)
@@ -227,22 +224,6 @@ class RolloutRunner:
         if self.observers:
             self._tell(rollout_transitions(target, snapshot.record, step, now))
         return step
-
-    def _measure(self, target: Target, snapshot: Snapshot, now: float) -> Snapshot:
-        """The snapshot with the analysis measurements the pass wants (a canary's analysis step)
-        taken now, one after the other, each bounded by its provider's timeout."""
-        due = canary_due_measurements(target, snapshot, now)
-        if not due:
-            return snapshot
-        taken = tuple(
-            StepMeasurement(revision, step, metric.name, measure(metric, self.clock.now))
-            for revision, step, metric in due
-        )
-        for fresh in taken:
-            m = fresh.measurement
-            key = target.app.key
-            log.info("[%s] analysis metric %s: %s %s %s", key, fresh.metric, m.phase, m.value, m.message)
-        return dataclasses.replace(snapshot, measurements=taken)
 
     def _relabel_hidden(
         self, target: Target, snapshot: Snapshot
