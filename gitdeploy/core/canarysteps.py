@@ -79,7 +79,8 @@ CanaryStep = SetWeight | Pause | AnalysisStep
 @dataclass(frozen=True, slots=True)
 class BackgroundAnalysis:
     """An analysis that runs beside the steps from ``starting_step`` (an index into the steps)
-    until the rollout completes; its failure aborts the rollout."""
+    until the last step is done (the canary then grows to full size without it); its failure
+    aborts the rollout, an inconclusive result holds the walk until ``rollout promote``."""
 
     analysis: AnalysisRef
     starting_step: int = 0

@@ -1,7 +1,7 @@
-"""A Rollout's analysis, as far as gitdeploy runs it: an ``analysis`` step's templates found in the
-repo (the Rollout's namespace), their arguments given, their metrics measured by a provider
-gitdeploy has (web, prometheus). What it does not run yet is refused where it is written: the
-background ``strategy.canary.analysis`` and the job provider."""
+"""A Rollout's analyses (its ``analysis`` steps, and the background ``strategy.canary.analysis``)
+as far as gitdeploy runs them: their templates found in the repo (the Rollout's namespace), their
+arguments given, their metrics measured by a provider gitdeploy has (web, prometheus). What it
+does not run yet, the job provider, is refused where the analysis is written."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from gitdeploy.core.analysis.templates import TemplateError, resolve_args, run_metrics
 from gitdeploy.core.analysistemplates import AnalysisTemplate, ProviderKind
-from gitdeploy.core.canarysteps import AnalysisStep
+from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey
 from gitdeploy.manifests.apps import Analysis, AppDraft
@@ -18,51 +18,38 @@ from gitdeploy.manifests.documents import Document
 from gitdeploy.manifests.problems import get_field
 from gitdeploy.manifests.rollouts import CANARY_PATH
 
-BACKGROUND_ANALYSIS_NOT_SUPPORTED = "background analysis is not supported yet"
+BACKGROUND_INDEX = -1
 JOB_PROVIDER_NOT_SUPPORTED = "the job provider is not supported yet"
 
 
 def read_rollout_analysis(doc: Document, analysis: Analysis) -> Analysis:
-    """A Rollout's analysis read where it is written: the background ``analysis`` refused (its
-    own problems after), the position of each ``analysis`` step kept for the repo-wide pass."""
+    """A Rollout's analyses read where they are written: the position of each ``analysis`` step
+    (and of the background ``analysis``, index -1) kept for the repo-wide pass."""
     canary = get_field(doc.data, *CANARY_PATH)
-    if not isinstance(canary, dict):
+    if analysis.draft is None or not isinstance(canary, dict):
         return analysis
-    if "analysis" in canary:
-        path = (*CANARY_PATH, "analysis")
-        refusal = Diagnostic(
-            doc.file,
-            *doc.position(path),
-            "",
-            BACKGROUND_ANALYSIS_NOT_SUPPORTED,
-            "gitdeploy runs an analysis as a step, not in the background: move it into the steps "
-            "(`- analysis: {templates: [...]}` after the setWeight it should judge), or leave this "
-            "app to Argo Rollouts",
-            ".".join(str(part) for part in path),
-        )
-        return replace(analysis, draft=None, diagnostics=(refusal, *analysis.diagnostics))
     steps = canary.get("steps")
-    if analysis.draft is None or not isinstance(steps, list):
-        return analysis
     positions = tuple(
         (index, *doc.position((*CANARY_PATH, "steps", index, "analysis")))
-        for index, step in enumerate(steps)
+        for index, step in enumerate(steps if isinstance(steps, list) else ())
         if isinstance(step, dict) and "analysis" in step
     )
+    if "analysis" in canary:
+        positions += ((BACKGROUND_INDEX, *doc.position((*CANARY_PATH, "analysis"))),)
     return replace(analysis, draft=replace(analysis.draft, analysis_positions=positions))
 
 
 def _step_problems(
-    app: App, step: AnalysisStep, templates: Mapping[AppKey, AnalysisTemplate], where: tuple[int, int, int]
+    app: App, ref: AnalysisRef, templates: Mapping[AppKey, AnalysisTemplate], where: tuple[int, int, int]
 ) -> tuple[list[Diagnostic], list[AnalysisTemplate]]:
     index, line, column = where
-    path = f"spec.strategy.canary.steps[{index}].analysis"
+    path = "spec.strategy.canary." + ("analysis" if index == BACKGROUND_INDEX else f"steps[{index}].analysis")
 
     def problem(message: str, hint: str) -> Diagnostic:
         return Diagnostic(app.location.file, line, column, str(app.key), message, hint, path)
 
     found, problems = [], []
-    for name in step.analysis.templates:
+    for name in ref.templates:
         template = templates.get(AppKey(app.namespace, name))
         if template is None:
             problems.append(
@@ -93,8 +80,8 @@ def _step_problems(
             problem(f"metric {', '.join(twice)} is in more than one of the step's templates", hint)
         ], found
     try:
-        args = resolve_args(step.analysis, found, stable_hash="stable", latest_hash="latest")
-        run_metrics(step.analysis, found, dict(args))
+        args = resolve_args(ref, found, stable_hash="stable", latest_hash="latest")
+        run_metrics(ref, found, dict(args))
     except TemplateError as error:
         hint = "give it in the step's args ({name: ..., value: ...}) or a value in the template's args"
         return [problem(str(error), hint)], found
@@ -108,11 +95,12 @@ def link_templates(
     params = app.strategy.canary
     if params is None:
         return app, []
-    steps = [step for step in params.steps if isinstance(step, AnalysisStep)]
+    refs = [step.analysis for step in params.steps if isinstance(step, AnalysisStep)]
+    refs += [params.analysis.analysis] if params.analysis is not None else []
     problems: list[Diagnostic] = []
     used: dict[AppKey, AnalysisTemplate] = {}
-    for step, where in zip(steps, draft.analysis_positions, strict=True):
-        found, linked = _step_problems(app, step, templates, where)
+    for ref, where in zip(refs, draft.analysis_positions, strict=True):
+        found, linked = _step_problems(app, ref, templates, where)
         problems += found
         used.update((t.key, t) for t in linked)
     if problems or not used:

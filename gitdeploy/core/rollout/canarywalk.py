@@ -30,6 +30,7 @@ Walk(step=3, paused_at=200.0, wait=30.0, waits_for_promote=False)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,12 @@ from gitdeploy.core.history.records import FailureReason, Outcome
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet
 from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, current_weight
 from gitdeploy.core.rollout.canaryanalysis import (
+    BACKGROUND,
     CANARY_ANALYSIS_ANNOTATION,
+    CANARY_BACKGROUND_ANNOTATION,
+    annotation_of,
+    background_run,
+    describe_run,
     due_now,
     failure_summary,
     progress,
@@ -70,6 +76,8 @@ CANARY_PAUSED_AT_ANNOTATION = "gitdeploy.io/canary-paused-at"
 CANARY_PROMOTE_ANNOTATION = "gitdeploy.io/canary-promote"
 CANARY_ABORT_ANNOTATION = "gitdeploy.io/canary-abort"
 PROMOTE_FULL = "full"
+FAILING = (AnalysisPhase.FAILED, AnalysisPhase.ERROR)
+"""The phases of an analysis run that abort the rollout."""
 CANARY_RESTART: Mapping[str, str] = MappingProxyType(
     {
         name: ""
@@ -79,6 +87,7 @@ CANARY_RESTART: Mapping[str, str] = MappingProxyType(
             CANARY_PROMOTE_ANNOTATION,
             CANARY_ABORT_ANNOTATION,
             CANARY_ANALYSIS_ANNOTATION,
+            CANARY_BACKGROUND_ANNOTATION,
         )
     }
 )
@@ -284,22 +293,28 @@ def canary(ctx: RolloutContext) -> Step:
             older_available,
         )
 
+    hashes = (stable.template_hash if stable is not None else "", new.template_hash)
     runs: dict[int, AnalysisRun] = {}
 
     def analysed(index: int) -> AnalysisPhase:
-        assert stable is not None and new is not None
-        hashes = (stable.template_hash, new.template_hash)
         runs[index] = step_run(params, observed, index, hashes, ctx.snapshot, ctx.now)
         return runs[index].phase
 
-    walk = walk_steps(steps, state, reached, ctx.now, analysed)
+    at = (state.step, state.promoted)
+    background = background_run(params, observed, at, hashes, ctx.snapshot, ctx.now) if stable else None
+    if background is not None and background.phase is AnalysisPhase.INCONCLUSIVE:
+        walk = Walk(state.step, state.paused_at, None, True)  # held until promoted, as upstream pauses
+    else:
+        walk = walk_steps(steps, state, reached, ctx.now, analysed)
+    if background is not None:
+        runs[BACKGROUND] = background
     pairs = (*walk_annotations(new.revision, walk), *analysis_annotations(new.revision, runs))
     if any(observed.annotation(name) != value for name, value in pairs):
         ctx.annotate(new.name, *pairs)
-    ctx.events.extend(analysis_events(observed, new.revision, steps, runs))
-    run = runs.get(walk.step)
-    if stable is not None and run is not None and run.phase in (AnalysisPhase.FAILED, AnalysisPhase.ERROR):
-        by = f"{steps[walk.step].describe()} ({failure_summary(run)})"
+    ctx.events.extend(analysis_events(observed, new.revision, params, runs))
+    failed = [k for k in (walk.step, BACKGROUND) if k in runs and runs[k].phase in FAILING]
+    if stable is not None and failed:
+        by = f"{describe_run(params, failed[0])} ({failure_summary(runs[failed[0]])})"
         ctx.annotate(new.name, (CANARY_ABORT_ANNOTATION, f"{new.revision}:{by}"))
         return abort(ctx, stable, older, by)
     if walk.step != state.step and stable is not None:
@@ -307,12 +322,23 @@ def canary(ctx: RolloutContext) -> Step:
     if walk.step >= len(steps) or stable is None:
         return to_full_size(ctx)
     ctx.scale(canary_scales(ctx, stable, older, current_weight(steps, walk.step)))
-    return wait_at_step(ctx, walk, run)
+    waiting = wait_at_step(ctx, walk, runs.get(walk.step), background)
+    return with_background(waiting, params, background, ctx.now)
 
 
-def wait_at_step(ctx: RolloutContext, walk: Walk, run: AnalysisRun | None) -> Step:
+def with_background(waiting: Step, params: CanaryParams, background: AnalysisRun | None, now: float) -> Step:
+    """``waiting`` looked at again by the next measurement of the background analysis."""
+    soon = requeue_after(params, BACKGROUND, background, now) if background is not None else None
+    if soon is None or (waiting.requeue_after is not None and waiting.requeue_after <= soon):
+        return waiting
+    return dataclasses.replace(waiting, requeue_after=soon)
+
+
+def wait_at_step(
+    ctx: RolloutContext, walk: Walk, run: AnalysisRun | None, background: AnalysisRun | None = None
+) -> Step:
     """The step of a pass that stops at ``walk.step``: scaling, a timed or indefinite pause, or
-    an analysis (``run``) running or inconclusive."""
+    an analysis (``run``, or the ``background`` one) running or inconclusive."""
     new, params = ctx.new, canary_params(ctx)
     assert new is not None
     steps = params.steps
@@ -325,7 +351,10 @@ def wait_at_step(ctx: RolloutContext, walk: Walk, run: AnalysisRun | None) -> St
             AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, status(ctx)
         )
     if walk.waits_for_promote:  # Suspended, as Argo CD tells a paused Rollout
-        why = f", analysis inconclusive ({run.message})" if run is not None else ""
+        held = next(
+            (r for r in (run, background) if r is not None and r.phase is AnalysisPhase.INCONCLUSIVE), None
+        )
+        why = f", analysis inconclusive ({held.message})" if held is not None else ""
         message = f"{where}{why}, paused (waiting for `gitdeploy rollout promote {ctx.app.key}`)"
         return ctx.step(AppPhase.PAUSED, message, WATCHED_REQUEUE_SECONDS, status(ctx))
     assert walk.wait is not None
@@ -335,24 +364,23 @@ def wait_at_step(ctx: RolloutContext, walk: Walk, run: AnalysisRun | None) -> St
 
 
 def analysis_annotations(revision: int, runs: Mapping[int, AnalysisRun]) -> tuple[tuple[str, str], ...]:
-    """The annotation keeping the last analysis run this pass advanced (none: no such run)."""
-    if not runs:
-        return ()
-    index = max(runs)
-    return ((CANARY_ANALYSIS_ANNOTATION, encode_run(revision, index, runs[index])),)
+    """The annotations keeping the last step's analysis run this pass advanced, and the
+    background one's (none: no such run)."""
+    steps = [index for index in runs if index != BACKGROUND]
+    keys = ([max(steps)] if steps else []) + ([BACKGROUND] if BACKGROUND in runs else [])
+    return tuple((annotation_of(key), encode_run(revision, key, runs[key])) for key in keys)
 
 
 def analysis_events(
-    observed: ObservedReplicaSet, revision: int, steps: Sequence[CanaryStep], runs: Mapping[int, AnalysisRun]
+    observed: ObservedReplicaSet, revision: int, params: CanaryParams, runs: Mapping[int, AnalysisRun]
 ) -> list[Event]:
     """An event for each run this pass ended (one the annotation did not hold as ended)."""
-    before = observed.annotation(CANARY_ANALYSIS_ANNOTATION)
     events = []
-    for index, run in sorted(runs.items()):
-        was = decode_run(before, revision, index)
+    for key, run in sorted(runs.items()):
+        was = decode_run(observed.annotation(annotation_of(key)), revision, key)
         if not run.phase.completed or (was is not None and was.phase.completed):
             continue
-        what = f"Revision {revision}: step {index + 1}/{len(steps)} ({steps[index].describe()})"
+        what = f"Revision {revision}: {describe_run(params, key)}"
         if run.phase is AnalysisPhase.SUCCESSFUL:
             events.append(Event("AnalysisSuccessful", f"{what} succeeded"))
         else:
@@ -367,15 +395,16 @@ def canary_due_measurements(
     """The analysis measurements a pass over ``target`` at ``now`` wants taken, as
     ``(revision, step, metric)``: those of the run of the step the canary stands at."""
     params = target.app.strategy.canary
-    if params is None or not any(isinstance(step, AnalysisStep) for step in params.steps):
+    if params is None or not (params.analysis or any(isinstance(s, AnalysisStep) for s in params.steps)):
         return ()
     rs = next((rs for rs in snapshot.replica_sets if rs.state.template_hash == target.template_hash), None)
     if rs is None:
         return ()
     state = read_canary_state(rs)
-    if state.aborted_by is not None or state.full or state.promoted == state.step:
+    if state.aborted_by is not None or state.full or state.step >= len(params.steps):
         return ()
-    return due_now(params, rs, state.step, now)
+    step = due_now(params, rs, state.step, now) if state.promoted != state.step else ()
+    return step + due_now(params, rs, BACKGROUND, now)
 
 
 def step_news(revision: int, steps: Sequence[CanaryStep], index: int) -> str:

@@ -1,6 +1,6 @@
 """`gitdeploy validate` of Argo Rollouts manifests through the installed command: a Rollout
-without analysis is valid, a background analysis and a job provider (not run yet) are refused at
-their file and line, and an AnalysisTemplate is checked as any manifest is."""
+without analysis is valid, an analysis whose template runs a job (not run yet) or is not in the
+repo is refused at its file and line, and an AnalysisTemplate is checked as any manifest is."""
 
 from __future__ import annotations
 
@@ -11,12 +11,16 @@ from tests.fixtures.argorollouts import ROLLOUT, STEP_ANALYSIS_ONLY, TEMPLATE, W
 from tests.fixtures.cli import RunCli
 
 
-def test_a_background_analysis_is_refused_at_its_file_and_line(run_cli: RunCli, tmp_path: Path) -> None:
-    (tmp_path / "web.yaml").write_text(ROLLOUT)
+def test_an_analysis_of_a_template_not_in_the_repo_is_refused_at_its_line(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    (tmp_path / "web.yaml").write_text(ROLLOUT)  # namespace default; the template is in shop
     (tmp_path / "analysis.yaml").write_text(TEMPLATE)
     done = run_cli("validate", str(tmp_path))
     assert done.returncode == 1
-    assert f"{tmp_path}/web.yaml:23:7: default/web: background analysis is not supported yet" in done.stderr
+    missing = "analysis template 'error-rate' is not in namespace default"
+    assert f"{tmp_path}/web.yaml:23:7: default/web: {missing}" in done.stderr
+    assert f"{tmp_path}/web.yaml:35:9: default/web: {missing}" in done.stderr
 
 
 def test_a_step_whose_template_runs_a_job_is_refused_at_the_step(run_cli: RunCli, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
-"""A canary's ``analysis`` step on the embedded cluster and a fake clock, decided by a real
-Prometheus scraping an exporter the test sets: a good result walks on to full size, a bad one
-aborts by itself (the stable back, the revision Failed naming the metric and its measurements),
-and a restart mid-analysis keeps the run. The canary's bounds are checked after every write."""
+"""A canary's ``analysis`` step and background analysis on the embedded cluster and a fake clock,
+decided by a real Prometheus scraping an exporter the test sets: a good result walks on to full
+size, a bad one aborts by itself (the stable back, the revision Failed naming the metric and its
+measurements), and a restart mid-analysis keeps the run. The canary's bounds are checked after
+every write."""
 
 from __future__ import annotations
 
@@ -49,15 +50,36 @@ spec:
 V2 = commit("Bump web to 1.26", 2)
 
 
-def web(image: str, prometheus: RunningPrometheus) -> App:
-    return load_app(canary_rollout(image, steps=STEPS) + TEMPLATE.format(address=prometheus.url, gauge=GAUGE))
+BACKGROUND = """\
+      analysis:
+        templates:
+        - templateName: success-rate
+        args:
+        - name: service
+          value: web
+        startingStep: 1
+"""
+PAUSED = """\
+      - setWeight: 50
+      - pause: {duration: 5m}
+"""
 
 
-def canary_with_analysis(world: World, prometheus: RunningPrometheus) -> tuple[App, App]:
+def web(image: str, prometheus: RunningPrometheus, *, background: bool = False) -> App:
+    template = TEMPLATE.format(address=prometheus.url, gauge=GAUGE)
+    if background:  # measured every 30 s while the canary walks its steps
+        rollout = canary_rollout(image, steps=PAUSED, extra=BACKGROUND)
+        return load_app(rollout + template.replace("    count: 2\n", ""))
+    return load_app(canary_rollout(image, steps=STEPS) + template)
+
+
+def canary_with_analysis(
+    world: World, prometheus: RunningPrometheus, *, background: bool = False
+) -> tuple[App, App]:
     """Given web v1 running 4 replicas, and v2 whose canary runs the analysis at 50%."""
-    v1 = web("nginx:1.25", prometheus)
+    v1 = web("nginx:1.25", prometheus, background=background)
     world.roll(v1, commit("Deploy web", 1))
-    v2 = web("nginx:1.26", prometheus)
+    v2 = web("nginx:1.26", prometheus, background=background)
     check_every_write(world, canary_bounds(v2))
     return v1, v2
 
@@ -128,3 +150,29 @@ def test_a_bad_result_aborts_and_records_the_metric_and_its_measurements(
     assert steps[-1].phase is AppPhase.FAILED
     # and with git unchanged it stays so
     assert world.pass_once(v2, V2).actions == ()
+
+
+def test_a_background_analysis_runs_from_its_starting_step_and_aborts_when_it_fails(
+    world: World, prometheus: RunningPrometheus
+) -> None:
+    v1, v2 = canary_with_analysis(world, prometheus, background=True)
+    prometheus.expose(GAUGE, 0.99)
+    check = canary_bounds(v2)
+
+    # When the canary is in its 5 minute pause at 50% and the background analysis measured twice
+    world.roll(v2, V2, check=check, tick=10, until=lambda s: "paused for" in s.message)
+    began = world.clock.now()
+    steps = world.roll(v2, V2, check=check, tick=10, until=lambda s: world.clock.now() > began + 40)
+    assert "paused for" in steps[-1].message and sizes(world, v2, v1) == (2, 2)
+    # and then the success rate drops
+    prometheus.expose(GAUGE, 0.42)
+    steps = world.roll(v2, V2, check=check, tick=10)
+
+    # Then the rollout aborts before the pause is over: the stable back, revision 2 Failed
+    assert world.clock.now() < began + 300 and sizes(world, v2, v1) == (0, 4)
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.outcome is Outcome.FAILED
+    assert "aborted by background analysis success-rate" in entry.message
+    assert "measurements of success-rate: Successful [0.99] at" in entry.message
+    assert entry.message.count("Successful [0.99]") >= 2 and "Failed [0.42]" in entry.message
+    assert steps[-1].phase is AppPhase.FAILED and world.violations == []
