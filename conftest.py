@@ -8,6 +8,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.faultproxy",
     "tests.fixtures.kubectl",
     "tests.fixtures.registry",
+    "tests.fixtures.prometheus",  # after registry, whose find_free_port it uses
     "tests.fixtures.rollouts",
     "tests.fixtures.signing",
 ]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.measuring import measured
 from gitdeploy.controller.restore import restore_settings
 from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, is_emptied, load_record
 from gitdeploy.core.models import App, AppKey, PodTemplate
@@ -206,7 +207,7 @@ class RolloutRunner:
         sync status there, so that it costs no write of its own); ``watched``: a watch of the
         app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
         now = self.clock.now()
-        snapshot, relabelled = self._relabel_hidden(target, snapshot)
+        snapshot, relabelled = self._relabel_hidden(target, measured(target, snapshot, now, self.clock))
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)

@@ -95,6 +95,8 @@ class Metric:
     failure_condition: str = ""
     failure_limit: int = 0
     inconclusive_limit: int = 0
+    consecutive_error_limit: int = 4
+    """Errors in a row past which the metric is an Error (upstream's default: 4)."""
 
 
 @dataclass(frozen=True, slots=True)

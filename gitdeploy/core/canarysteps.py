@@ -15,6 +15,10 @@ instead. Durations are whole seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # analysistemplates reads models, which reads this module
+    from gitdeploy.core.analysistemplates import AnalysisTemplate
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +79,8 @@ CanaryStep = SetWeight | Pause | AnalysisStep
 @dataclass(frozen=True, slots=True)
 class BackgroundAnalysis:
     """An analysis that runs beside the steps from ``starting_step`` (an index into the steps)
-    until the rollout completes; its failure aborts the rollout."""
+    until the last step is done (the canary then grows to full size without it); its failure
+    aborts the rollout, an inconclusive result holds the walk until ``rollout promote``."""
 
     analysis: AnalysisRef
     starting_step: int = 0
@@ -93,3 +98,6 @@ class CanaryParams:
     abort_scale_down_delay_seconds: int = 30
     progress_deadline_abort: bool = False
     """Abort (scale the canary down) when the progress deadline passes, not only mark it."""
+    templates: tuple[AnalysisTemplate, ...] = ()
+    """The AnalysisTemplates the steps name (the repo-wide pass finds them in the Rollout's
+    namespace): a run resolves its metrics from these."""

@@ -66,6 +66,7 @@ def _metric(raw: dict[str, Any]) -> Metric:
         failure_condition=str(raw.get("failureCondition", "")),
         failure_limit=int(raw.get("failureLimit", 0)),
         inconclusive_limit=int(raw.get("inconclusiveLimit", 0)),
+        consecutive_error_limit=int(raw.get("consecutiveErrorLimit", 4)),
     )
 
 

@@ -82,6 +82,8 @@ class AppDraft:
     auto_rollback_annotation: bool | None
     namespace_position: tuple[int, int]
     trigger_positions: tuple[tuple[int, int], ...]
+    analysis_positions: tuple[tuple[int, int, int], ...] = ()
+    """A Rollout's ``analysis`` steps: ``(index, line, column)`` of each, in order."""
 
 
 @dataclass(frozen=True, slots=True)

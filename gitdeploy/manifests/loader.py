@@ -15,6 +15,7 @@ from gitdeploy.core.analysistemplates import AnalysisTemplate
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, AppKind, ImageStream, Location, RepoSettings
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
+from gitdeploy.manifests.analysisrefs import link_templates, read_rollout_analysis
 from gitdeploy.manifests.analysistemplates import analyse_analysis_template
 from gitdeploy.manifests.apps import (
     APP_KINDS,
@@ -23,16 +24,13 @@ from gitdeploy.manifests.apps import (
     analyse_image_stream,
     place_in_namespace,
 )
-from gitdeploy.manifests.documents import MAX_FILE_BYTES, Document, FieldPath, ManifestFile, parse_documents
-from gitdeploy.manifests.problems import get_field
-from gitdeploy.manifests.rollouts import CANARY_PATH
+from gitdeploy.manifests.documents import MAX_FILE_BYTES, Document, ManifestFile, parse_documents
 from gitdeploy.manifests.schemas import dotted, iter_violations, suggest
 
 SETTINGS_FILE = "gitdeploy.yaml"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_MANIFEST_FILES = 50_000
 KNOWN_KINDS = ("Deployment", "DeploymentConfig", "ImageStream", "Rollout", "AnalysisTemplate")
-CANARY_ANALYSIS_NOT_SUPPORTED = "canary analysis is not supported yet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,40 +85,6 @@ def _doc_problem(doc: Document, message: str, hint: str) -> Diagnostic:
     return Diagnostic(doc.file, doc.line, doc.column, "", message, hint)
 
 
-def refuse_canary_analysis(doc: Document, analysis: Analysis) -> Analysis:
-    """A Rollout whose canary runs an analysis (a step's ``analysis``, or the background
-    ``analysis``) refused at each such field, its own problems listed after: the engine walks
-    ``setWeight`` and ``pause`` steps but runs no analysis yet, and an app it cannot roll out as
-    written must not look deployable (gitdeploy then leaves what runs under its name untouched)."""
-    canary = get_field(doc.data, *CANARY_PATH)
-    if not isinstance(canary, dict):
-        return analysis
-    steps = canary.get("steps")
-    paths: list[FieldPath] = [(*CANARY_PATH, "analysis")] if "analysis" in canary else []
-    if isinstance(steps, list):
-        paths += [
-            (*CANARY_PATH, "steps", index, "analysis")
-            for index, step in enumerate(steps)
-            if isinstance(step, dict) and "analysis" in step
-        ]
-    refusals = tuple(
-        Diagnostic(
-            doc.file,
-            *doc.position(path),
-            "",
-            CANARY_ANALYSIS_NOT_SUPPORTED,
-            "gitdeploy walks setWeight and pause steps but runs no analysis yet: remove this "
-            "analysis (promote by hand after a `pause: {}` step with `gitdeploy rollout promote`), "
-            "or leave this app to Argo Rollouts",
-            ".".join(str(part) for part in path),
-        )
-        for path in paths
-    )
-    if not refusals:
-        return analysis
-    return replace(analysis, draft=None, diagnostics=(*refusals, *analysis.diagnostics))
-
-
 def _analyse_document(doc: Document) -> Analysis | Diagnostic:
     data = doc.data
     location = Location(doc.file, doc.line, doc.column)
@@ -136,7 +100,7 @@ def _analyse_document(doc: Document) -> Analysis | Diagnostic:
     if kind in (AppKind.DEPLOYMENT.value, AppKind.DEPLOYMENT_CONFIG.value):
         return analyse_app(doc, AppKind(kind))
     if kind == AppKind.ROLLOUT.value:
-        return refuse_canary_analysis(doc, analyse_app(doc, AppKind.ROLLOUT))
+        return read_rollout_analysis(doc, analyse_app(doc, AppKind.ROLLOUT))
     if kind == "ImageStream":
         return analyse_image_stream(doc)
     if kind == "AnalysisTemplate":
@@ -353,6 +317,8 @@ def assemble(files: Iterable[FileAnalysis], settings: RepoSettings) -> LoadResul
         analysis, app = defined[0]
         assert analysis.draft is not None
         problems = _check_repo_rules(analysis, app, settings, streams)
+        app, unlinked = link_templates(app, analysis.draft, gathered.templates)
+        problems += unlinked
         if problems:
             diagnostics.extend(problems)
             invalid.add(key)

@@ -15,8 +15,11 @@ by a later revision starts again at step 0):
 * :data:`CANARY_PAUSED_AT_ANNOTATION` ``3:2:<timestamp>``: the pause at index 2 began then;
 * :data:`CANARY_PROMOTE_ANNOTATION` ``3:2`` or ``3:full`` (written by ``rollout promote``):
   the step at index 2 is done, or every step is;
-* :data:`CANARY_ABORT_ANNOTATION` ``3:<who>`` (written by ``rollout abort``): back to the
-  stable; the revision then Fails (reason ``RolloutAborted``) and is held until git changes.
+* :data:`CANARY_ABORT_ANNOTATION` ``3:<who>`` (written by ``rollout abort``, or by the walk
+  when an analysis fails): back to the stable; the revision then Fails (reason
+  ``RolloutAborted``) and is held until git changes;
+* :data:`~.canaryanalysis.CANARY_ANALYSIS_ANNOTATION` ``3:4:{...}``: the run of the analysis
+  step at index 4 (:mod:`~.canaryanalysis`), which decides whether the walk goes on.
 
 >>> steps = (SetWeight(25), Pause(), SetWeight(50), Pause(30))
 >>> walk_steps(steps, CanaryState(), lambda weight: True, now=100.0)
@@ -27,21 +30,40 @@ Walk(step=3, paused_at=200.0, wait=30.0, waits_for_promote=False)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from gitdeploy.core.canarysteps import CanaryParams, CanaryStep, Pause, SetWeight
+from gitdeploy.core.analysis.phases import AnalysisPhase
+from gitdeploy.core.analysis.runs import AnalysisRun
+from gitdeploy.core.analysis.stored import decode_run, encode_run
+from gitdeploy.core.analysistemplates import Metric
+from gitdeploy.core.canarysteps import AnalysisStep, CanaryParams, CanaryStep, SetWeight
 from gitdeploy.core.history.records import FailureReason, Outcome
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet
 from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, current_weight
+from gitdeploy.core.rollout.canaryanalysis import (
+    BACKGROUND,
+    CANARY_ANALYSIS_ANNOTATION,
+    CANARY_BACKGROUND_ANNOTATION,
+    annotation_of,
+    background_run,
+    describe_run,
+    due_now,
+    failure_summary,
+    progress,
+    requeue_after,
+    step_run,
+)
 from gitdeploy.core.rollout.context import (
     DEFAULT_REQUEUE_SECONDS,
     STATUS_BEHIND,
     WATCHED_REQUEUE_SECONDS,
     RolloutContext,
 )
+from gitdeploy.core.rollout.inputs import Snapshot, Target
 from gitdeploy.core.rollout.outcome import fail, finish
 from gitdeploy.core.rollout.outputs import AppPhase, Event, Step
 from gitdeploy.core.rollout.status import status
@@ -54,6 +76,8 @@ CANARY_PAUSED_AT_ANNOTATION = "gitdeploy.io/canary-paused-at"
 CANARY_PROMOTE_ANNOTATION = "gitdeploy.io/canary-promote"
 CANARY_ABORT_ANNOTATION = "gitdeploy.io/canary-abort"
 PROMOTE_FULL = "full"
+FAILING = (AnalysisPhase.FAILED, AnalysisPhase.ERROR)
+"""The phases of an analysis run that abort the rollout."""
 CANARY_RESTART: Mapping[str, str] = MappingProxyType(
     {
         name: ""
@@ -62,6 +86,8 @@ CANARY_RESTART: Mapping[str, str] = MappingProxyType(
             CANARY_PAUSED_AT_ANNOTATION,
             CANARY_PROMOTE_ANNOTATION,
             CANARY_ABORT_ANNOTATION,
+            CANARY_ANALYSIS_ANNOTATION,
+            CANARY_BACKGROUND_ANNOTATION,
         )
     }
 )
@@ -95,13 +121,23 @@ class Walk:
     waits_for_promote: bool
 
 
+def _not_analysed(index: int) -> AnalysisPhase:
+    return AnalysisPhase.RUNNING
+
+
 def walk_steps(
-    steps: Sequence[CanaryStep], state: CanaryState, reached: Callable[[int], bool], now: float
+    steps: Sequence[CanaryStep],
+    state: CanaryState,
+    reached: Callable[[int], bool],
+    now: float,
+    analysed: Callable[[int], AnalysisPhase] = _not_analysed,
 ) -> Walk:
     """Walk ``steps`` from ``state`` as far as they let at ``now``: a step goes on only while
     ``reached(weight)`` (the sizes of the current weight are reached and available); a
     ``setWeight`` is then done, a timed pause once its duration passed since it began, an
-    indefinite one (like any step) once promoted. A pass walks several steps when it can."""
+    analysis once ``analysed(index)`` (its run's phase after this pass) is Successful (an
+    Inconclusive one waits for promote), an indefinite pause (like any step) once promoted. A
+    pass walks several steps when it can."""
     index, paused_at = (len(steps), None) if state.full else (state.step, state.paused_at)
     while index < len(steps):
         step = steps[index]
@@ -113,8 +149,12 @@ def walk_steps(
         if isinstance(step, SetWeight):
             index, paused_at = index + 1, None
             continue
-        if not isinstance(step, Pause):  # analysis: the manifests layer refuses it today
-            return Walk(index, paused_at, None, False)
+        if isinstance(step, AnalysisStep):
+            phase = analysed(index)
+            if phase is AnalysisPhase.SUCCESSFUL:
+                index, paused_at = index + 1, None
+                continue
+            return Walk(index, None, None, phase is AnalysisPhase.INCONCLUSIVE)
         began = float(math.ceil(now)) if paused_at is None else paused_at  # kept in whole seconds
         if step.duration_seconds is None:
             return Walk(index, began, None, True)
@@ -230,14 +270,17 @@ def canary_params(ctx: RolloutContext) -> CanaryParams:
 
 
 def canary(ctx: RolloutContext) -> Step:
-    """One pass of a canary in progress: abort, walk the steps, scale to the current weight;
-    past the last step, grow to full size and complete."""
-    new, steps = ctx.new, canary_params(ctx).steps
+    """One pass of a canary in progress: abort, walk the steps (an analysis step's run advanced
+    with this pass's measurements; its failure aborts), scale to the current weight; past the
+    last step, grow to full size and complete."""
+    new, params = ctx.new, canary_params(ctx)
+    steps = params.steps
     assert new is not None
     if not ctx.observed_current():
         return ctx.step(AppPhase.PROGRESSING, STATUS_BEHIND, DEFAULT_REQUEUE_SECONDS, status(ctx))
     stable, older = split_stable(ctx)
-    state = read_canary_state(ctx.by_name[new.name])
+    observed = ctx.by_name[new.name]
+    state = read_canary_state(observed)
     if state.aborted_by is not None:
         return abort(ctx, stable, older, state.aborted_by)
     if stable is None:  # the app's first revision: no steps, full size at once (as upstream)
@@ -256,28 +299,118 @@ def canary(ctx: RolloutContext) -> Step:
             older_available,
         )
 
-    walk = walk_steps(steps, state, reached, ctx.now)
-    pairs = walk_annotations(new.revision, walk)
-    observed = ctx.by_name[new.name]
+    hashes = (stable.template_hash if stable is not None else "", new.template_hash)
+    runs: dict[int, AnalysisRun] = {}
+
+    def analysed(index: int) -> AnalysisPhase:
+        runs[index] = step_run(params, observed, index, hashes, ctx.snapshot, ctx.now)
+        return runs[index].phase
+
+    at = (state.step, state.promoted)
+    background = background_run(params, observed, at, hashes, ctx.snapshot, ctx.now) if stable else None
+    if background is not None and background.phase is AnalysisPhase.INCONCLUSIVE:
+        walk = Walk(state.step, state.paused_at, None, True)  # held until promoted, as upstream pauses
+    else:
+        walk = walk_steps(steps, state, reached, ctx.now, analysed)
+    if background is not None:
+        runs[BACKGROUND] = background
+    pairs = (*walk_annotations(new.revision, walk), *analysis_annotations(new.revision, runs))
     if any(observed.annotation(name) != value for name, value in pairs):
         ctx.annotate(new.name, *pairs)
+    ctx.events.extend(analysis_events(observed, new.revision, params, runs))
+    failed = [k for k in (walk.step, BACKGROUND) if k in runs and runs[k].phase in FAILING]
+    if stable is not None and failed:
+        by = f"{describe_run(params, failed[0])} ({failure_summary(runs[failed[0]])})"
+        ctx.annotate(new.name, (CANARY_ABORT_ANNOTATION, f"{new.revision}:{by}"))
+        return abort(ctx, stable, older, by)
     if walk.step != state.step and stable is not None:
         ctx.events.append(Event("CanaryStep", step_news(new.revision, steps, walk.step)))
     if walk.step >= len(steps) or stable is None:
         return to_full_size(ctx)
     ctx.scale(canary_scales(ctx, stable, older, current_weight(steps, walk.step)))
+    waiting = wait_at_step(ctx, walk, runs.get(walk.step), background)
+    return with_background(waiting, params, background, ctx.now)
+
+
+def with_background(waiting: Step, params: CanaryParams, background: AnalysisRun | None, now: float) -> Step:
+    """``waiting`` looked at again by the next measurement of the background analysis."""
+    soon = requeue_after(params, BACKGROUND, background, now) if background is not None else None
+    if soon is None or (waiting.requeue_after is not None and waiting.requeue_after <= soon):
+        return waiting
+    return dataclasses.replace(waiting, requeue_after=soon)
+
+
+def wait_at_step(
+    ctx: RolloutContext, walk: Walk, run: AnalysisRun | None, background: AnalysisRun | None = None
+) -> Step:
+    """The step of a pass that stops at ``walk.step``: scaling, a timed or indefinite pause, or
+    an analysis (``run``, or the ``background`` one) running or inconclusive."""
+    new, params = ctx.new, canary_params(ctx)
+    assert new is not None
+    steps = params.steps
     where = f"revision {new.revision}: step {walk.step + 1}/{len(steps)} ({steps[walk.step].describe()})"
+    if run is not None and not ctx.scaled and not run.phase.completed:
+        wait = requeue_after(params, walk.step, run, ctx.now) or DEFAULT_REQUEUE_SECONDS
+        return ctx.step(AppPhase.PROGRESSING, f"{where}, {progress(run)}", wait, status(ctx))
     if ctx.scaled or not (walk.waits_for_promote or walk.wait is not None):
         return ctx.step(
             AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, status(ctx)
         )
     if walk.waits_for_promote:  # Suspended, as Argo CD tells a paused Rollout
-        message = f"{where}, paused (waiting for `gitdeploy rollout promote {ctx.app.key}`)"
+        held = next(
+            (r for r in (run, background) if r is not None and r.phase is AnalysisPhase.INCONCLUSIVE), None
+        )
+        why = f", analysis inconclusive ({held.message})" if held is not None else ""
+        message = f"{where}{why}, paused (waiting for `gitdeploy rollout promote {ctx.app.key}`)"
         return ctx.step(AppPhase.PAUSED, message, WATCHED_REQUEUE_SECONDS, status(ctx))
     assert walk.wait is not None
     return ctx.step(
         AppPhase.PROGRESSING, f"{where}, paused for {walk.wait:.0f} s more", walk.wait, status(ctx)
     )
+
+
+def analysis_annotations(revision: int, runs: Mapping[int, AnalysisRun]) -> tuple[tuple[str, str], ...]:
+    """The annotations keeping the last step's analysis run this pass advanced, and the
+    background one's (none: no such run)."""
+    steps = [index for index in runs if index != BACKGROUND]
+    keys = ([max(steps)] if steps else []) + ([BACKGROUND] if BACKGROUND in runs else [])
+    return tuple((annotation_of(key), encode_run(revision, key, runs[key])) for key in keys)
+
+
+def analysis_events(
+    observed: ObservedReplicaSet, revision: int, params: CanaryParams, runs: Mapping[int, AnalysisRun]
+) -> list[Event]:
+    """An event for each run this pass ended (one the annotation did not hold as ended)."""
+    events = []
+    for key, run in sorted(runs.items()):
+        was = decode_run(observed.annotation(annotation_of(key)), revision, key)
+        if not run.phase.completed or (was is not None and was.phase.completed):
+            continue
+        what = f"Revision {revision}: {describe_run(params, key)}"
+        if run.phase is AnalysisPhase.SUCCESSFUL:
+            events.append(Event("AnalysisSuccessful", f"{what} succeeded"))
+        else:
+            summary = failure_summary(run)
+            events.append(Event(f"Analysis{run.phase.value}", f"{what}: {run.phase.value}: {summary}", True))
+    return events
+
+
+def canary_due_measurements(
+    target: Target, snapshot: Snapshot, now: float
+) -> tuple[tuple[int, int, Metric], ...]:
+    """The analysis measurements a pass over ``target`` at ``now`` wants taken, as
+    ``(revision, step, metric)``: those of the run of the step the canary stands at."""
+    params = target.app.strategy.canary
+    if params is None or not (params.analysis or any(isinstance(s, AnalysisStep) for s in params.steps)):
+        return ()
+    rs = next((rs for rs in snapshot.replica_sets if rs.state.template_hash == target.template_hash), None)
+    if rs is None:
+        return ()
+    state = read_canary_state(rs)
+    if state.aborted_by is not None or state.full or state.step >= len(params.steps):
+        return ()
+    step = due_now(params, rs, state.step, now) if state.promoted != state.step else ()
+    return step + due_now(params, rs, BACKGROUND, now)
 
 
 def step_news(revision: int, steps: Sequence[CanaryStep], index: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from gitdeploy.core.analysis.runs import StepMeasurement
 from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, Pin
 from gitdeploy.core.models import App, PodReplacementPolicy, PodTemplate, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus
@@ -45,6 +46,9 @@ class Snapshot:
     pod_census: PodCensus | None = None
     """The app's pods per ReplicaSet, terminating ones included; None when they were not
     listed (only strategies for which :func:`wants_pod_census` is true need them)."""
+    measurements: tuple[StepMeasurement, ...] = ()
+    """The analysis measurements the controller took for this pass (a canary's analysis step:
+    see :func:`~gitdeploy.core.rollout.canaryanalysis.due_measurements`)."""
 
 
 def wants_pod_census(app: App) -> bool:

@@ -1,27 +1,39 @@
 """`gitdeploy validate` of Argo Rollouts manifests through the installed command: a Rollout
-without analysis is valid, a canary's analysis (not run yet) is refused at its file and line,
-and an AnalysisTemplate is checked as any manifest is."""
+without analysis is valid, an analysis whose template runs a job (not run yet) or is not in the
+repo is refused at its file and line, and an AnalysisTemplate is checked as any manifest is."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tests.fixtures.argorollouts import ROLLOUT, TEMPLATE, WITHOUT_ANALYSIS
+from tests.fixtures.argorollouts import ROLLOUT, STEP_ANALYSIS_ONLY, TEMPLATE, WITHOUT_ANALYSIS
 from tests.fixtures.cli import RunCli
 
 
-def test_a_rollout_with_analysis_is_refused_at_its_file_and_line(run_cli: RunCli, tmp_path: Path) -> None:
-    (tmp_path / "web.yaml").write_text(ROLLOUT)
+def test_an_analysis_of_a_template_not_in_the_repo_is_refused_at_its_line(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    (tmp_path / "web.yaml").write_text(ROLLOUT)  # namespace default; the template is in shop
     (tmp_path / "analysis.yaml").write_text(TEMPLATE)
     done = run_cli("validate", str(tmp_path))
     assert done.returncode == 1
-    assert f"{tmp_path}/web.yaml:35:9: default/web: canary analysis is not supported yet" in done.stderr
+    missing = "analysis template 'error-rate' is not in namespace default"
+    assert f"{tmp_path}/web.yaml:23:7: default/web: {missing}" in done.stderr
+    assert f"{tmp_path}/web.yaml:35:9: default/web: {missing}" in done.stderr
+
+
+def test_a_step_whose_template_runs_a_job_is_refused_at_the_step(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "web.yaml").write_text(
+        STEP_ANALYSIS_ONLY.replace("  name: web\n", "  name: web\n  namespace: shop\n")
+    )
+    (tmp_path / "analysis.yaml").write_text(TEMPLATE)
     done = run_cli("validate", str(tmp_path), "-o", "json")
-    errors = json.loads(done.stdout)["errors"]
-    assert [(e["file"], e["line"], e["message"]) for e in errors] == [
-        (f"{tmp_path}/web.yaml", line, "canary analysis is not supported yet") for line in (23, 35)
-    ]
+    assert done.returncode == 1
+    (error,) = json.loads(done.stdout)["errors"]
+    assert (error["file"], error["line"], error["app"]) == (f"{tmp_path}/web.yaml", 29, "shop/web")
+    assert error["message"].startswith("the job provider is not supported yet: metric 'smoke'")
+    assert "analysis.yaml:1" in error["message"] and "web or prometheus" in error["hint"]
 
 
 def test_a_rollout_without_analysis_is_valid(run_cli: RunCli, tmp_path: Path) -> None:

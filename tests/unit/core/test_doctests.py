@@ -8,10 +8,11 @@ from types import ModuleType
 import pytest
 
 from gitdeploy.core import analysistemplates, canarysteps, pruning, rollout, timestamps
+from gitdeploy.core.analysis import conditions, jsonpath, phases, runs, stored, templates, values
 from gitdeploy.core.history import control as rollback
 from gitdeploy.core.history import records, recovery
+from gitdeploy.core.rollout import canaryanalysis, drift, hooks
 from gitdeploy.core.rollout import context as rollout_context
-from gitdeploy.core.rollout import drift, hooks
 from gitdeploy.core.rollout import inputs as rollout_inputs
 from gitdeploy.core.sync import commitwait, syncstate
 
@@ -21,6 +22,14 @@ from gitdeploy.core.sync import commitwait, syncstate
     [
         analysistemplates,
         canarysteps,
+        conditions,
+        jsonpath,
+        phases,
+        runs,
+        stored,
+        templates,
+        values,
+        canaryanalysis,
         commitwait,
         drift,
         hooks,

@@ -158,14 +158,6 @@ REFUSED: list[tuple[str, str, str, int, str, str]] = [
         "remove",
     ),
     (
-        "consecutive-errors",
-        "    failureLimit: 2\n",
-        "    consecutiveErrorLimit: 3\n",
-        18,
-        "consecutiveErrorLimit",
-        "failureLimit",
-    ),
-    (
         "job-restart-always",
         "restartPolicy: Never",
         "restartPolicy: Always",

@@ -1,6 +1,5 @@
 """Argo Rollouts' ``Rollout`` (canary) manifests: what is read into the App model, what is
-refused at which line with which message, and the refusal of a canary's analysis, which the
-engine does not run yet."""
+refused at which line with which message (analyses and their templates: test_analysisrefs.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from gitdeploy.core.canarysteps import (
 from gitdeploy.core.models import AppKey, AppKind, StrategyType
 from gitdeploy.manifests.apps import Analysis, analyse_app
 from gitdeploy.manifests.documents import ManifestFile, parse_documents
-from gitdeploy.manifests.loader import CANARY_ANALYSIS_NOT_SUPPORTED
 from tests.fixtures.argorollouts import MINIMAL_ROLLOUT, ROLLOUT, WITHOUT_ANALYSIS
 from tests.fixtures.manifests import deployment, load_texts
 
@@ -186,7 +184,7 @@ def test_what_gitdeploy_cannot_honour_is_refused_where_it_is_written(
 
 def test_every_refused_field_is_told_apart_from_a_typo() -> None:
     result = load_texts({"web.yaml": in_canary("      dynamicStableScale: true\n")})
-    (found,) = [d for d in result.diagnostics if d.message != CANARY_ANALYSIS_NOT_SUPPORTED]
+    (found,) = [d for d in result.diagnostics if d.message != NO_TEMPLATE]
     assert "unknown field" not in found.message and "traffic router" in found.message
 
 
@@ -196,16 +194,17 @@ def test_a_rollout_without_analysis_loads_as_an_app() -> None:
     assert sorted(str(a.key) for a in result.apps) == ["default/api", "default/web"]
 
 
-def test_only_the_analysis_of_a_rollout_is_refused_each_where_it_is_written() -> None:
-    """The engine walks setWeight and pause steps; the step analysis (line 35) and the background
-    analysis (line 23) are refused there, and nothing else of the Rollout."""
+NO_TEMPLATE = "analysis template 'error-rate' is not in namespace default"
+
+
+def test_analyses_whose_template_is_not_in_the_repo_are_refused_each_where_it_is_written() -> None:
+    """The background analysis (line 23) and the analysis step (line 35) name a template the
+    repo does not hold: refused there, and nothing else of the Rollout."""
     result = load_texts({"web.yaml": ROLLOUT, "api.yaml": deployment("api", "default")})
-    assert [(d.file, d.line, d.app, d.message) for d in result.diagnostics] == [
-        ("web.yaml", 23, "default/web", CANARY_ANALYSIS_NOT_SUPPORTED),
-        ("web.yaml", 35, "default/web", CANARY_ANALYSIS_NOT_SUPPORTED),
+    assert [(d.file, d.line, d.app, d.message, d.path) for d in result.diagnostics] == [
+        ("web.yaml", 23, "default/web", NO_TEMPLATE, "spec.strategy.canary.analysis"),
+        ("web.yaml", 35, "default/web", NO_TEMPLATE, "spec.strategy.canary.steps[4].analysis"),
     ]
-    assert CANARY_ANALYSIS_NOT_SUPPORTED == "canary analysis is not supported yet"
-    assert "gitdeploy rollout promote" in result.diagnostics[0].hint
     assert [str(a.key) for a in result.apps] == ["default/api"]
     assert result.invalid_apps == (AppKey("default", "web"),)
 
@@ -213,9 +212,7 @@ def test_only_the_analysis_of_a_rollout_is_refused_each_where_it_is_written() ->
 def test_an_invalid_rollout_is_refused_with_its_problems() -> None:
     result = load_texts({"web.yaml": ROLLOUT.replace("setWeight: 20", "setWeight: -5")})
     assert [d.message for d in result.diagnostics] == [
-        CANARY_ANALYSIS_NOT_SUPPORTED,
-        "spec.strategy.canary.steps[0].setWeight must be at least 0",
-        CANARY_ANALYSIS_NOT_SUPPORTED,
+        "spec.strategy.canary.steps[0].setWeight must be at least 0"
     ]
 
 

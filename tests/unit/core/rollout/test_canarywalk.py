@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from gitdeploy.core.canarysteps import CanaryParams, CanaryStep, Pause, SetWeight
+from gitdeploy.core.analysis.phases import AnalysisPhase
+from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep, CanaryParams, CanaryStep, Pause, SetWeight
 from gitdeploy.core.history.records import FailureReason
 from gitdeploy.core.models import App, Strategy, StrategyType
 from gitdeploy.core.observed import ObservedReplicaSet
@@ -108,6 +109,34 @@ WALKS = [
 )
 def test_walk_steps(state: CanaryState, reached: Callable[[int], bool], now: float, walk: Walk) -> None:
     assert walk_steps(STEPS, state, reached, now) == walk
+
+
+ANALYSED = (SetWeight(50), AnalysisStep(AnalysisRef(("rate",))), SetWeight(75))
+
+
+@pytest.mark.parametrize(
+    ("phase", "promoted", "walk"),
+    [
+        (AnalysisPhase.RUNNING, None, Walk(1, None, None, False)),
+        (AnalysisPhase.SUCCESSFUL, None, Walk(3, None, None, False)),
+        (AnalysisPhase.INCONCLUSIVE, None, Walk(1, None, None, True)),  # as upstream: paused
+        (AnalysisPhase.FAILED, None, Walk(1, None, None, False)),  # the caller aborts
+        (AnalysisPhase.FAILED, 1, Walk(3, None, None, False)),  # promoted: skipped, not analysed
+    ],
+)
+def test_an_analysis_step_goes_on_when_its_run_succeeds(
+    phase: AnalysisPhase, promoted: int | None, walk: Walk
+) -> None:
+    asked: list[int] = []
+
+    def analysed(index: int) -> AnalysisPhase:
+        asked.append(index)
+        return phase
+
+    assert (
+        walk_steps(ANALYSED, CanaryState(step=1, promoted=promoted), lambda w: True, 10.0, analysed) == walk
+    )
+    assert asked == ([] if promoted is not None else [1])
 
 
 def test_a_pause_begins_at_the_next_whole_second_so_it_never_ends_early() -> None:
