@@ -21,6 +21,8 @@ _.rollout_status  # gitdeploy/cli/status_cmd.py
 _.deploy  # gitdeploy/cli/deploy_cmd.py
 _.demo  # gitdeploy/cli/demo_cmd.py
 _.format_commands  # gitdeploy/cli/main.py
+# Python calls a module's __getattr__ for a name it lacks (PEP 562): LocalCluster, imported lazily
+_.__getattr__  # gitdeploy/localcluster/__init__.py
 
 # http.server / socketserver read these class attributes and call these methods (the embedded
 # cluster's API server in gitdeploy/localcluster/server.py, the webhook and metrics server in
