@@ -279,24 +279,21 @@ class RolloutRunner:
                     log.exception("[%s] rollout observer failed", transition.app)
 
     def changed_by_hand(self, kind: str, rs: ObservedReplicaSet) -> bool:
-        """Whether a watch's news of ``rs`` (``kind``: ADDED, MODIFIED, DELETED) is a change this
-        runner did not make: a delete, labels that no longer name its app and template, or a spec
-        newer than any this runner saw or wrote with a ``spec.replicas`` other than the one it set
-        last. News of an older spec is late news of what the runner saw already (a watch may
-        deliver it after the runner's next write). A ReplicaSet it never saw tells nothing (the
-        resync looks at it)."""
+        """Whether a watch's news of ``rs`` (ADDED, MODIFIED, DELETED) is a change this runner did
+        not make: a delete, labels not naming its app and template, or a spec newer than any it saw
+        or wrote with other ``spec.replicas`` than it set last (news of an older spec is late news).
+        A ReplicaSet it never saw tells nothing (the resync looks at it)."""
         known = self.replicas_known.get((rs.namespace, rs.name))
         if known is None:
             return False
         if kind == "DELETED":
             del self.replicas_known[rs.namespace, rs.name]
             return True
-        if labels_edited(rs):  # no generation: labels are metadata
+        if labels_edited(rs):  # metadata: no new generation
             return True
         replicas, generation = known
-        if rs.generation and rs.generation <= generation:
-            return False
-        return replicas != rs.state.replicas or edited_by_hand(rs)
+        late = bool(rs.generation) and rs.generation <= generation
+        return not late and (replicas != rs.state.replicas or edited_by_hand(rs))
 
     def _know(self, namespace: str, name: str, replicas: int, generation: int = 0) -> None:
         """Remember ``replicas`` as the ReplicaSet's, and the newest ``generation`` seen of it
