@@ -15,6 +15,7 @@ from gitdeploy import __version__
 from gitdeploy.cli.canary_cmd import abort, promote
 from gitdeploy.cli.cluster_cmd import cluster
 from gitdeploy.cli.context import CliContext, default_state_dir
+from gitdeploy.cli.dashboard_cmd import dashboard
 from gitdeploy.cli.demo_cmd import demo
 from gitdeploy.cli.deploy_cmd import deploy
 from gitdeploy.cli.plan_cmd import plan
@@ -180,6 +181,7 @@ cli.add_command(deploy)
 cli.add_command(prune)
 cli.add_command(completion)
 cli.add_command(demo)
+cli.add_command(dashboard)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,147 @@
+"""What the app page shows: the app as ``status`` shows it, its revisions as ``history`` shows
+them, the ReplicaSets that run it, its events, its pin and suspended image triggers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.inspect import (
+    AppView,
+    TemplateDiff,
+    list_app_views,
+    revision_history,
+    suspended_triggers,
+    template_diff,
+)
+from gitdeploy.core.history.records import RevisionEntry
+from gitdeploy.core.history.wording import describe_age, describe_cause, describe_outcome, describe_pin
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.observed import PHASE_ANNOTATION, record_name
+from gitdeploy.core.timestamps import parse_timestamp
+from gitdeploy.errors import NotFoundError
+
+EVENTS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class RevisionLine:
+    """One row of the revision timeline, in the words of ``gitdeploy history``."""
+
+    revision: int
+    sha: str
+    short: str
+    subject: str
+    author: str
+    age: str
+    cause: str
+    outcome: str
+    images: str
+    returns_to: int | None
+
+
+@dataclass(frozen=True)
+class ReplicaSetLine:
+    """One ReplicaSet of the app and its pods (the running rollout, newest first)."""
+
+    name: str
+    revision: int
+    phase: str
+    desired: int
+    replicas: int
+    ready: int
+    available: int
+
+
+@dataclass(frozen=True)
+class EventLine:
+    age: str
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class AppDetail:
+    view: AppView
+    revisions: Sequence[RevisionLine]
+    """Newest first."""
+    replica_sets: Sequence[ReplicaSetLine]
+    events: Sequence[EventLine]
+    notes: Sequence[str]
+    """The pin and the suspended image triggers: why, and the way out."""
+    diff: TemplateDiff | None
+    """What the current revision changed in the template (None with no revision)."""
+
+
+def revision_line(entry: RevisionEntry, now: float) -> RevisionLine:
+    return RevisionLine(
+        revision=entry.revision,
+        sha=entry.commit.sha,
+        short=entry.commit.short,
+        subject=entry.commit.subject,
+        author=entry.commit.author,
+        age=describe_age(entry.started_at, now),
+        cause=describe_cause(entry),
+        outcome=describe_outcome(entry),
+        images=", ".join(image for _, image in entry.images),
+        returns_to=entry.returns_to,
+    )
+
+
+def read_app_detail(cluster: Cluster, key: AppKey, now: float) -> AppDetail:
+    """The app page of ``key`` (NotFoundError when gitdeploy does not manage it)."""
+    views = list_app_views(cluster, key.namespace, key.name)
+    if not views:
+        raise NotFoundError(f"no app {key}", hint="the apps page lists the apps gitdeploy runs")
+    entries, record = revision_history(cluster, key)
+    replica_sets = sorted(
+        cluster.list_replica_sets(key.namespace, key.name), key=lambda rs: rs.state.revision, reverse=True
+    )
+    notes = [describe_pin(str(key), record.pin)] if record.pin is not None else []
+    suspended = suspended_triggers(key, record)
+    if suspended:
+        notes.append(suspended)
+    diff = template_diff(cluster, key, entries, entries[-1].revision) if entries else None
+    return AppDetail(
+        view=views[0],
+        revisions=[revision_line(e, now) for e in reversed(entries)],
+        replica_sets=[
+            ReplicaSetLine(
+                rs.name,
+                rs.state.revision,
+                record.outcome_of(rs.state.revision, rs.annotation(PHASE_ANNOTATION)).value,
+                rs.state.desired_replicas_annotation or rs.state.replicas,
+                rs.state.replicas,
+                rs.state.ready,
+                rs.state.available,
+            )
+            for rs in replica_sets
+        ],
+        events=_events(cluster, key, [rs.name for rs in replica_sets], now),
+        notes=notes,
+        diff=diff,
+    )
+
+
+def _events(cluster: Cluster, key: AppKey, replica_sets: list[str], now: float) -> list[EventLine]:
+    """The newest events about the app, its record and its ReplicaSets."""
+    about = {key.name, record_name(key.name), *replica_sets}
+    found = [
+        e for e in cluster.list_events(key.namespace) if (e.get("involvedObject") or {}).get("name") in about
+    ]
+    return [
+        EventLine(
+            describe_age(_event_time(e), now),
+            str(e.get("type") or ""),
+            str(e.get("reason") or ""),
+            str(e.get("message") or ""),
+        )
+        for e in reversed(found[-EVENTS_SHOWN:])
+    ]
+
+
+def _event_time(event: dict[str, object]) -> float | None:
+    stamp = event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
+    return parse_timestamp(stamp) if isinstance(stamp, str) else None
