@@ -40,4 +40,5 @@ def dashboard(ctx: click.Context, listen: str) -> None:
     cluster = open_cluster(get_context(ctx))
     sock = bind(host, port)
     click.echo(f"Dashboard of the {cluster.description} at {url_of(sock)} (read-only; Ctrl-C stops it)")
-    serve(create_app(cluster, DashboardSettings(cluster_description=cluster.description)), sock)
+    settings = DashboardSettings(cluster_description=cluster.description)
+    serve(lambda stopping: create_app(cluster, settings, stopping), sock)

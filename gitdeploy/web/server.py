@@ -13,6 +13,7 @@ Every answer carries a Content-Security-Policy without 'unsafe-inline': no inlin
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -90,8 +91,11 @@ def sse_message(event: str, html: str) -> str:
     return f"event: {event}\n" + "".join(f"data: {line}\n" for line in html.split("\n")) + "\n"
 
 
-def create_app(cluster: Cluster, settings: DashboardSettings = DashboardSettings()) -> ASGIApp:
-    """The dashboard of ``cluster``."""
+def create_app(
+    cluster: Cluster, settings: DashboardSettings, stopping: threading.Event | None = None
+) -> ASGIApp:
+    """The dashboard of ``cluster``; its live streams end once ``stopping`` is set."""
+    stop = stopping or threading.Event()
     env = _environment()
     snapshot = AppSnapshot(lambda: list_app_views(cluster), settings.refresh_seconds)
     common = {"cluster": settings.cluster_description, "syncs": list(Sync), "healths": list(Health)}
@@ -127,7 +131,7 @@ def create_app(cluster: Cluster, settings: DashboardSettings = DashboardSettings
     def _stream(event: str, render: Callable[[], Awaitable[str]]) -> Response:
         async def changes() -> AsyncIterator[str]:
             shown = None
-            while True:
+            while not stop.is_set():
                 try:
                     html = await render()
                 except GitdeployError as problem:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import signal
 import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -37,13 +42,37 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{shown}:{port}/"
 
 
-def serve(app: ASGIApp, sock: socket.socket) -> None:
-    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM."""
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopped by our own SIGINT/SIGTERM handlers: a stop is a normal exit (0),
+    not the signal raised again, and the live streams are told to end first."""
+
+    def __init__(self, config: uvicorn.Config, stopping: threading.Event) -> None:
+        super().__init__(config)
+        self.stopping = stopping
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        def stop(_signum: int, _frame: FrameType | None) -> None:
+            self.stopping.set()
+            self.should_exit = True
+
+        before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
+
+
+def serve(make_app: Callable[[threading.Event], ASGIApp], sock: socket.socket) -> None:
+    """Serve the app ``make_app`` builds (given the event set when it must stop) on ``sock`` until
+    SIGINT or SIGTERM."""
+    stopping = threading.Event()
     config = uvicorn.Config(
-        app,
+        make_app(stopping),
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=int(SHUTDOWN_GRACE_SECONDS),
         lifespan="off",
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    _Server(config, stopping).run(sockets=[sock])
