@@ -82,8 +82,9 @@ def test_the_app_page_shows_the_history_that_gitdeploy_history_prints(
     sync_and_wait(run_cli, git_remote)
     git_remote.commit_and_push("web: nginx 1.26", {"apps/web.yaml": web("nginx:1.26")})
     sync_and_wait(run_cli, git_remote)
-    rolled = run_cli("rollback", "shop/web", "--to-revision", "1", "-m", "1.26 is slow", "--wait")
+    rolled = run_cli("rollback", "shop/web", "--to-revision", "1", "-m", "1.26 is slow")
     assert rolled.returncode == 0, rolled.stdout + rolled.stderr
+    sync_and_wait(run_cli, git_remote)
 
     # When the app page is opened
     page, errors = _open(browser, f"{dashboard}apps/shop/web")
