@@ -47,7 +47,8 @@ class AppFilter:
         """
         fields = {"namespace": self.namespace, "sync": self.sync, "health": self.health}
         number = self.page if page is None else page
-        return urlencode({**{k: v for k, v in fields.items() if v}, **({"page": number} if number > 1 else {})})
+        paging = {"page": number} if number > 1 else {}
+        return urlencode({**{k: v for k, v in fields.items() if v}, **paging})
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -91,65 +91,82 @@ def sse_message(event: str, html: str) -> str:
     return f"event: {event}\n" + "".join(f"data: {line}\n" for line in html.split("\n")) + "\n"
 
 
-def create_app(
-    cluster: Cluster, settings: DashboardSettings, stopping: threading.Event | None = None
-) -> ASGIApp:
-    """The dashboard of ``cluster``; its live streams end once ``stopping`` is set."""
-    stop = stopping or threading.Event()
-    env = _environment()
-    snapshot = AppSnapshot(lambda: list_app_views(cluster), settings.refresh_seconds)
-    common = {"cluster": settings.cluster_description, "syncs": list(Sync), "healths": list(Health)}
+class _Dashboard:
+    """The pages and live streams of one cluster's dashboard."""
 
-    def render_apps(wanted: AppFilter, template: str) -> str:
-        page = select_apps(snapshot.views(), wanted)
-        return env.get_template(template).render(**common, page=page, wanted=wanted)
+    def __init__(self, cluster: Cluster, settings: DashboardSettings, stopping: threading.Event) -> None:
+        self.cluster = cluster
+        self.settings = settings
+        self.stopping = stopping
+        self.env = _environment()
+        self.snapshot = AppSnapshot(lambda: list_app_views(cluster), settings.refresh_seconds)
+        self.common = {"cluster": settings.cluster_description, "syncs": list(Sync), "healths": list(Health)}
 
-    def render_app(key: AppKey, template: str) -> str:
-        detail = read_app_detail(cluster, key, time.time())
-        return env.get_template(template).render(**common, detail=detail, key=key)
+    def render_apps(self, wanted: AppFilter, template: str) -> str:
+        page = select_apps(self.snapshot.views(), wanted)
+        return self.env.get_template(template).render(**self.common, page=page, wanted=wanted)
 
-    async def apps_page(request: Request) -> Response:
-        wanted = AppFilter.from_query(request.query_params)
-        return HTMLResponse(await run_in_threadpool(render_apps, wanted, "apps.html"))
+    def render_app(self, key: AppKey, template: str) -> str:
+        detail = read_app_detail(self.cluster, key, time.time())
+        return self.env.get_template(template).render(**self.common, detail=detail, key=key)
 
-    async def app_page(request: Request) -> Response:
-        key = AppKey(request.path_params["namespace"], request.path_params["name"])
+    async def page(self, render: Callable[[], str]) -> Response:
+        """A whole page; a missing app is a 404 page, a cluster that cannot be read a 503 one."""
         try:
-            return HTMLResponse(await run_in_threadpool(render_app, key, "app.html"))
-        except NotFoundError as missing:
-            html = env.get_template("missing.html").render(**common, message=f"{missing.message}")
-            return HTMLResponse(html, status_code=404)
+            return HTMLResponse(await run_in_threadpool(render))
+        except GitdeployError as problem:
+            missing = isinstance(problem, NotFoundError)
+            title = "Not found" if missing else "Cannot read the cluster"
+            html = self.env.get_template("problem.html").render(**self.common, problem=problem, title=title)
+            status = 404 if missing else 503
+            return HTMLResponse(html, status_code=status)
 
-    async def apps_live(request: Request) -> Response:
+    async def apps_page(self, request: Request) -> Response:
         wanted = AppFilter.from_query(request.query_params)
-        return _stream("apps", lambda: run_in_threadpool(render_apps, wanted, "apps_live.html"))
+        return await self.page(lambda: self.render_apps(wanted, "apps.html"))
 
-    async def app_live(request: Request) -> Response:
+    async def app_page(self, request: Request) -> Response:
         key = AppKey(request.path_params["namespace"], request.path_params["name"])
-        return _stream("app", lambda: run_in_threadpool(render_app, key, "app_live.html"))
+        return await self.page(lambda: self.render_app(key, "app.html"))
 
-    def _stream(event: str, render: Callable[[], Awaitable[str]]) -> Response:
+    async def apps_live(self, request: Request) -> Response:
+        wanted = AppFilter.from_query(request.query_params)
+        return self.stream("apps", lambda: self.render_apps(wanted, "apps_live.html"))
+
+    async def app_live(self, request: Request) -> Response:
+        key = AppKey(request.path_params["namespace"], request.path_params["name"])
+        return self.stream("app", lambda: self.render_app(key, "app_live.html"))
+
+    def stream(self, event: str, render: Callable[[], str]) -> Response:
+        """``event`` with what ``render`` shows, sent again each time it changes, until stopped."""
+
         async def changes() -> AsyncIterator[str]:
             shown = None
-            while not stop.is_set():
+            while not self.stopping.is_set():
                 try:
-                    html = await render()
+                    html = await run_in_threadpool(render)
                 except GitdeployError as problem:
                     html = f"<p class=problem>{escape(problem.message)}</p>"
                 if html != shown:
                     yield sse_message(event, html)
                     shown = html
-                await asyncio.sleep(settings.refresh_seconds)
+                await asyncio.sleep(self.settings.refresh_seconds)
 
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return StreamingResponse(changes(), media_type="text/event-stream", headers=headers)
 
+
+def create_app(
+    cluster: Cluster, settings: DashboardSettings, stopping: threading.Event | None = None
+) -> ASGIApp:
+    """The dashboard of ``cluster``; its live streams end once ``stopping`` is set."""
+    dashboard = _Dashboard(cluster, settings, stopping or threading.Event())
     app = Starlette(
         routes=[
-            Route("/", apps_page),
-            Route("/apps/{namespace}/{name}", app_page),
-            Route("/live/apps", apps_live),
-            Route("/live/apps/{namespace}/{name}", app_live),
+            Route("/", dashboard.apps_page),
+            Route("/apps/{namespace}/{name}", dashboard.app_page),
+            Route("/live/apps", dashboard.apps_live),
+            Route("/live/apps/{namespace}/{name}", dashboard.app_live),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ]
     )

@@ -3,13 +3,15 @@ history``, the dashboard): its cause, its outcome, how old it is, and what a pin
 
 from __future__ import annotations
 
-from gitdeploy.core.history.records import Cause, CommitRef, Outcome, Pin, RevisionEntry
+from gitdeploy.core.history.records import Cause, Outcome, Pin, RevisionEntry
 
 
 def describe_cause(entry: RevisionEntry) -> str:
     """Why the revision exists, with the revision it returns to when it brought one back.
 
-    >>> describe_cause(RevisionEntry(3, "h", "web-h", CommitRef(""), cause=Cause.ROLLBACK, rolled_back_to=1))
+    >>> from gitdeploy.core.history.records import CommitRef
+    >>> entry = RevisionEntry(3, "h", "web-h", CommitRef(""), cause=Cause.ROLLBACK, rolled_back_to=1)
+    >>> describe_cause(entry)
     'Rollback to revision 1'
     """
     if entry.cause is Cause.AUTO_ROLLBACK and entry.rolled_back_from is not None:
@@ -24,7 +26,9 @@ def describe_cause(entry: RevisionEntry) -> str:
 def describe_outcome(entry: RevisionEntry) -> str:
     """The revision's outcome, with the reason of a failure.
 
-    >>> describe_outcome(RevisionEntry(2, "h", "web-h", CommitRef(""), outcome=Outcome.FAILED, reason="Deadline"))
+    >>> from gitdeploy.core.history.records import CommitRef
+    >>> entry = RevisionEntry(2, "h", "web-h", CommitRef(""), outcome=Outcome.FAILED, reason="Deadline")
+    >>> describe_outcome(entry)
     'Failed (Deadline)'
     """
     if entry.outcome is Outcome.FAILED and entry.reason:
@@ -50,12 +54,13 @@ def describe_age(since: float | None, now: float) -> str:
 def describe_pin(app: str, pin: Pin) -> str:
     """What a rollback pin holds the app to, why, and the way out.
 
-    >>> print(describe_pin("shop/web", Pin(revision=1, template_hash="abc", manifest_digest="d", reason="bad")))
-    pinned to revision 1 (bad) while shop/web's manifest in git is unchanged; a commit that changes it, or `gitdeploy deploy shop/web --latest`, rolls forward
+    >>> for part in describe_pin("shop/web", Pin(1, "abc", "digest", reason="bad")).split("; "):
+    ...     print(part)
+    pinned to revision 1 (bad) while shop/web's manifest in git is unchanged
+    a commit that changes it, or `gitdeploy deploy shop/web --latest`, rolls forward
     """
     why = f" ({pin.reason})" if pin.reason else ""
     return (
         f"pinned to revision {pin.revision}{why} while {app}'s manifest in git is unchanged; "
         f"a commit that changes it, or `gitdeploy deploy {app} --latest`, rolls forward"
     )
-
