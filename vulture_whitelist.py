@@ -17,6 +17,14 @@ _.down  # gitdeploy/cli/cluster_cmd.py
 _.cluster_status  # gitdeploy/cli/cluster_cmd.py
 _.rollout_status  # gitdeploy/cli/status_cmd.py
 
+# uvicorn calls Server.capture_signals and reads should_exit (gitdeploy/web/serving.py overrides
+# the one and sets the other so a stop ends with exit 0); the dashboard's Jinja2 templates
+# (gitdeploy/web/templates/apps_live.html) read the counts of an AppsPage.
+_.capture_signals  # gitdeploy/web/serving.py
+_.should_exit  # gitdeploy/web/serving.py
+_.sync_counts  # gitdeploy/web/selection.py
+_.health_counts  # gitdeploy/web/selection.py
+
 # http.server / socketserver read these class attributes and call these methods (the embedded
 # cluster's API server in gitdeploy/localcluster/server.py, the webhook and metrics server in
 # gitdeploy/server/http.py).
