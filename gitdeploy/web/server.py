@@ -100,6 +100,7 @@ class _Dashboard:
         self.stopping = stopping
         self.env = _environment()
         self.snapshot = AppSnapshot(lambda: list_app_views(cluster), settings.refresh_seconds)
+        self.snapshot.prime()
         self.common = {"cluster": settings.cluster_description, "syncs": list(Sync), "healths": list(Health)}
 
     def render_apps(self, wanted: AppFilter, template: str) -> str:

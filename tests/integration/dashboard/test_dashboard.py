@@ -3,6 +3,7 @@ cluster with real rollouts made by the real ``gitdeploy sync`` and ``gitdeploy r
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 from pathlib import Path
 
