@@ -12,13 +12,13 @@ from gitdeploy.controller.inspect import (
     TemplateDiff,
     list_app_views,
     revision_history,
-    suspended_triggers,
     template_diff,
 )
 from gitdeploy.core.history.records import RevisionEntry
 from gitdeploy.core.history.wording import describe_age, describe_cause, describe_outcome, describe_pin
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import PHASE_ANNOTATION, record_name
+from gitdeploy.core.sync.syncstate import Sync
 from gitdeploy.core.timestamps import parse_timestamp
 from gitdeploy.errors import NotFoundError
 
@@ -38,7 +38,6 @@ class RevisionLine:
     cause: str
     outcome: str
     images: str
-    returns_to: int | None
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,8 @@ class AppDetail:
     replica_sets: Sequence[ReplicaSetLine]
     events: Sequence[EventLine]
     notes: Sequence[str]
-    """The pin and the suspended image triggers: why, and the way out."""
+    """A pin the loop has not reported yet (why, and the way out). Suspended image triggers and a
+    reported pin are in the app's message, as ``status`` shows them."""
     diff: TemplateDiff | None
     """What the current revision changed in the template (None with no revision)."""
 
@@ -86,7 +86,6 @@ def revision_line(entry: RevisionEntry, now: float) -> RevisionLine:
         cause=describe_cause(entry),
         outcome=describe_outcome(entry),
         images=", ".join(image for _, image in entry.images),
-        returns_to=entry.returns_to,
     )
 
 
@@ -99,13 +98,13 @@ def read_app_detail(cluster: Cluster, key: AppKey, now: float) -> AppDetail:
     replica_sets = sorted(
         cluster.list_replica_sets(key.namespace, key.name), key=lambda rs: rs.state.revision, reverse=True
     )
-    notes = [describe_pin(str(key), record.pin)] if record.pin is not None else []
-    suspended = suspended_triggers(key, record)
-    if suspended:
-        notes.append(suspended)
+    view = views[0]
+    notes = []
+    if record.pin is not None and view.sync != Sync.PINNED:  # Pinned: the message says it already
+        notes.append(describe_pin(str(key), record.pin))
     diff = template_diff(cluster, key, entries, entries[-1].revision) if entries else None
     return AppDetail(
-        view=views[0],
+        view=view,
         revisions=[revision_line(e, now) for e in reversed(entries)],
         replica_sets=[
             ReplicaSetLine(
