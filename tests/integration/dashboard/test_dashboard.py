@@ -123,3 +123,10 @@ def test_the_app_page_shows_the_history_that_gitdeploy_history_prints(
     assert "1.26 is slow" in message and "gitdeploy deploy shop/web --latest" in message
     assert "image: nginx:1.26 -> nginx:1.25" in page.locator("#diff").inner_text()
     assert errors == []
+
+    # and on a phone it fits the screen (wide tables scroll inside their box), reachable by keyboard
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.goto(f"{dashboard}apps/shop/web")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    phone.keyboard.press("Tab")
+    assert phone.evaluate("document.activeElement.textContent") == "Skip to content"
