@@ -287,12 +287,18 @@ class TemplateDiff:
     missing: tuple[str, ...] = ()
 
 
-def template_diff(cluster: Cluster, key: AppKey, entries: list[RevisionEntry], revision: int) -> TemplateDiff:
-    """The template diff of ``revision`` against the revision before it in ``entries`` (oldest first).
+def template_diff(
+    cluster: Cluster, key: AppKey, entries: list[RevisionEntry], revision: int, against: int | None = None
+) -> TemplateDiff:
+    """The template diff of ``revision`` against the revision before it in ``entries`` (oldest
+    first), or against revision ``against`` when given (both must be in ``entries``).
 
     Templates come from the ReplicaSets (one list call); gitdeploy's own labels are left out.
     """
-    earlier = [e for e in entries if e.revision < revision]
+    if against is None:
+        earlier = [e for e in entries if e.revision < revision]
+    else:
+        earlier = [e for e in entries if e.revision == against]
     if not earlier:
         return TemplateDiff(revision, None, ())
     before, after = earlier[-1], next(e for e in entries if e.revision == revision)

@@ -3,7 +3,7 @@ them, the ReplicaSets that run it, its events, its pin and suspended image trigg
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gitdeploy.cluster.adapter import Cluster
@@ -89,8 +89,29 @@ def revision_line(entry: RevisionEntry, now: float) -> RevisionLine:
     )
 
 
-def read_app_detail(cluster: Cluster, key: AppKey, now: float) -> AppDetail:
-    """The app page of ``key`` (NotFoundError when gitdeploy does not manage it)."""
+@dataclass(frozen=True)
+class Comparison:
+    """Which two revisions' templates the app page compares: ``?from=1&to=3``."""
+
+    before: int
+    after: int
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> Comparison | None:
+        """The comparison a request asks for; None without one (or with one that is no number).
+
+        >>> Comparison.from_query({"from": "1", "to": "3"}), Comparison.from_query({"from": "x"})
+        (Comparison(before=1, after=3), None)
+        """
+        before, after = query.get("from", ""), query.get("to", "")
+        return cls(int(before), int(after)) if before.isdigit() and after.isdigit() else None
+
+
+def read_app_detail(
+    cluster: Cluster, key: AppKey, now: float, comparison: Comparison | None = None
+) -> AppDetail:
+    """The app page of ``key`` (NotFoundError when gitdeploy does not manage it), with the template
+    diff ``comparison`` asks for (else what the current revision changed)."""
     views = list_app_views(cluster, key.namespace, key.name)
     if not views:
         raise NotFoundError(f"no app {key}", hint="the apps page lists the apps gitdeploy runs")
@@ -102,7 +123,7 @@ def read_app_detail(cluster: Cluster, key: AppKey, now: float) -> AppDetail:
     notes = []
     if record.pin is not None and view.sync != Sync.PINNED:  # Pinned: the message says it already
         notes.append(describe_pin(str(key), record.pin))
-    diff = template_diff(cluster, key, entries, entries[-1].revision) if entries else None
+    diff = _diff(cluster, key, entries, comparison)
     return AppDetail(
         view=view,
         revisions=[revision_line(e, now) for e in reversed(entries)],
@@ -122,6 +143,20 @@ def read_app_detail(cluster: Cluster, key: AppKey, now: float) -> AppDetail:
         notes=notes,
         diff=diff,
     )
+
+
+def _diff(
+    cluster: Cluster, key: AppKey, entries: list[RevisionEntry], comparison: Comparison | None
+) -> TemplateDiff | None:
+    if not entries:
+        return None
+    if comparison is None:
+        return template_diff(cluster, key, entries, entries[-1].revision)
+    known = {e.revision for e in entries}
+    for revision in (comparison.before, comparison.after):
+        if revision not in known:
+            raise NotFoundError(f"{key} has no revision {revision}", hint="its history lists the revisions")
+    return template_diff(cluster, key, entries, comparison.after, against=comparison.before)
 
 
 def _events(cluster: Cluster, key: AppKey, replica_sets: list[str], now: float) -> list[EventLine]:

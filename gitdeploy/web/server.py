@@ -2,7 +2,7 @@
 ``gitdeploy status`` and ``history`` compute, with live updates over server-sent events.
 
 * ``GET /``: the apps page; ``?namespace=&sync=&health=&page=`` filter and page it without JS.
-* ``GET /apps/{namespace}/{name}``: the app page.
+* ``GET /apps/{namespace}/{name}``: the app page; ``?from=N&to=M`` compares two revisions' templates.
 * ``GET /live/apps?...`` and ``GET /live/apps/{namespace}/{name}``: ``text/event-stream`` of the
   pages' live parts, sent again each time what they show changes (htmx's SSE extension swaps them in).
 * ``/static/...``: the stylesheet, htmx and its SSE extension (vendored, no CDN).
@@ -35,7 +35,7 @@ from gitdeploy.controller.inspect import list_app_views
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.errors import GitdeployError, NotFoundError
-from gitdeploy.web.detail import read_app_detail
+from gitdeploy.web.detail import Comparison, read_app_detail
 from gitdeploy.web.selection import AppFilter, select_apps
 from gitdeploy.web.snapshot import AppSnapshot
 
@@ -107,9 +107,11 @@ class _Dashboard:
         page = select_apps(self.snapshot.views(), wanted)
         return self.env.get_template(template).render(**self.common, page=page, wanted=wanted)
 
-    def render_app(self, key: AppKey, template: str) -> str:
-        detail = read_app_detail(self.cluster, key, time.time())
-        return self.env.get_template(template).render(**self.common, detail=detail, key=key)
+    def render_app(self, key: AppKey, comparison: Comparison | None, template: str) -> str:
+        detail = read_app_detail(self.cluster, key, time.time(), comparison)
+        return self.env.get_template(template).render(
+            **self.common, detail=detail, key=key, comparison=comparison
+        )
 
     async def page(self, render: Callable[[], str]) -> Response:
         """A whole page; a missing app is a 404 page, a cluster that cannot be read a 503 one."""
@@ -128,7 +130,8 @@ class _Dashboard:
 
     async def app_page(self, request: Request) -> Response:
         key = AppKey(request.path_params["namespace"], request.path_params["name"])
-        return await self.page(lambda: self.render_app(key, "app.html"))
+        comparison = Comparison.from_query(request.query_params)
+        return await self.page(lambda: self.render_app(key, comparison, "app.html"))
 
     async def apps_live(self, request: Request) -> Response:
         wanted = AppFilter.from_query(request.query_params)
@@ -136,7 +139,8 @@ class _Dashboard:
 
     async def app_live(self, request: Request) -> Response:
         key = AppKey(request.path_params["namespace"], request.path_params["name"])
-        return self.stream("app", lambda: self.render_app(key, "app_live.html"))
+        comparison = Comparison.from_query(request.query_params)
+        return self.stream("app", lambda: self.render_app(key, comparison, "app_live.html"))
 
     def stream(self, event: str, render: Callable[[], str]) -> Response:
         """``event`` with what ``render`` shows, sent again each time it changes, until stopped."""

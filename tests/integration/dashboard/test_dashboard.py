@@ -122,6 +122,19 @@ def test_the_app_page_shows_the_history_that_gitdeploy_history_prints(
     assert message == web_status(run_cli)["message"]
     assert "1.26 is slow" in message and "gitdeploy deploy shop/web --latest" in message
     assert "image: nginx:1.26 -> nginx:1.25" in page.locator("#diff").inner_text()
+
+    # When two revisions are compared with the form (plain GET, no script needed)
+    page.select_option('select[name="from"]', "1")
+    page.select_option('select[name="to"]', "2")
+    page.get_by_role("button", name="Compare").click()
+
+    # Then the diff is the one `history --revision 2` prints against revision 1
+    page.wait_for_url("**/apps/shop/web?from=1&to=2")
+    assert page.locator("#diff-title").inner_text() == "Template changes in revision 2 since revision 1"
+    in_full = run_cli("history", "shop/web", "--revision", "2").stdout
+    for change in page.locator("#diff li code").all_inner_texts():
+        assert f"    {change}\n" in in_full, f"{change!r} is not in `history --revision 2`:\n{in_full}"
+    assert page.locator("#diff li").count() == 1
     assert errors == []
 
     # and on a phone it fits the screen (wide tables scroll inside their box), reachable by keyboard
