@@ -4,6 +4,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.cli",
     "tests.fixtures.gitrepo",
     "tests.fixtures.cluster",
+    "tests.fixtures.dashboard",
     "tests.fixtures.controlplane",
     "tests.fixtures.faultproxy",
     "tests.fixtures.kubectl",

@@ -24,6 +24,14 @@ _.format_commands  # gitdeploy/cli/main.py
 # Python calls a module's __getattr__ for a name it lacks (PEP 562): LocalCluster, imported lazily
 _.__getattr__  # gitdeploy/localcluster/__init__.py
 
+# uvicorn calls Server.capture_signals and reads should_exit (gitdeploy/web/serving.py overrides
+# the one and sets the other so a stop ends with exit 0); the dashboard's Jinja2 templates
+# (gitdeploy/web/templates/apps_live.html) read the counts of an AppsPage.
+_.capture_signals  # gitdeploy/web/serving.py
+_.should_exit  # gitdeploy/web/serving.py
+_.sync_counts  # gitdeploy/web/selection.py
+_.health_counts  # gitdeploy/web/selection.py
+
 # http.server / socketserver read these class attributes and call these methods (the embedded
 # cluster's API server in gitdeploy/localcluster/server.py, the webhook and metrics server in
 # gitdeploy/server/http.py).

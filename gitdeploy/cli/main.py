@@ -57,6 +57,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "failed revision, or cancel one in progress.",
     ),
     "prune": ("prune_cmd:prune", "List the prunes that pruneLimit held; with --confirm, let them go ahead."),
+    "dashboard": (
+        "dashboard_cmd:dashboard",
+        "Serve a read-only web dashboard: every app's SYNC and HEALTH, and per app its revisions, "
+        "rollout and events, updated live as the cluster changes.",
+    ),
     "demo": (
         "demo_cmd:demo",
         "Show gitdeploy at work on a fresh embedded cluster, narrated, in under a minute.",

@@ -26,25 +26,16 @@ from gitdeploy.controller.inspect import (
     suspended_triggers,
     template_diff,
 )
-from gitdeploy.core.history.records import Cause, Outcome, RevisionEntry
+from gitdeploy.core.history.records import Outcome, RevisionEntry
+from gitdeploy.core.history.wording import describe_age, describe_cause, describe_outcome
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.sync.commitwait import Reached
 from gitdeploy.errors import NotFoundError
 
 
 def age(since: float | None, now: float | None = None) -> str:
-    """``42s``, ``5m``, ``3h``, ``2d`` as kubectl prints ages.
-
-    >>> age(0.0, 59.0), age(0.0, 3600.0 * 5), age(None)
-    ('59s', '5h', '<unknown>')
-    """
-    if since is None:
-        return "<unknown>"
-    seconds = max(int((now if now is not None else time.time()) - since), 0)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    """``42s``, ``5m``, ``3h``, ``2d`` as kubectl prints ages (:func:`describe_age`), by now."""
+    return describe_age(since, now if now is not None else time.time())
 
 
 def split_app(name: str, namespace: str | None) -> tuple[str | None, str]:
@@ -122,22 +113,6 @@ def _status_row(v: AppView) -> list[str]:
     ]
 
 
-def _cause(entry: RevisionEntry) -> str:
-    if entry.cause is Cause.AUTO_ROLLBACK and entry.rolled_back_from is not None:
-        return f"Automatic rollback after revision {entry.rolled_back_from} failed"
-    if entry.rolled_back_to is not None:
-        return f"Rollback to revision {entry.rolled_back_to}"
-    if entry.returns_to is not None:
-        return f"{entry.cause} (template of revision {entry.returns_to})"
-    return entry.cause
-
-
-def _status_text(entry: RevisionEntry) -> str:
-    if entry.outcome is Outcome.FAILED and entry.reason:
-        return f"Failed ({entry.reason})"
-    return entry.outcome.value
-
-
 @click.command("history")
 @click.argument("app")
 @click.option("-n", "--namespace", default=None, help=NAMESPACE_HELP)
@@ -210,8 +185,8 @@ def _print_history(entries: list[RevisionEntry]) -> None:
                 f"{e.commit.short} {e.commit.subject}".strip(),
                 e.commit.author,
                 age(e.started_at),
-                _cause(e),
-                _status_text(e),
+                describe_cause(e),
+                describe_outcome(e),
                 ", ".join(image for _, image in e.images),
             ]
             for e in entries
@@ -251,8 +226,8 @@ def _print_revision(
 ) -> None:
     lines = [
         f"Revision:      {e.revision}",
-        f"Status:        {_status_text(e)}" + (f": {e.message}" if e.message else ""),
-        f"Cause:         {_cause(e)}",
+        f"Status:        {describe_outcome(e)}" + (f": {e.message}" if e.message else ""),
+        f"Cause:         {describe_cause(e)}",
         f"Commit:        {e.commit.sha}",
         f"Author:        {e.commit.author}",
         f"Subject:       {e.commit.subject}",

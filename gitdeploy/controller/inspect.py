@@ -55,6 +55,16 @@ class AppView:
     """The app has image triggers and a rollback suspended them (``message`` says why and what
     resumes them)."""
     suspended_reason: str = ""
+    author: str = ""
+    """The author of the current revision's commit, as the record logged it (empty if unknown)."""
+    subject: str = ""
+    """The subject of the current revision's commit."""
+
+
+def _commit_of(record: AppRecord, revision: int) -> tuple[str, str]:
+    """``(author, subject)`` of ``revision``'s commit in the record's log, empty if it is not there."""
+    entry = next((e for e in reversed(record.revisions) if e.revision == revision), None)
+    return (entry.commit.author, entry.commit.subject) if entry is not None else ("", "")
 
 
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
@@ -155,6 +165,8 @@ def app_views(
         problem = damaged.get(key)
         if problem is not None:
             sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
+        revision = current.state.revision if current is not None else record.latest_revision
+        author, subject = _commit_of(record, revision)
         views.append(
             AppView(
                 key=key,
@@ -162,7 +174,7 @@ def app_views(
                 ready=ready,
                 up_to_date=current.state.current if current is not None else 0,
                 available=sum(rs.state.available for rs in replica_sets),
-                revision=current.state.revision if current is not None else record.latest_revision,
+                revision=revision,
                 commit=(current.annotation(COMMIT_ANNOTATION) if current is not None else "")[:7],
                 phase=phase,
                 sync=sync,
@@ -171,6 +183,8 @@ def app_views(
                 location=status.location if status is not None else "",
                 triggers_suspended=bool(suspended),
                 suspended_reason=record.suspended_reason if suspended else "",
+                author=author,
+                subject=subject,
             )
         )
     return views
@@ -273,12 +287,18 @@ class TemplateDiff:
     missing: tuple[str, ...] = ()
 
 
-def template_diff(cluster: Cluster, key: AppKey, entries: list[RevisionEntry], revision: int) -> TemplateDiff:
-    """The template diff of ``revision`` against the revision before it in ``entries`` (oldest first).
+def template_diff(
+    cluster: Cluster, key: AppKey, entries: list[RevisionEntry], revision: int, against: int | None = None
+) -> TemplateDiff:
+    """The template diff of ``revision`` against the revision before it in ``entries`` (oldest
+    first), or against revision ``against`` when given (both must be in ``entries``).
 
     Templates come from the ReplicaSets (one list call); gitdeploy's own labels are left out.
     """
-    earlier = [e for e in entries if e.revision < revision]
+    if against is None:
+        earlier = [e for e in entries if e.revision < revision]
+    else:
+        earlier = [e for e in entries if e.revision == against]
     if not earlier:
         return TemplateDiff(revision, None, ())
     before, after = earlier[-1], next(e for e in entries if e.revision == revision)
