@@ -8,15 +8,8 @@ canary grows to full size and the other ReplicaSets go, as at the end of a rolli
 Older ReplicaSets (a canary a newer commit replaced) go first, within maxUnavailable.
 
 Where the walk lives, so that a restarted gitdeploy goes on at the same step: annotations of
-the canary ReplicaSet, each value prefixed with the revision it belongs to (a ReplicaSet reused
-by a later revision starts again at step 0):
-
-* :data:`CANARY_STEP_ANNOTATION` ``3:2``: revision 3 is at step index 2;
-* :data:`CANARY_PAUSED_AT_ANNOTATION` ``3:2:<timestamp>``: the pause at index 2 began then;
-* :data:`CANARY_PROMOTE_ANNOTATION` ``3:2`` or ``3:full`` (written by ``rollout promote``):
-  the step at index 2 is done, or every step is;
-* :data:`CANARY_ABORT_ANNOTATION` ``3:<who>`` (written by ``rollout abort``): back to the
-  stable; the revision then Fails (reason ``RolloutAborted``) and is held until git changes.
+the canary ReplicaSet, each value prefixed with the revision it belongs to
+(:mod:`gitdeploy.core.canarystate` lists them and reads them back).
 
 >>> steps = (SetWeight(25), Pause(), SetWeight(50), Pause(30))
 >>> walk_steps(steps, CanaryState(), lambda weight: True, now=100.0)
@@ -28,13 +21,19 @@ Walk(step=3, paused_at=200.0, wait=30.0, waits_for_promote=False)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
-from gitdeploy.core.canarysteps import CanaryParams, CanaryStep, Pause, SetWeight
+from gitdeploy.core.canarystate import (
+    CANARY_PAUSED_AT_ANNOTATION,
+    CANARY_STEP_ANNOTATION,
+    CANARY_STEPS_ANNOTATION,
+    CanaryState,
+    read_canary_state,
+)
+from gitdeploy.core.canarysteps import CanaryParams, CanaryStep, Pause, SetWeight, encode_steps
 from gitdeploy.core.history.records import FailureReason, Outcome
-from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet
+from gitdeploy.core.observed import PHASE_ANNOTATION
 from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, current_weight
 from gitdeploy.core.rollout.context import (
     DEFAULT_REQUEUE_SECONDS,
@@ -47,41 +46,7 @@ from gitdeploy.core.rollout.outputs import AppPhase, Event, Step
 from gitdeploy.core.rollout.status import status
 from gitdeploy.core.scaling.replicasets import ReplicaSetState, ScaleAction
 from gitdeploy.core.scaling.rollingmath import resolve_fenceposts
-from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
-
-CANARY_STEP_ANNOTATION = "gitdeploy.io/canary-step"
-CANARY_PAUSED_AT_ANNOTATION = "gitdeploy.io/canary-paused-at"
-CANARY_PROMOTE_ANNOTATION = "gitdeploy.io/canary-promote"
-CANARY_ABORT_ANNOTATION = "gitdeploy.io/canary-abort"
-PROMOTE_FULL = "full"
-CANARY_RESTART: Mapping[str, str] = MappingProxyType(
-    {
-        name: ""
-        for name in (
-            CANARY_STEP_ANNOTATION,
-            CANARY_PAUSED_AT_ANNOTATION,
-            CANARY_PROMOTE_ANNOTATION,
-            CANARY_ABORT_ANNOTATION,
-        )
-    }
-)
-"""The annotations that start a revision's canary walk again (``deploy --retry``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CanaryState:
-    """Where a revision's canary stands, as its ReplicaSet's annotations say."""
-
-    step: int = 0
-    """The index of the step it is at (``len(steps)``: past the last one)."""
-    paused_at: float | None = None
-    """When the pause at ``step`` began."""
-    promoted: int | None = None
-    """The index of a step someone promoted (declared done)."""
-    full: bool = False
-    """Someone promoted past every step (``promote --full``)."""
-    aborted_by: str | None = None
-    """Who aborted it (``rollout abort``), if anyone."""
+from gitdeploy.core.timestamps import format_timestamp
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,39 +89,16 @@ def walk_steps(
     return Walk(len(steps), None, None, False)
 
 
-def read_canary_state(rs: ObservedReplicaSet) -> CanaryState:
-    """The canary state of ``rs``'s current revision from its annotations (others' ignored)."""
-    revision = str(rs.state.revision)
-
-    def mine(name: str) -> list[str]:
-        parts = rs.annotation(name).split(":", 2)
-        return parts[1:] if len(parts) > 1 and parts[0] == revision else []
-
-    step, paused, promote, abort = (
-        mine(name)
-        for name in (
-            CANARY_STEP_ANNOTATION,
-            CANARY_PAUSED_AT_ANNOTATION,
-            CANARY_PROMOTE_ANNOTATION,
-            CANARY_ABORT_ANNOTATION,
-        )
-    )
-    index = int(step[0]) if step and step[0].isdigit() else 0
-    paused_at = parse_timestamp(paused[1]) if len(paused) == 2 and paused[0] == str(index) else None
-    promoted = int(promote[0]) if promote and promote[0].isdigit() else None
-    return CanaryState(
-        step=index,
-        paused_at=paused_at,
-        promoted=promoted,
-        full=bool(promote) and promote[0] == PROMOTE_FULL,
-        aborted_by=":".join(abort) if abort else None,
-    )
-
-
-def walk_annotations(revision: int, walk: Walk) -> tuple[tuple[str, str], ...]:
-    """The annotations that keep ``walk`` for ``revision``."""
+def walk_annotations(
+    revision: int, walk: Walk, steps: tuple[CanaryStep, ...] = ()
+) -> tuple[tuple[str, str], ...]:
+    """The annotations that keep ``walk`` for ``revision`` (and its ``steps``, for ``status``)."""
     paused = "" if walk.paused_at is None else f"{revision}:{walk.step}:{format_timestamp(walk.paused_at)}"
-    return ((CANARY_STEP_ANNOTATION, f"{revision}:{walk.step}"), (CANARY_PAUSED_AT_ANNOTATION, paused))
+    return (
+        (CANARY_STEP_ANNOTATION, f"{revision}:{walk.step}"),
+        (CANARY_PAUSED_AT_ANNOTATION, paused),
+        (CANARY_STEPS_ANNOTATION, f"{revision}:{encode_steps(steps)}"),
+    )
 
 
 def split_stable(ctx: RolloutContext) -> tuple[ReplicaSetState | None, tuple[ReplicaSetState, ...]]:
@@ -251,7 +193,7 @@ def canary(ctx: RolloutContext) -> Step:
         )
 
     walk = walk_steps(steps, state, reached, ctx.now)
-    pairs = walk_annotations(new.revision, walk)
+    pairs = walk_annotations(new.revision, walk, steps if stable is not None else ())
     observed = ctx.by_name[new.name]
     if any(observed.annotation(name) != value for name, value in pairs):
         ctx.annotate(new.name, *pairs)
