@@ -7,7 +7,15 @@ from types import ModuleType
 
 import pytest
 
-from gitdeploy.core import analysistemplates, canarysteps, pruning, rollout, timestamps
+from gitdeploy.core import (
+    analysistemplates,
+    canarystate,
+    canarysteps,
+    canaryview,
+    pruning,
+    rollout,
+    timestamps,
+)
 from gitdeploy.core.history import control as rollback
 from gitdeploy.core.history import records, recovery
 from gitdeploy.core.rollout import context as rollout_context
@@ -21,6 +29,8 @@ from gitdeploy.core.sync import commitwait, syncstate
     [
         analysistemplates,
         canarysteps,
+        canarystate,
+        canaryview,
         commitwait,
         drift,
         hooks,
