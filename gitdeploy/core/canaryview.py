@@ -32,12 +32,7 @@ from gitdeploy.core.canarystate import (
 )
 from gitdeploy.core.canarysteps import CanaryStep, Pause, SetWeight, decode_steps
 from gitdeploy.core.observed import ObservedReplicaSet
-
-
-def _canary_pods(replicas: int, weight: int) -> int:
-    """The canary pods a weight asks for (:func:`~gitdeploy.core.rollout.canary.canary_shares`'s
-    first share: rounded up)."""
-    return math.ceil(replicas * weight / 100)
+from gitdeploy.core.scaling.canaryshares import canary_shares
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +88,7 @@ class CanaryView:
             return f"{timed} (resumes in {left}s)"
         what = f"setWeight {current.weight}" if isinstance(current, SetWeight) else current.describe()
         if isinstance(current, SetWeight | Pause):
-            wanted = _canary_pods(self.replicas, self.weight())
+            wanted = canary_shares(self.replicas, self.weight())[0]
             return f"{at}, {what} ({self.canary_ready}/{wanted} canary pods ready)"
         return f"{at}, {what}"
 

@@ -18,9 +18,11 @@ from gitdeploy.core import (
 )
 from gitdeploy.core.history import control as rollback
 from gitdeploy.core.history import records, recovery
+from gitdeploy.core.planning import canarytimeline
 from gitdeploy.core.rollout import context as rollout_context
 from gitdeploy.core.rollout import drift, hooks
 from gitdeploy.core.rollout import inputs as rollout_inputs
+from gitdeploy.core.scaling import canaryshares
 from gitdeploy.core.sync import commitwait, syncstate
 
 
@@ -29,7 +31,9 @@ from gitdeploy.core.sync import commitwait, syncstate
     [
         analysistemplates,
         canarysteps,
+        canaryshares,
         canarystate,
+        canarytimeline,
         canaryview,
         commitwait,
         drift,
