@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gitdeploy.core.canarystate import (
+    CANARY_ABORT_ANNOTATION,
     CANARY_PAUSED_AT_ANNOTATION,
     CANARY_STEP_ANNOTATION,
     CANARY_STEPS_ANNOTATION,
@@ -33,8 +34,9 @@ from gitdeploy.core.canarystate import (
 )
 from gitdeploy.core.canarysteps import CanaryParams, CanaryStep, Pause, SetWeight, encode_steps
 from gitdeploy.core.history.records import FailureReason, Outcome
-from gitdeploy.core.observed import PHASE_ANNOTATION
+from gitdeploy.core.observed import PHASE_ANNOTATION, PROGRESSED_AT_ANNOTATION
 from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, current_weight
+from gitdeploy.core.rollout.canarydeadline import DEADLINE_ABORT_BY, deadline_passed, paused_status
 from gitdeploy.core.rollout.context import (
     DEFAULT_REQUEUE_SECONDS,
     STATUS_BEHIND,
@@ -44,6 +46,7 @@ from gitdeploy.core.rollout.context import (
 from gitdeploy.core.rollout.outcome import fail, finish
 from gitdeploy.core.rollout.outputs import AppPhase, Event, Step
 from gitdeploy.core.rollout.status import status
+from gitdeploy.core.scaling.progress import DeploymentStatus
 from gitdeploy.core.scaling.replicasets import ReplicaSetState, ScaleAction
 from gitdeploy.core.scaling.rollingmath import resolve_fenceposts
 from gitdeploy.core.timestamps import format_timestamp
@@ -193,27 +196,33 @@ def canary(ctx: RolloutContext) -> Step:
         )
 
     walk = walk_steps(steps, state, reached, ctx.now)
+    moved = walk.step != state.step
     pairs = walk_annotations(new.revision, walk, steps if stable is not None else ())
+    if moved:  # reaching a step is progress: the deadline starts again (a pause is not counted)
+        pairs += ((PROGRESSED_AT_ANNOTATION, format_timestamp(ctx.now)),)
     observed = ctx.by_name[new.name]
     if any(observed.annotation(name) != value for name, value in pairs):
         ctx.annotate(new.name, *pairs)
-    if walk.step != state.step and stable is not None:
+    if moved and stable is not None:
         ctx.events.append(Event("CanaryStep", step_news(new.revision, steps, walk.step)))
     if walk.step >= len(steps) or stable is None:
-        return to_full_size(ctx)
+        return to_full_size(ctx, stable, older, moved)
     ctx.scale(canary_scales(ctx, stable, older, current_weight(steps, walk.step)))
+    paused = walk.paused_at is not None
+    now = paused_status(status(ctx)) if paused or moved else status(ctx)
+    late = deadline_passed(ctx, now, paused=paused, moved=moved)
+    if late is not None:
+        return past_deadline(ctx, stable, older, f"step {walk.step + 1}/{len(steps)}: {late}", now)
     where = f"revision {new.revision}: step {walk.step + 1}/{len(steps)} ({steps[walk.step].describe()})"
     if ctx.scaled or not (walk.waits_for_promote or walk.wait is not None):
         return ctx.step(
-            AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, status(ctx)
+            AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, now
         )
     if walk.waits_for_promote:  # Suspended, as Argo CD tells a paused Rollout
         message = f"{where}, paused (waiting for `gitdeploy rollout promote {ctx.app.key}`)"
-        return ctx.step(AppPhase.PAUSED, message, WATCHED_REQUEUE_SECONDS, status(ctx))
+        return ctx.step(AppPhase.PAUSED, message, WATCHED_REQUEUE_SECONDS, now)
     assert walk.wait is not None
-    return ctx.step(
-        AppPhase.PROGRESSING, f"{where}, paused for {walk.wait:.0f} s more", walk.wait, status(ctx)
-    )
+    return ctx.step(AppPhase.PROGRESSING, f"{where}, paused for {walk.wait:.0f} s more", walk.wait, now)
 
 
 def step_news(revision: int, steps: Sequence[CanaryStep], index: int) -> str:
@@ -227,14 +236,38 @@ def step_news(revision: int, steps: Sequence[CanaryStep], index: int) -> str:
     return f"Revision {revision}: step {index + 1}/{len(steps)} ({steps[index].describe()})"
 
 
-def to_full_size(ctx: RolloutContext) -> Step:
+def to_full_size(
+    ctx: RolloutContext, stable: ReplicaSetState | None, older: Sequence[ReplicaSetState], moved: bool
+) -> Step:
     """Past the last step: the canary grows to full size and the others go, within the bounds,
     as at the end of a rolling update; complete once only its pods run, all available."""
     ctx.scale(ctx.resync())
-    now = status(ctx)
+    now = paused_status(status(ctx)) if moved else status(ctx)
     if not ctx.scaled and ctx.is_complete():
         return finish(ctx, now)
+    late = deadline_passed(ctx, now, paused=False, moved=moved)
+    if late is not None:
+        return past_deadline(ctx, stable, older, f"growing to full size: {late}", now)
     return ctx.step(AppPhase.PROGRESSING, ctx.progress_message(), DEFAULT_REQUEUE_SECONDS, now)
+
+
+def past_deadline(
+    ctx: RolloutContext,
+    stable: ReplicaSetState | None,
+    older: Sequence[ReplicaSetState],
+    why: str,
+    now: DeploymentStatus,
+) -> Step:
+    """The progress deadline passed: with ``progressDeadlineAbort`` the canary is aborted (kept
+    in its abort annotation, so that the next passes go on aborting), else the revision is
+    marked Failed and the walk goes on (:mod:`.canarydeadline`)."""
+    new = ctx.new
+    assert new is not None
+    if not canary_params(ctx).progress_deadline_abort:
+        return fail(ctx, FailureReason.PROGRESS_DEADLINE_EXCEEDED, why, now)
+    by = f"{DEADLINE_ABORT_BY} ({why})"
+    ctx.annotate(new.name, (CANARY_ABORT_ANNOTATION, f"{new.revision}:{by}"))
+    return abort(ctx, stable, older, by)
 
 
 def abort(
