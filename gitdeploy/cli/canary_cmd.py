@@ -38,7 +38,7 @@ def promote(ctx: click.Context, app: str, namespace: str | None, full: bool) -> 
     """
     cluster = open_cluster(get_context(ctx))
     key = find_app(cluster, app, namespace)
-    request = control.promote(cluster, key, full=full)
+    request = control.promote(cluster, key, full=full, by=who())
     what = "every remaining step" if full else f"step {request.state.step + 1}"
     click.echo(f"{key}: revision {request.revision}'s canary promoted past {what}")
 

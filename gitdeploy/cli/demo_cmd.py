@@ -165,7 +165,7 @@ def _config_and_cluster(say: Narrator) -> None:
     )
     say.git("init", "-q", "-b", "main")
     say.git("add", "-A")
-    say.git("commit", "-qm", "Initial config: five apps", author=ADA)
+    say.git("commit", "-qm", "Initial config: seven apps", author=ADA)
     say.gitdeploy(
         "cluster",
         "up",

@@ -15,7 +15,14 @@ from rich.text import Text
 
 from gitdeploy.core.commits import CommitInfo, shorten_sha
 from gitdeploy.core.diagnostics import Diagnostic, printable
-from gitdeploy.core.planning.changes import CHANGE_ORDER, AppPlan, ChangeKind, Plan, describe_commit
+from gitdeploy.core.planning.changes import (
+    CHANGE_ORDER,
+    AppPlan,
+    ChangeKind,
+    Plan,
+    RolloutPlan,
+    describe_commit,
+)
 
 JSON_VERSION = 1
 
@@ -102,6 +109,7 @@ def _app_json(a: AppPlan) -> dict[str, Any]:
             "unavailable_pods": rollout.unavailable_pods,
             "custom_image": rollout.custom_image,
             "description": rollout.describe(),
+            "steps": list(rollout.steps),
             "hooks": [
                 {
                     "phase": h.phase,
@@ -164,7 +172,9 @@ def plan_to_json(plan: Plan, refs: PlanRefs) -> dict[str, Any]:
         strategy                        null, or for a new template how it rolls out: {"type",
                                         "replicas", "max_surge", "max_unavailable", "surge_pods",
                                         "unavailable_pods", "custom_image", "description",
-                                        "hooks": [{"phase", "container", "failure_policy", "command"}]}
+                                        "hooks": [{"phase", "container", "failure_policy", "command"}],
+                                        "steps": [str]: a canary's timeline, a line per step with
+                                        the pods at each weight, then the full size}
         rollback_to                     null, or {"sha", "author", "email", "subject", "revision"}:
                                         the earlier commit whose template the head returns to
         manual_reasons                  why a new template does not roll out by itself
@@ -219,6 +229,17 @@ def _fence(lines: list[str]) -> str:
     return "\n".join([f"{fence}text", *lines, fence])
 
 
+def _md_rollout(rollout: RolloutPlan) -> list[str]:
+    """How a new template rolls out: the strategy, a canary's timeline, the hooks."""
+    out = [f"**Rollout**: {_md_text(rollout.describe())}", ""]
+    for lines in (
+        [f"- {_md_text(line)}" for line in rollout.steps],
+        [f"- hook {_md_code(h.render())}" for h in rollout.hooks],
+    ):
+        out += [*lines, ""] if lines else []
+    return out
+
+
 def _md_app(a: AppPlan) -> list[str]:
     summary = f"<b>{a.kind.value}</b> <code>{html.escape(str(a.key))}</code>: {html.escape(a.reason)}"
     out = ["<details>", f"<summary>{summary}</summary>", ""]
@@ -252,10 +273,7 @@ def _md_app(a: AppPlan) -> list[str]:
     if a.manual_reasons:
         out += [f"**Not rolled out by itself**: {_md_text('; '.join(a.manual_reasons))}", ""]
     if a.rollout is not None:
-        out += [f"**Rollout**: {_md_text(a.rollout.describe())}", ""]
-        out += [f"- hook {_md_code(h.render())}" for h in a.rollout.hooks]
-        if a.rollout.hooks:
-            out.append("")
+        out += _md_rollout(a.rollout)
     if a.prune is not None:
         out += [f"**Prune** is {'on' if a.prune else 'off'} in gitdeploy.yaml", ""]
     if a.drift:
@@ -331,6 +349,7 @@ def detail_lines(a: AppPlan) -> list[Text]:
         out.append(Text(f"  not rolled out by itself: {'; '.join(a.manual_reasons)}", style="yellow"))
     if a.rollout is not None:
         out.append(Text(f"  rollout: {a.rollout.describe()}"))
+        out += [Text(f"    {line}") for line in a.rollout.steps]
         out += [Text(f"  hook {h.render()}") for h in a.rollout.hooks]
     if a.prune is not None:
         out.append(Text(f"  prune is {'on' if a.prune else 'off'} (gitdeploy.yaml)"))

@@ -13,7 +13,10 @@ from gitdeploy.core.history.records import Outcome
 
 
 def waiting_line(v: AppView) -> str:
-    """What the rollout waits for, as ``kubectl rollout status`` says it."""
+    """What the rollout waits for, as ``kubectl rollout status`` says it; for a canary, the step
+    it is at (a line per step, as ``kubectl argo rollouts status`` prints)."""
+    if v.canary_steady:
+        return f"Waiting for rollout to finish: {v.canary_steady}..."
     if v.up_to_date < v.replicas:
         done = f"{v.up_to_date} out of {v.replicas}"
         return f"Waiting for rollout to finish: {done} new replicas have been updated..."

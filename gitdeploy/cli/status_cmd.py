@@ -177,8 +177,9 @@ def history(
 
 
 def _print_history(entries: list[RevisionEntry]) -> None:
+    canaries = any(e.canary for e in entries)  # the column only for an app that had a canary
     print_table(
-        ["revision", "commit", "author", "age", "cause", "status", "images"],
+        ["revision", "commit", "author", "age", "cause", "status", "images", *(["canary"] * canaries)],
         [
             [
                 str(e.revision),
@@ -188,6 +189,7 @@ def _print_history(entries: list[RevisionEntry]) -> None:
                 describe_cause(e),
                 describe_outcome(e),
                 ", ".join(image for _, image in e.images),
+                *([e.canary or "-"] * canaries),
             ]
             for e in entries
         ],
@@ -240,6 +242,8 @@ def _print_revision(
     ]
     if e.by:
         lines.insert(3, f"By:            {e.by}")
+    if e.canary:
+        lines.append(f"Canary:        {e.canary}")
     for hook in e.hooks:
         lines.append(f"Hook {hook.phase}: {hook.outcome} after {hook.attempts} attempt(s), pod {hook.pod}")
         lines += [f"  | {line}" for line in hook.log.splitlines()[-10:]]
@@ -318,6 +322,10 @@ def rollout_status(
     A live progress bar on a terminal; otherwise one line each time what it waits for changes
     ("Waiting for rollout to finish: 2 of 3 updated replicas are available...").
 
+    A canary is done only past its last step: each step is printed as it is reached, and at a
+    `pause: {}` it keeps waiting (as `kubectl argo rollouts status` does) until someone runs
+    `gitdeploy rollout promote APP` or --timeout passes.
+
     Right after a push the current revision is still the previous commit's: pass --commit so that
     the loop's answer for that commit is what counts. It ends when the revision that commit caused
     completes (0) or fails (1), or when the loop compared the app against it and there was nothing
@@ -356,8 +364,9 @@ def rollout_status(
     if view.phase == Outcome.FAILED.value:
         _echo_failed(key, view.revision, view.message)
     else:
+        at = f" at {view.canary}" if view.canary else ""
         click.echo(
-            f"error: timed out waiting for the rollout of {key} after {timeout:.0f} s "
+            f"error: timed out waiting for the rollout of {key}{at} after {timeout:.0f} s "
             "(it goes on; run again or raise --timeout)",
             err=True,
         )

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.rollback import read_app
-from gitdeploy.core.models import AppKey
-from gitdeploy.core.observed import ObservedReplicaSet
-from gitdeploy.core.rollout.canarywalk import (
+from gitdeploy.core.canarystate import (
     CANARY_ABORT_ANNOTATION,
-    CANARY_PROMOTE_ANNOTATION,
     CANARY_STEP_ANNOTATION,
     PROMOTE_FULL,
     CanaryState,
+    promotion_annotations,
     read_canary_state,
 )
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.observed import ObservedReplicaSet
 from gitdeploy.errors import PermanentError
 
 
@@ -60,15 +60,15 @@ def _canary_in_progress(cluster: Cluster, key: AppKey, verb: str) -> ObservedRep
     return current
 
 
-def promote(cluster: Cluster, key: AppKey, *, full: bool) -> CanaryRequest:
+def promote(cluster: Cluster, key: AppKey, *, full: bool, by: str) -> CanaryRequest:
     """Declare the current step done (a pause ends, a setWeight stops waiting), or with
-    ``full`` every remaining step: the canary then grows to full size."""
+    ``full`` every remaining step: the canary then grows to full size. ``by`` is kept with it,
+    in the same request, for ``history``."""
     current = _canary_in_progress(cluster, key, "promote")
     state = read_canary_state(current)
-    revision = current.state.revision
-    value = f"{revision}:{PROMOTE_FULL if full else state.step}"
-    cluster.annotate_replica_set(key.namespace, current.name, {CANARY_PROMOTE_ANNOTATION: value})
-    return CanaryRequest(revision, current.name, state)
+    step = PROMOTE_FULL if full else str(state.step)
+    cluster.annotate_replica_set(key.namespace, current.name, promotion_annotations(current, step, by))
+    return CanaryRequest(current.state.revision, current.name, state)
 
 
 def abort(cluster: Cluster, key: AppKey, *, by: str) -> CanaryRequest:

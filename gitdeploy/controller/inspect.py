@@ -7,6 +7,8 @@ message comes from git (the config repo, or the mirror ``run``/``sync`` keep in 
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.watchcache import WatchCache
+from gitdeploy.core.canaryview import read_canary_view
 from gitdeploy.core.history.records import AppRecord, Outcome, RevisionEntry, load_record
 from gitdeploy.core.history.recovery import revision_entry_of
 from gitdeploy.core.imagetriggers import suspension_note
@@ -59,6 +62,11 @@ class AppView:
     """The author of the current revision's commit, as the record logged it (empty if unknown)."""
     subject: str = ""
     """The subject of the current revision's commit."""
+    canary: str = ""
+    """Where a canary revision's walk is now (``step 2/4, paused (waiting for promote)``), from
+    its ReplicaSet's annotations and pods; empty when the current revision is no canary."""
+    canary_steady: str = ""
+    """``canary`` without a timed pause's countdown: what ``rollout status`` prints."""
 
 
 def _commit_of(record: AppRecord, revision: int) -> tuple[str, str]:
@@ -125,10 +133,14 @@ def _damaged_message(key: AppKey, problem: DamagedRecordError, replica_sets: lis
     )
 
 
-def list_app_views(cluster: Cluster, namespace: str | None = None, app: str | None = None) -> list[AppView]:
-    """Every app gitdeploy manages (in ``namespace``; only ``app`` when given), sorted. An app whose
-    record cannot be read shows as ``RecordDamaged`` with what to do."""
-    return app_views(cluster.list_replica_sets(namespace, app), cluster.list_app_records(namespace), app)
+def list_app_views(
+    cluster: Cluster, namespace: str | None = None, app: str | None = None, now: float | None = None
+) -> list[AppView]:
+    """Every app gitdeploy manages (in ``namespace``; only ``app`` when given), sorted, as at
+    ``now`` (default: the clock now). An app whose record cannot be read shows as
+    ``RecordDamaged`` with what to do."""
+    replica_sets, records = cluster.list_replica_sets(namespace, app), cluster.list_app_records(namespace)
+    return app_views(replica_sets, records, app, now=now)
 
 
 def app_views(
@@ -136,9 +148,11 @@ def app_views(
     stored_records: Iterable[StoredRecord],
     app: str | None = None,
     load: Callable[[StoredRecord], AppRecord] = _load_stored,
+    now: float | None = None,
 ) -> list[AppView]:
     """:func:`list_app_views` of ReplicaSets and app records as listed (or as the watches saw
     them, each record read with ``load``)."""
+    at = time.time() if now is None else now
     grouped: dict[AppKey, list[ObservedReplicaSet]] = defaultdict(list)
     for rs in replica_sets:
         if app is None or rs.app == app:
@@ -160,6 +174,9 @@ def app_views(
         ready = sum(rs.state.ready for rs in replica_sets)
         if current is not None and phase == Outcome.COMPLETE.value:
             sync, health, message = _live(current, replica_sets, desired, ready, (sync, health, message))
+        live, steady = _canary_lines(key, current, desired, phase, at)
+        if live and phase == Outcome.RUNNING.value:
+            message = live
         suspended = suspended_triggers(key, record)
         message = "; ".join(m for m in (message, suspended) if m)
         problem = damaged.get(key)
@@ -185,9 +202,27 @@ def app_views(
                 suspended_reason=record.suspended_reason if suspended else "",
                 author=author,
                 subject=subject,
+                canary=live,
+                canary_steady=steady,
             )
         )
     return views
+
+
+def _canary_lines(
+    key: AppKey, current: ObservedReplicaSet | None, desired: int, phase: str, now: float
+) -> tuple[str, str]:
+    """``(live, steady)``: the current revision's canary at ``now``, and without a timed pause's
+    countdown; a canary under way names its revision and, at a ``pause: {}``, what goes on.
+    Empty for an app whose current revision is no canary, or is Complete."""
+    canary = read_canary_view(current, desired) if current is not None else None
+    if canary is None or phase == Outcome.COMPLETE.value:
+        return "", ""
+    if phase != Outcome.RUNNING.value:
+        return canary.describe(now), canary.describe(None)
+    hint = f": `gitdeploy rollout promote {key}` goes on" if canary.waits_for_promote else ""
+    revision = f"revision {canary.revision}: "
+    return revision + canary.describe(now) + hint, revision + canary.describe(None) + hint
 
 
 @dataclass(frozen=True)
@@ -255,6 +290,9 @@ def revision_history(cluster: Cluster, key: AppKey) -> tuple[list[RevisionEntry]
             entries[revision] = revision_entry_of(
                 rs, record.outcome_of(revision, rs.annotation(PHASE_ANNOTATION))
             )
+        elif revision and not entries[revision].canary:  # a canary under way: its walk so far
+            walked = revision_entry_of(rs, entries[revision].outcome).canary
+            entries[revision] = dataclasses.replace(entries[revision], canary=walked)
     return [entries[r] for r in sorted(entries)], record
 
 

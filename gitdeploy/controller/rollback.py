@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.desired import DesiredStateReader
+from gitdeploy.core.canarystate import CANARY_RESTART
 from gitdeploy.core.hashing import template_hash
 from gitdeploy.core.history.control import RollbackChoice, apply_rollback, choose_rollback
 from gitdeploy.core.history.control import retry as decide_retry
@@ -28,7 +29,6 @@ from gitdeploy.core.observed import (
     StoredRecord,
     newest_replica_set,
 )
-from gitdeploy.core.rollout.canarywalk import CANARY_RESTART
 from gitdeploy.core.rollout.templatedrift import edited_by_hand
 from gitdeploy.core.timestamps import format_timestamp
 from gitdeploy.errors import NotFoundError, PermanentError

@@ -29,9 +29,9 @@ from typing import Protocol, TypeVar
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.watchcache import DELETED, Kind
+from gitdeploy.core.canarystate import canary_request
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
-from gitdeploy.core.rollout.canarywalk import canary_request
 from gitdeploy.core.scaling.progress import unblocks_rollout
 from gitdeploy.core.scaling.replicasets import ReplicaSetState
 from gitdeploy.errors import ExpiredError, GitdeployError

@@ -101,3 +101,43 @@ class CanaryParams:
     templates: tuple[AnalysisTemplate, ...] = ()
     """The AnalysisTemplates the steps name (the repo-wide pass finds them in the Rollout's
     namespace): a run resolves its metrics from these."""
+
+
+def encode_steps(steps: tuple[CanaryStep, ...]) -> str:
+    """``steps`` in a few characters, for an annotation that lets ``status`` and ``history``
+    describe a canary from the cluster alone (:func:`decode_steps` reads it back).
+
+    >>> encode_steps((SetWeight(25), Pause(), Pause(30), AnalysisStep(AnalysisRef(("a", "b")))))
+    'w25,p,p30,a=a+b'
+    """
+    return ",".join(_encode_step(step) for step in steps)
+
+
+def _encode_step(step: CanaryStep) -> str:
+    if isinstance(step, SetWeight):
+        return f"w{step.weight}"
+    if isinstance(step, Pause):
+        return "p" if step.duration_seconds is None else f"p{step.duration_seconds}"
+    return "a=" + "+".join(step.analysis.templates)
+
+
+def decode_steps(text: str) -> tuple[CanaryStep, ...] | None:
+    """The steps :func:`encode_steps` wrote; None when ``text`` is not such a value (an
+    annotation edited by hand).
+
+    >>> decode_steps("w25,p,p30,a=a+b")[:3], decode_steps("a=a+b")[0].analysis.templates
+    ((SetWeight(weight=25), Pause(duration_seconds=None), Pause(duration_seconds=30)), ('a', 'b'))
+    >>> decode_steps(""), decode_steps("w25,x")
+    ((), None)
+    """
+    steps: list[CanaryStep] = []
+    for part in text.split(",") if text else ():
+        if part.startswith("a="):
+            steps.append(AnalysisStep(AnalysisRef(tuple(part[2:].split("+")))))
+        elif part[:1] == "w" and part[1:].isdigit():
+            steps.append(SetWeight(int(part[1:])))
+        elif part == "p" or (part[:1] == "p" and part[1:].isdigit()):
+            steps.append(Pause(int(part[1:]) if part[1:] else None))
+        else:
+            return None
+    return tuple(steps)

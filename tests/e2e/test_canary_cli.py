@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from gitdeploy.core.rollout.canarywalk import CANARY_STEP_ANNOTATION
+from gitdeploy.core.canarystate import CANARY_STEP_ANNOTATION
 from tests.fixtures.argorollouts import canary_rollout
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
@@ -71,7 +71,17 @@ def test_promote_and_abort_a_canary_with_the_cli(
         # and `gitdeploy status` says where it waits (Suspended, as Argo CD tells a paused Rollout)
         view = web_status(run_cli)
         assert view["health"] == "Suspended", view
-        assert "revision 2: step 2/2 (pause (until promoted)), paused (waiting for" in view["message"]
+        assert view["message"].startswith("revision 2: step 2/2, paused (waiting for promote)"), view
+        assert view["canary"] == view["message"]
+        # and `gitdeploy rollout status` keeps waiting there, saying so, until its timeout
+        waited = run_cli("rollout", "status", "shop/web", "--timeout", "2s")
+        assert waited.returncode == 1, waited.stdout
+        assert (
+            "Waiting for rollout to finish: revision 2: step 2/2, paused (waiting for promote)"
+            in waited.stdout
+        )
+        assert "successfully rolled out" not in waited.stdout
+        assert "timed out waiting for the rollout of shop/web at revision 2: step 2/2" in waited.stderr
 
         # and someone promotes it
         done = run_cli("rollout", "promote", "web", "-n", "shop")
@@ -81,6 +91,11 @@ def test_promote_and_abort_a_canary_with_the_cli(
         # Then the canary completes
         wait_for(lambda: web_status(run_cli)["phase"] == "Complete")
     assert [(e["revision"], e["outcome"]) for e in web_history(run_cli)] == [(1, "Complete"), (2, "Complete")]
+    # and history says who promoted its pause
+    shown = run_cli("history", "shop/web")
+    assert "promoted step 2 by" in shown.stdout and web_history(run_cli)[1]["canary"].startswith(
+        "all 2 steps"
+    )
 
     # When 1.27 is pushed and its canary aborted at the pause
     pushed = git_remote.commit_and_push("web 1.27", {"apps/web.yaml": rollout("nginx:1.27")})
@@ -96,6 +111,7 @@ def test_promote_and_abort_a_canary_with_the_cli(
     last = web_history(run_cli)[-1]
     assert (last["revision"], last["outcome"]) == (3, "Failed")
     assert "aborted by" in last["message"]
+    assert "; aborted by" in last["canary"]
     names = {e["revision"]: e["replica_set"] for e in web_history(run_cli)}
     sizes = {name: size for name, (size, _) in replica_sets(tmp_path).items()}
     assert (sizes[names[1]], sizes[names[2]], sizes[names[3]]) == (0, 2, 0)

@@ -110,7 +110,7 @@ def test_demo_fast_runs_every_step_and_keeps_its_repo_when_asked(run_cli: RunCli
     assert _row(suspended_sync, "demo/frontend", "Pinned", "Healthy", "3"), "the tag moved a suspended app"
     assert "image triggers resumed" in after
     assert _row(after, "demo/frontend", "Synced", "Healthy", "4", "revision 4 complete"), after
-    initial_commit = ("Initial config: five apps", "Ada Lovelace")
+    initial_commit = ("Initial config: seven apps", "Ada Lovelace")
     assert _revision(after, 1, *initial_commit, "ConfigChange", "Complete"), after
     assert _revision(after, 2, *initial_commit, "ImageChange", "Complete"), after
     assert _revision(after, 3, *initial_commit, "Rollback to revision 1", "Complete"), after
@@ -152,7 +152,7 @@ def test_demo_fast_runs_every_step_and_keeps_its_repo_when_asked(run_cli: RunCli
     assert _git_log(work / "config", "main") == [
         "Linus Torvalds|Update nginx for the CVE fix",
         "Grace Hopper|Bump nginx to 1.16.1",
-        "Ada Lovelace|Initial config: five apps",
+        "Ada Lovelace|Initial config: seven apps",
     ]
     assert _git_log(work / "config", "main..scale-api") == [
         "Katherine Johnson|Scale api for the launch; worker 1.1"
@@ -170,7 +170,7 @@ def test_a_failing_step_is_named_and_the_demo_cleans_up(run_cli: RunCli, tmp_pat
     assert done.returncode == 1
     assert (
         "error: demo step 1 (a config repo and an embedded cluster) failed: "
-        "`git -C config commit -qm 'Initial config: five apps'` exited 128: fatal: invalid date format"
+        "`git -C config commit -qm 'Initial config: seven apps'` exited 128: fatal: invalid date format"
     ) in done.stderr
     assert "Traceback" not in done.stderr
     assert "Explore on your own" not in done.stdout

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import socket
 
+from gitdeploy.core.canarystate import CANARY_ANALYSIS_ANNOTATION
 from gitdeploy.core.history.records import Outcome
-from gitdeploy.core.rollout.canaryanalysis import CANARY_ANALYSIS_ANNOTATION
 from tests.fixtures.argorollouts import canary_rollout
 from tests.fixtures.canaries import canary_bounds, check_every_write, sizes
 from tests.fixtures.rollouts import World, commit, load_app

@@ -70,6 +70,10 @@ def test_a_canary_waits_at_its_pause_then_promote_ends_it_and_abort_undoes_the_n
         assert sizes() == {"1": 2, "2": 2}
         shown = view(gitdeploy, namespace)
         assert shown is not None and shown["health"] == "Suspended", shown
+        # and status says where, read from the cluster: the step, and that it waits for promote
+        assert shown["canary"].startswith("revision 2: step 2/3, paused (waiting for promote)"), shown
+        waited = gitdeploy("rollout", "status", "web", "-n", namespace, "--timeout", "2s")
+        assert waited.returncode == 1 and "step 2/3, paused (waiting for promote)" in waited.stdout
 
         # When someone promotes it, every remaining step
         done = gitdeploy("rollout", "promote", "web", "-n", namespace, "--full")
@@ -84,6 +88,9 @@ def test_a_canary_waits_at_its_pause_then_promote_ends_it_and_abort_undoes_the_n
             "Synced",
             "Healthy",
         ), shown
+
+        history = gitdeploy("history", "web", "-n", namespace, "-o", "json")
+        assert "promoted all steps by" in history.stdout, history.stdout
 
         # When the next canary waits at its pause and is aborted
         push("3")

@@ -153,6 +153,9 @@ class RevisionEntry:
     by: str = ""
     returns_to: int | None = None
     """The earlier revision whose template (and ReplicaSet) this one brought back, e.g. after a revert."""
+    canary: str = ""
+    """A canary revision's walk: the steps it reached, its pauses, who promoted and who aborted
+    (:meth:`~gitdeploy.core.canaryview.CanaryView.summary`); empty for other revisions."""
 
 
 @dataclass(frozen=True)
@@ -471,6 +474,8 @@ def _entry_to_json(e: RevisionEntry) -> dict[str, Any]:
         out["rolledBackTo"] = e.rolled_back_to
     if e.returns_to is not None:
         out["returnsTo"] = e.returns_to
+    if e.canary:
+        out["canary"] = e.canary
     return out
 
 
@@ -514,6 +519,7 @@ def _entry_from_json(raw: Mapping[str, Any]) -> RevisionEntry:
         rolled_back_to=_optional_int(raw.get("rolledBackTo")),
         by=str(raw.get("by", "")),
         returns_to=_optional_int(raw.get("returnsTo")),
+        canary=str(raw.get("canary", "")),
     )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gitdeploy.core.canaryview import read_canary_view
 from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, Outcome, Pin, RevisionEntry
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import (
@@ -51,6 +52,7 @@ def revision_entry_of(
 ) -> RevisionEntry:
     """What a ReplicaSet's annotations say about its revision (commit, cause, images, start)."""
     template = template or rs.template
+    canary = read_canary_view(rs, rs.state.replicas)
     return RevisionEntry(
         revision=rs.state.revision,
         template_hash=rs.state.template_hash,
@@ -66,6 +68,7 @@ def revision_entry_of(
         started_at=parse_timestamp(rs.annotation(STARTED_AT_ANNOTATION)),
         outcome=outcome,
         returns_to=returns_to(rs.annotation(REVISION_HISTORY_ANNOTATION)),
+        canary=canary.summary() if canary is not None else "",
     )
 
 

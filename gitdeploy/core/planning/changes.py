@@ -37,6 +37,7 @@ from enum import StrEnum
 from gitdeploy.core.commits import CommitInfo, shorten_sha
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, Hook, RepoSettings, Strategy, StrategyType
+from gitdeploy.core.planning.canarytimeline import canary_timeline, pauses_summary
 from gitdeploy.core.pruning import PRUNE_ANNOTATION, prune_opted_out
 from gitdeploy.core.scaling.rollingmath import resolve_fenceposts
 from gitdeploy.core.templatediff import FieldChange, diff_templates, summarize_changes
@@ -159,7 +160,10 @@ class RolloutPlan:
     custom_image: str | None = None
     hooks: tuple[HookPlan, ...] = ()
     steps: tuple[str, ...] = ()
-    """A canary's steps, described (``setWeight 20%``, ``pause 60s``)."""
+    """A canary's timeline, a line per step with the pods at each weight
+    (:func:`~gitdeploy.core.planning.canarytimeline.canary_timeline`)."""
+    pauses: str = ""
+    """A canary's pauses in all (``timed pauses 1m30s in all, 1 pause until promoted``)."""
 
     def describe(self) -> str:
         """One line, for example ``RollingUpdate, maxSurge 25% (1 pod), maxUnavailable 25% (0 pods)
@@ -169,11 +173,11 @@ class RolloutPlan:
         'Recreate: stop all 2 old pods, then start 2 new ones'
         """
         if self.strategy is StrategyType.CANARY:
-            steps = " -> ".join(self.steps) or "none"
+            walked = max(len(self.steps) - 1, 0)  # the timeline ends with the full size
             return (
                 f"Canary, maxSurge {self.max_surge} ({_pods(self.surge_pods or 0)}), "
                 f"maxUnavailable {self.max_unavailable} ({_pods(self.unavailable_pods or 0)}) "
-                f"of {self.replicas} replicas; steps: {steps}"
+                f"of {self.replicas} replicas; {walked} steps, {self.pauses}"
             )
         if self.surge_pods is not None and self.unavailable_pods is not None:
             return (
@@ -325,8 +329,9 @@ def _replicas_text(replicas: int | None) -> str | None:
     return None if replicas is None else str(replicas)
 
 
-def plan_rollout(app: App, current_replicas: int | None) -> RolloutPlan:
-    """How ``app``'s template would roll out at its desired replicas.
+def plan_rollout(app: App, current_replicas: int | None, *, first: bool = False) -> RolloutPlan:
+    """How ``app``'s template would roll out at its desired replicas (``first``: the app's first
+    revision, which a canary deploys at full size at once).
 
     ``replicas`` omitted in the manifest keeps the current count (``current_replicas``), or
     :data:`NEW_APP_REPLICAS` for a new app.
@@ -360,7 +365,8 @@ def plan_rollout(app: App, current_replicas: int | None) -> RolloutPlan:
             surge_pods=surge,
             unavailable_pods=min(unavailable, replicas),
             hooks=hooks,
-            steps=tuple(step.describe() for step in strategy.canary.steps) if strategy.canary else (),
+            steps=canary_timeline(strategy.canary.steps, replicas, first=first) if strategy.canary else (),
+            pauses=pauses_summary(strategy.canary.steps) if strategy.canary else "",
         )
     custom_image = strategy.custom.image if strategy.custom is not None else None
     return RolloutPlan(strategy.type, replicas, custom_image=custom_image, hooks=hooks)
@@ -451,7 +457,7 @@ def _removed(base: AppPlan, before: App, settings: RepoSettings) -> AppPlan:
 
 
 def _added(base: AppPlan, after: App, invalid_at_base: bool) -> AppPlan:
-    rollout = plan_rollout(after, None)
+    rollout = plan_rollout(after, None, first=True)
     if invalid_at_base:
         reason = f"invalid at the baseline, valid now: deploys {_images(after)}"
         return replace(base, kind=ChangeKind.ROLLOUT, reason=reason, rollout=rollout)

@@ -22,13 +22,12 @@ from gitdeploy.core.analysis.runs import AnalysisRun, advance, due_metrics, next
 from gitdeploy.core.analysis.stored import decode_run
 from gitdeploy.core.analysis.templates import TemplateError, resolve_args, run_metrics
 from gitdeploy.core.analysistemplates import Metric
+from gitdeploy.core.canarystate import CANARY_ANALYSIS_ANNOTATION, CANARY_BACKGROUND_ANNOTATION
 from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep, CanaryParams
 from gitdeploy.core.observed import ObservedReplicaSet
 from gitdeploy.core.rollout.inputs import Snapshot
 from gitdeploy.core.timestamps import format_timestamp
 
-CANARY_ANALYSIS_ANNOTATION = "gitdeploy.io/canary-analysis"
-CANARY_BACKGROUND_ANNOTATION = "gitdeploy.io/canary-background-analysis"
 BACKGROUND = -1
 """The key of the background analysis's run (a step's run has the step's index)."""
 SOON_SECONDS = 0.1

@@ -8,18 +8,10 @@ canary grows to full size and the other ReplicaSets go, as at the end of a rolli
 Older ReplicaSets (a canary a newer commit replaced) go first, within maxUnavailable.
 
 Where the walk lives, so that a restarted gitdeploy goes on at the same step: annotations of
-the canary ReplicaSet, each value prefixed with the revision it belongs to (a ReplicaSet reused
-by a later revision starts again at step 0):
-
-* :data:`CANARY_STEP_ANNOTATION` ``3:2``: revision 3 is at step index 2;
-* :data:`CANARY_PAUSED_AT_ANNOTATION` ``3:2:<timestamp>``: the pause at index 2 began then;
-* :data:`CANARY_PROMOTE_ANNOTATION` ``3:2`` or ``3:full`` (written by ``rollout promote``):
-  the step at index 2 is done, or every step is;
-* :data:`CANARY_ABORT_ANNOTATION` ``3:<who>`` (written by ``rollout abort``, or by the walk
-  when an analysis fails): back to the stable; the revision then Fails (reason
-  ``RolloutAborted``) and is held until git changes;
-* :data:`~.canaryanalysis.CANARY_ANALYSIS_ANNOTATION` ``3:4:{...}``: the run of the analysis
-  step at index 4 (:mod:`~.canaryanalysis`), which decides whether the walk goes on.
+the canary ReplicaSet, each value prefixed with the revision it belongs to
+(:mod:`gitdeploy.core.canarystate` lists them and reads them back; an analysis step's run is
+kept in :data:`~gitdeploy.core.canarystate.CANARY_ANALYSIS_ANNOTATION` (:mod:`~.canaryanalysis`),
+and an analysis that fails writes the abort annotation as ``rollout abort`` does).
 
 >>> steps = (SetWeight(25), Pause(), SetWeight(50), Pause(30))
 >>> walk_steps(steps, CanaryState(), lambda weight: True, now=100.0)
@@ -34,20 +26,25 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from gitdeploy.core.analysis.phases import AnalysisPhase
 from gitdeploy.core.analysis.runs import AnalysisRun
 from gitdeploy.core.analysis.stored import decode_run, encode_run
 from gitdeploy.core.analysistemplates import Metric
-from gitdeploy.core.canarysteps import AnalysisStep, CanaryParams, CanaryStep, SetWeight
+from gitdeploy.core.canarystate import (
+    CANARY_ABORT_ANNOTATION,
+    CANARY_PAUSED_AT_ANNOTATION,
+    CANARY_STEP_ANNOTATION,
+    CANARY_STEPS_ANNOTATION,
+    CanaryState,
+    read_canary_state,
+)
+from gitdeploy.core.canarysteps import AnalysisStep, CanaryParams, CanaryStep, SetWeight, encode_steps
 from gitdeploy.core.history.records import FailureReason, Outcome
-from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedReplicaSet
+from gitdeploy.core.observed import PHASE_ANNOTATION, PROGRESSED_AT_ANNOTATION, ObservedReplicaSet
 from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, current_weight
 from gitdeploy.core.rollout.canaryanalysis import (
     BACKGROUND,
-    CANARY_ANALYSIS_ANNOTATION,
-    CANARY_BACKGROUND_ANNOTATION,
     annotation_of,
     background_run,
     describe_run,
@@ -57,6 +54,7 @@ from gitdeploy.core.rollout.canaryanalysis import (
     requeue_after,
     step_run,
 )
+from gitdeploy.core.rollout.canarydeadline import DEADLINE_ABORT_BY, deadline_passed, paused_status
 from gitdeploy.core.rollout.context import (
     DEFAULT_REQUEUE_SECONDS,
     STATUS_BEHIND,
@@ -67,47 +65,13 @@ from gitdeploy.core.rollout.inputs import Snapshot, Target
 from gitdeploy.core.rollout.outcome import fail, finish
 from gitdeploy.core.rollout.outputs import AppPhase, Event, Step
 from gitdeploy.core.rollout.status import status
+from gitdeploy.core.scaling.progress import DeploymentStatus
 from gitdeploy.core.scaling.replicasets import ReplicaSetState, ScaleAction
 from gitdeploy.core.scaling.rollingmath import resolve_fenceposts
-from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
+from gitdeploy.core.timestamps import format_timestamp
 
-CANARY_STEP_ANNOTATION = "gitdeploy.io/canary-step"
-CANARY_PAUSED_AT_ANNOTATION = "gitdeploy.io/canary-paused-at"
-CANARY_PROMOTE_ANNOTATION = "gitdeploy.io/canary-promote"
-CANARY_ABORT_ANNOTATION = "gitdeploy.io/canary-abort"
-PROMOTE_FULL = "full"
 FAILING = (AnalysisPhase.FAILED, AnalysisPhase.ERROR)
 """The phases of an analysis run that abort the rollout."""
-CANARY_RESTART: Mapping[str, str] = MappingProxyType(
-    {
-        name: ""
-        for name in (
-            CANARY_STEP_ANNOTATION,
-            CANARY_PAUSED_AT_ANNOTATION,
-            CANARY_PROMOTE_ANNOTATION,
-            CANARY_ABORT_ANNOTATION,
-            CANARY_ANALYSIS_ANNOTATION,
-            CANARY_BACKGROUND_ANNOTATION,
-        )
-    }
-)
-"""The annotations that start a revision's canary walk again (``deploy --retry``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CanaryState:
-    """Where a revision's canary stands, as its ReplicaSet's annotations say."""
-
-    step: int = 0
-    """The index of the step it is at (``len(steps)``: past the last one)."""
-    paused_at: float | None = None
-    """When the pause at ``step`` began."""
-    promoted: int | None = None
-    """The index of a step someone promoted (declared done)."""
-    full: bool = False
-    """Someone promoted past every step (``promote --full``)."""
-    aborted_by: str | None = None
-    """Who aborted it (``rollout abort``), if anyone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,45 +128,16 @@ def walk_steps(
     return Walk(len(steps), None, None, False)
 
 
-def canary_request(rs: ObservedReplicaSet) -> tuple[str, str]:
-    """What ``rollout promote`` and ``rollout abort`` last wrote on ``rs`` (the annotations as
-    they are, ``("", "")`` for none): a watch that sees it change wakes the loop at once."""
-    return rs.annotation(CANARY_PROMOTE_ANNOTATION), rs.annotation(CANARY_ABORT_ANNOTATION)
-
-
-def read_canary_state(rs: ObservedReplicaSet) -> CanaryState:
-    """The canary state of ``rs``'s current revision from its annotations (others' ignored)."""
-    revision = str(rs.state.revision)
-
-    def mine(name: str) -> list[str]:
-        parts = rs.annotation(name).split(":", 2)
-        return parts[1:] if len(parts) > 1 and parts[0] == revision else []
-
-    step, paused, promote, abort = (
-        mine(name)
-        for name in (
-            CANARY_STEP_ANNOTATION,
-            CANARY_PAUSED_AT_ANNOTATION,
-            CANARY_PROMOTE_ANNOTATION,
-            CANARY_ABORT_ANNOTATION,
-        )
-    )
-    index = int(step[0]) if step and step[0].isdigit() else 0
-    paused_at = parse_timestamp(paused[1]) if len(paused) == 2 and paused[0] == str(index) else None
-    promoted = int(promote[0]) if promote and promote[0].isdigit() else None
-    return CanaryState(
-        step=index,
-        paused_at=paused_at,
-        promoted=promoted,
-        full=bool(promote) and promote[0] == PROMOTE_FULL,
-        aborted_by=":".join(abort) if abort else None,
-    )
-
-
-def walk_annotations(revision: int, walk: Walk) -> tuple[tuple[str, str], ...]:
-    """The annotations that keep ``walk`` for ``revision``."""
+def walk_annotations(
+    revision: int, walk: Walk, steps: tuple[CanaryStep, ...] = ()
+) -> tuple[tuple[str, str], ...]:
+    """The annotations that keep ``walk`` for ``revision`` (and its ``steps``, for ``status``)."""
     paused = "" if walk.paused_at is None else f"{revision}:{walk.step}:{format_timestamp(walk.paused_at)}"
-    return ((CANARY_STEP_ANNOTATION, f"{revision}:{walk.step}"), (CANARY_PAUSED_AT_ANNOTATION, paused))
+    return (
+        (CANARY_STEP_ANNOTATION, f"{revision}:{walk.step}"),
+        (CANARY_PAUSED_AT_ANNOTATION, paused),
+        (CANARY_STEPS_ANNOTATION, f"{revision}:{encode_steps(steps)}"),
+    )
 
 
 def split_stable(ctx: RolloutContext) -> tuple[ReplicaSetState | None, tuple[ReplicaSetState, ...]]:
@@ -269,22 +204,14 @@ def canary_params(ctx: RolloutContext) -> CanaryParams:
     return params
 
 
-def canary(ctx: RolloutContext) -> Step:
-    """One pass of a canary in progress: abort, walk the steps (an analysis step's run advanced
-    with this pass's measurements; its failure aborts), scale to the current weight; past the
-    last step, grow to full size and complete."""
+def walk_with_analysis(
+    ctx: RolloutContext, state: CanaryState, stable: ReplicaSetState | None, older: Sequence[ReplicaSetState]
+) -> tuple[Walk, dict[int, AnalysisRun], AnalysisRun | None]:
+    """This pass's walk from ``state``, with the analysis runs it advanced (by step index, and
+    :data:`~.canaryanalysis.BACKGROUND`) and the background run (held while it is inconclusive)."""
     new, params = ctx.new, canary_params(ctx)
-    steps = params.steps
     assert new is not None
-    if not ctx.observed_current():
-        return ctx.step(AppPhase.PROGRESSING, STATUS_BEHIND, DEFAULT_REQUEUE_SECONDS, status(ctx))
-    stable, older = split_stable(ctx)
     observed = ctx.by_name[new.name]
-    state = read_canary_state(observed)
-    if state.aborted_by is not None:
-        return abort(ctx, stable, older, state.aborted_by)
-    if stable is None:  # the app's first revision: no steps, full size at once (as upstream)
-        state = CanaryState(full=True)
 
     def reached(weight: int) -> bool:
         assert stable is not None and ctx.new is not None
@@ -311,10 +238,36 @@ def canary(ctx: RolloutContext) -> Step:
     if background is not None and background.phase is AnalysisPhase.INCONCLUSIVE:
         walk = Walk(state.step, state.paused_at, None, True)  # held until promoted, as upstream pauses
     else:
-        walk = walk_steps(steps, state, reached, ctx.now, analysed)
+        walk = walk_steps(params.steps, state, reached, ctx.now, analysed)
     if background is not None:
         runs[BACKGROUND] = background
-    pairs = (*walk_annotations(new.revision, walk), *analysis_annotations(new.revision, runs))
+    return walk, runs, background
+
+
+def canary(ctx: RolloutContext) -> Step:
+    """One pass of a canary in progress: abort, walk the steps (an analysis step's run advanced
+    with this pass's measurements; its failure aborts), scale to the current weight; past the
+    last step, grow to full size and complete."""
+    new, params = ctx.new, canary_params(ctx)
+    steps = params.steps
+    assert new is not None
+    if not ctx.observed_current():
+        return ctx.step(AppPhase.PROGRESSING, STATUS_BEHIND, DEFAULT_REQUEUE_SECONDS, status(ctx))
+    stable, older = split_stable(ctx)
+    observed = ctx.by_name[new.name]
+    state = read_canary_state(observed)
+    if state.aborted_by is not None:
+        return abort(ctx, stable, older, state.aborted_by)
+    if stable is None:  # the app's first revision: no steps, full size at once (as upstream)
+        state = CanaryState(full=True)
+    walk, runs, background = walk_with_analysis(ctx, state, stable, older)
+    moved = walk.step != state.step
+    pairs = (
+        *walk_annotations(new.revision, walk, steps if stable is not None else ()),
+        *analysis_annotations(new.revision, runs),
+    )
+    if moved:  # reaching a step is progress: the deadline starts again (a pause is not counted)
+        pairs += ((PROGRESSED_AT_ANNOTATION, format_timestamp(ctx.now)),)
     if any(observed.annotation(name) != value for name, value in pairs):
         ctx.annotate(new.name, *pairs)
     ctx.events.extend(analysis_events(observed, new.revision, params, runs))
@@ -323,12 +276,17 @@ def canary(ctx: RolloutContext) -> Step:
         by = f"{describe_run(params, failed[0])} ({failure_summary(runs[failed[0]])})"
         ctx.annotate(new.name, (CANARY_ABORT_ANNOTATION, f"{new.revision}:{by}"))
         return abort(ctx, stable, older, by)
-    if walk.step != state.step and stable is not None:
+    if moved and stable is not None:
         ctx.events.append(Event("CanaryStep", step_news(new.revision, steps, walk.step)))
     if walk.step >= len(steps) or stable is None:
-        return to_full_size(ctx)
+        return to_full_size(ctx, stable, older, moved)
     ctx.scale(canary_scales(ctx, stable, older, current_weight(steps, walk.step)))
-    waiting = wait_at_step(ctx, walk, runs.get(walk.step), background)
+    paused = walk.paused_at is not None or walk.step in runs  # an analysis has its own limits
+    now = paused_status(status(ctx)) if paused or moved else status(ctx)
+    late = deadline_passed(ctx, now, paused=paused, moved=moved)
+    if late is not None:
+        return past_deadline(ctx, stable, older, f"step {walk.step + 1}/{len(steps)}: {late}", now)
+    waiting = wait_at_step(ctx, walk, runs.get(walk.step), background, now)
     return with_background(waiting, params, background, ctx.now)
 
 
@@ -341,20 +299,25 @@ def with_background(waiting: Step, params: CanaryParams, background: AnalysisRun
 
 
 def wait_at_step(
-    ctx: RolloutContext, walk: Walk, run: AnalysisRun | None, background: AnalysisRun | None = None
+    ctx: RolloutContext,
+    walk: Walk,
+    run: AnalysisRun | None,
+    background: AnalysisRun | None,
+    now: DeploymentStatus,
 ) -> Step:
-    """The step of a pass that stops at ``walk.step``: scaling, a timed or indefinite pause, or
-    an analysis (``run``, or the ``background`` one) running or inconclusive."""
+    """The step of a pass that stops at ``walk.step`` (``now``: the status to report): scaling,
+    a timed or indefinite pause, or an analysis (``run``, or the ``background`` one) running or
+    inconclusive."""
     new, params = ctx.new, canary_params(ctx)
     assert new is not None
     steps = params.steps
     where = f"revision {new.revision}: step {walk.step + 1}/{len(steps)} ({steps[walk.step].describe()})"
     if run is not None and not ctx.scaled and not run.phase.completed:
         wait = requeue_after(params, walk.step, run, ctx.now) or DEFAULT_REQUEUE_SECONDS
-        return ctx.step(AppPhase.PROGRESSING, f"{where}, {progress(run)}", wait, status(ctx))
+        return ctx.step(AppPhase.PROGRESSING, f"{where}, {progress(run)}", wait, now)
     if ctx.scaled or not (walk.waits_for_promote or walk.wait is not None):
         return ctx.step(
-            AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, status(ctx)
+            AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, now
         )
     if walk.waits_for_promote:  # Suspended, as Argo CD tells a paused Rollout
         held = next(
@@ -362,11 +325,9 @@ def wait_at_step(
         )
         why = f", analysis inconclusive ({held.message})" if held is not None else ""
         message = f"{where}{why}, paused (waiting for `gitdeploy rollout promote {ctx.app.key}`)"
-        return ctx.step(AppPhase.PAUSED, message, WATCHED_REQUEUE_SECONDS, status(ctx))
+        return ctx.step(AppPhase.PAUSED, message, WATCHED_REQUEUE_SECONDS, now)
     assert walk.wait is not None
-    return ctx.step(
-        AppPhase.PROGRESSING, f"{where}, paused for {walk.wait:.0f} s more", walk.wait, status(ctx)
-    )
+    return ctx.step(AppPhase.PROGRESSING, f"{where}, paused for {walk.wait:.0f} s more", walk.wait, now)
 
 
 def analysis_annotations(revision: int, runs: Mapping[int, AnalysisRun]) -> tuple[tuple[str, str], ...]:
@@ -424,14 +385,38 @@ def step_news(revision: int, steps: Sequence[CanaryStep], index: int) -> str:
     return f"Revision {revision}: step {index + 1}/{len(steps)} ({steps[index].describe()})"
 
 
-def to_full_size(ctx: RolloutContext) -> Step:
+def to_full_size(
+    ctx: RolloutContext, stable: ReplicaSetState | None, older: Sequence[ReplicaSetState], moved: bool
+) -> Step:
     """Past the last step: the canary grows to full size and the others go, within the bounds,
     as at the end of a rolling update; complete once only its pods run, all available."""
     ctx.scale(ctx.resync())
-    now = status(ctx)
+    now = paused_status(status(ctx)) if moved else status(ctx)
     if not ctx.scaled and ctx.is_complete():
         return finish(ctx, now)
+    late = deadline_passed(ctx, now, paused=False, moved=moved)
+    if late is not None:
+        return past_deadline(ctx, stable, older, f"growing to full size: {late}", now)
     return ctx.step(AppPhase.PROGRESSING, ctx.progress_message(), DEFAULT_REQUEUE_SECONDS, now)
+
+
+def past_deadline(
+    ctx: RolloutContext,
+    stable: ReplicaSetState | None,
+    older: Sequence[ReplicaSetState],
+    why: str,
+    now: DeploymentStatus,
+) -> Step:
+    """The progress deadline passed: with ``progressDeadlineAbort`` the canary is aborted (kept
+    in its abort annotation, so that the next passes go on aborting), else the revision is
+    marked Failed and the walk goes on (:mod:`.canarydeadline`)."""
+    new = ctx.new
+    assert new is not None
+    if not canary_params(ctx).progress_deadline_abort:
+        return fail(ctx, FailureReason.PROGRESS_DEADLINE_EXCEEDED, why, now)
+    by = f"{DEADLINE_ABORT_BY} ({why})"
+    ctx.annotate(new.name, (CANARY_ABORT_ANNOTATION, f"{new.revision}:{by}"))
+    return abort(ctx, stable, older, by)
 
 
 def abort(

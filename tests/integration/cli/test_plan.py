@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
+from tests.fixtures.argorollouts import canary_rollout
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 
@@ -436,3 +437,33 @@ def test_path_limits_the_plan_to_a_directory_of_a_monorepo(run_cli: RunCli, git_
     assert code == 0
     (db,) = report["apps"]
     assert (db["change"], db["file"]) == ("scale", "deploy/apps/db.yaml")
+
+
+def test_a_rollout_change_shows_the_canary_timeline_with_pods(run_cli: RunCli, git_remote: GitRemote) -> None:
+    steps = (
+        "      - setWeight: 25\n      - pause: {duration: 90s}\n      - setWeight: 75\n      - pause: {}\n"
+    )
+    start_feature(git_remote, {"apps/web.yaml": canary_rollout("nginx:1.25", replicas=4, steps=steps)})
+    git_remote.commit_and_push(
+        "web 1.26", {"apps/web.yaml": canary_rollout("nginx:1.26", replicas=4, steps=steps)}, "feature"
+    )
+
+    code, report = plan_json(run_cli, git_remote)
+
+    assert code == 0, report
+    timeline = [
+        "1. setWeight 25 → canary 1, stable 3",
+        "2. pause 1m30s",
+        "3. setWeight 75 → canary 3, stable 1",
+        "4. pause until promoted (`gitdeploy rollout promote`)",
+        "then full size → canary 4, stable 0",
+    ]
+    (web,) = report["apps"]
+    assert (web["change"], web["strategy"]["type"], web["strategy"]["steps"]) == (
+        "rollout",
+        "Canary",
+        timeline,
+    )
+    text = run_cli("plan", "--repo", git_remote.url, "--base", "main", "--head", "feature")
+    assert "4 steps, timed pauses 1m30s in all, 1 pause until promoted" in text.stdout
+    assert "\n".join(f"    {line}" for line in timeline) in text.stdout

@@ -15,9 +15,10 @@ from tests.fixtures.cli import EXAMPLES, RunCli
 def test_examples_validate(run_cli: RunCli) -> None:
     done = run_cli("validate", "examples/")
     assert done.returncode == 0, done.stderr
-    for app in ("demo/nginx-deployment", "demo/frontend", "demo/api", "demo/worker", "demo/reports"):
-        assert app in done.stdout
-    assert "5 app(s) valid, 1 image stream(s), 1 document(s) ignored (Service)" in done.stdout
+    apps = ("nginx-deployment", "frontend", "api", "worker", "reports", "rollouts-demo", "example-rollout")
+    for app in apps:
+        assert f"demo/{app}" in done.stdout
+    assert "7 app(s) valid, 1 image stream(s), 1 document(s) ignored (Service)" in done.stdout
 
 
 def test_examples_json_output(run_cli: RunCli) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gitdeploy.controller import canary as control
+from gitdeploy.controller.inspect import AppView, list_app_views, revision_history
 from gitdeploy.controller.rollback import read_app, retry
 from gitdeploy.core.history.records import FailureReason, Outcome
 from gitdeploy.core.models import App
@@ -125,7 +126,7 @@ def test_an_indefinite_pause_waits_until_promoted(world: World) -> None:
     assert entry is None or entry.outcome is Outcome.RUNNING
 
     # When someone promotes it
-    request = control.promote(world.adapter, v2.key, full=False)
+    request = control.promote(world.adapter, v2.key, full=False, by="alice@laptop")
     assert (request.revision, request.state.step) == (2, 1)
     steps = world.roll(v2, V2, check=check)
 
@@ -225,4 +226,67 @@ def test_a_new_commit_mid_canary_replaces_the_canary_draining_it_first(world: Wo
     # (the stable kept its 2 pods throughout; the replaced canary only shrank, one pod as each new
     # one became available, within maxSurge 1 and maxUnavailable 0)
     assert [found for _, found in seen] == [(0, 2, 2), (1, 2, 2), (1, 2, 1), (2, 2, 1), (2, 2, 0)]
+    assert world.violations == []
+
+
+def canary_view(world: World, app: App) -> AppView:
+    """``gitdeploy status``'s view of ``app``, as at the world's clock."""
+    [view] = list_app_views(world.adapter, app.namespace, app.name, now=world.clock.now())
+    return view
+
+
+def test_status_says_where_the_canary_is_from_the_cluster_now(world: World) -> None:
+    v1, v2 = deployed(world, RESTART_STEPS)
+
+    # Given the canary at the start of its 60 s pause at 25%
+    world.roll(v2, V2, check=canary_bounds(v2), until=lambda s: "paused for" in s.message)
+    assert canary_view(world, v2).canary == "revision 2: step 2/4, pause 60s (resumes in 60s)"
+
+    # When 20 s pass with no pass of the loop at all
+    world.clock.advance(20)
+
+    # Then status counts down from the pause's start in the cluster, not from the last pass's word
+    view = canary_view(world, v2)
+    assert view.canary == view.message == "revision 2: step 2/4, pause 60s (resumes in 40s)"
+    assert view.canary_steady == "revision 2: step 2/4, pause 60s"
+
+    # When it reaches its `pause: {}` at 50%
+    world.roll(v2, V2, check=canary_bounds(v2), until=paused_for_promote)
+
+    # Then status says it waits for promote and what goes on
+    view = canary_view(world, v2)
+    promote = "`gitdeploy rollout promote shop/web` goes on"
+    assert view.message == f"revision 2: step 4/4, paused (waiting for promote): {promote}"
+    assert view.phase == Outcome.RUNNING.value
+    assert sizes(world, v2, v1) == (2, 2)
+
+
+def test_history_keeps_the_steps_reached_and_who_promoted_or_aborted(world: World) -> None:
+    _, v2, check = waiting_for_promote(world)
+
+    # While the canary waits, history shows its walk so far
+    entries, _ = revision_history(world.adapter, v2.key)
+    assert entries[-1].canary == "reached step 2/3 (pauses: step 2 until promoted)"
+
+    # When alice promotes it and it completes
+    control.promote(world.adapter, v2.key, full=False, by="alice@laptop")
+    world.roll(v2, V2, check=check)
+
+    # Then the revision log keeps who promoted which step
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.outcome is Outcome.COMPLETE
+    assert entry.canary == "all 3 steps (pauses: step 2 until promoted); promoted step 2 by alice@laptop"
+    assert canary_view(world, v2).canary == ""  # a complete revision shows no canary
+
+    # When 1.27's canary is aborted at its pause
+    v3 = load_app(canary_rollout("nginx:1.27", steps=PROMOTE_THEN_END))
+    world.roll(v3, commit("Bump web to 1.27", 3), check=canary_bounds(v3), until=paused_for_promote)
+    control.abort(world.adapter, v3.key, by="ada@laptop")
+    world.roll(v3, commit("Bump web to 1.27", 3), check=canary_bounds(v3))
+
+    # Then status and history say who aborted it, and where
+    assert canary_view(world, v3).canary == "aborted by ada@laptop at step 2/3"
+    entry = world.record(v3).entry(3)
+    assert entry is not None and entry.outcome is Outcome.FAILED
+    assert entry.canary == "reached step 2/3 (pauses: step 2 until promoted); aborted by ada@laptop"
     assert world.violations == []

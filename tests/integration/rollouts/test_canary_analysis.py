@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from gitdeploy.core.analysis.runs import AnalysisRun
 from gitdeploy.core.analysis.stored import decode_run
+from gitdeploy.core.canarystate import CANARY_ANALYSIS_ANNOTATION
 from gitdeploy.core.history.records import FailureReason, Outcome
 from gitdeploy.core.models import App
 from gitdeploy.core.rollout import AppPhase
-from gitdeploy.core.rollout.canaryanalysis import CANARY_ANALYSIS_ANNOTATION
 from tests.fixtures.argorollouts import canary_rollout
 from tests.fixtures.canaries import canary_bounds, check_every_write, sizes
 from tests.fixtures.prometheus import RunningPrometheus

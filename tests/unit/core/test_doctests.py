@@ -7,13 +7,23 @@ from types import ModuleType
 
 import pytest
 
-from gitdeploy.core import analysistemplates, canarysteps, pruning, rollout, timestamps
+from gitdeploy.core import (
+    analysistemplates,
+    canarystate,
+    canarysteps,
+    canaryview,
+    pruning,
+    rollout,
+    timestamps,
+)
 from gitdeploy.core.analysis import conditions, jsonpath, phases, runs, stored, templates, values
 from gitdeploy.core.history import control as rollback
 from gitdeploy.core.history import records, recovery
+from gitdeploy.core.planning import canarytimeline
 from gitdeploy.core.rollout import canaryanalysis, drift, hooks
 from gitdeploy.core.rollout import context as rollout_context
 from gitdeploy.core.rollout import inputs as rollout_inputs
+from gitdeploy.core.scaling import canaryshares
 from gitdeploy.core.sync import commitwait, syncstate
 
 
@@ -30,6 +40,10 @@ from gitdeploy.core.sync import commitwait, syncstate
         templates,
         values,
         canaryanalysis,
+        canaryshares,
+        canarystate,
+        canarytimeline,
+        canaryview,
         commitwait,
         drift,
         hooks,

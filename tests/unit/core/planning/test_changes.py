@@ -194,7 +194,14 @@ def test_a_canary_rollout_names_its_bounds_and_steps() -> None:
     assert plan.rollout is not None and (plan.rollout.surge_pods, plan.rollout.unavailable_pods) == (1, 0)
     assert plan.rollout.describe() == (
         "Canary, maxSurge 1 (1 pod), maxUnavailable 0 (0 pods) of 4 replicas; "
-        "steps: setWeight 25% -> pause 30s -> setWeight 75% -> pause (until promoted)"
+        "4 steps, timed pauses 30s in all, 1 pause until promoted"
+    )
+    assert plan.rollout.steps == (
+        "1. setWeight 25 → canary 1, stable 3",
+        "2. pause 30s",
+        "3. setWeight 75 → canary 3, stable 1",
+        "4. pause until promoted (`gitdeploy rollout promote`)",
+        "then full size → canary 4, stable 0",
     )
 
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep, CanaryStep, Pause, SetWeight
 from gitdeploy.core.rollout import canary
-from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, canary_shares, current_weight
+from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, current_weight
+from gitdeploy.core.scaling.canaryshares import canary_shares
 from gitdeploy.core.scaling.rollingmath import Bound, resolve_fenceposts
 from tests.fixtures.hypothesis_rollouts import percent_or_count
 

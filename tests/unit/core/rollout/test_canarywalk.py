@@ -9,22 +9,20 @@ from collections.abc import Callable
 import pytest
 
 from gitdeploy.core.analysis.phases import AnalysisPhase
-from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep, CanaryParams, CanaryStep, Pause, SetWeight
-from gitdeploy.core.history.records import FailureReason
-from gitdeploy.core.models import App, Strategy, StrategyType
-from gitdeploy.core.observed import ObservedReplicaSet
-from gitdeploy.core.rollout import AppPhase, PatchReplicaSet, plan_pass
-from gitdeploy.core.rollout.canarywalk import (
+from gitdeploy.core.canarystate import (
     CANARY_ABORT_ANNOTATION,
     CANARY_PAUSED_AT_ANNOTATION,
     CANARY_PROMOTE_ANNOTATION,
     CANARY_STEP_ANNOTATION,
     CanaryState,
-    Walk,
     read_canary_state,
-    walk_annotations,
-    walk_steps,
 )
+from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep, CanaryParams, CanaryStep, Pause, SetWeight
+from gitdeploy.core.history.records import FailureReason
+from gitdeploy.core.models import App, Strategy, StrategyType
+from gitdeploy.core.observed import ObservedReplicaSet
+from gitdeploy.core.rollout import AppPhase, PatchReplicaSet, plan_pass
+from gitdeploy.core.rollout.canarywalk import Walk, walk_annotations, walk_steps
 from gitdeploy.core.scaling.replicasets import ReplicaSetState
 from gitdeploy.core.timestamps import format_timestamp
 from tests.fixtures.rolloutpass import T0, V1, make_app, make_target, rs, snap
