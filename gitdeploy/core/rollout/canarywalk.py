@@ -13,6 +13,7 @@ the canary ReplicaSet, each value prefixed with the revision it belongs to
 kept in :data:`~gitdeploy.core.canarystate.CANARY_ANALYSIS_ANNOTATION` (:mod:`~.canaryanalysis`),
 and an analysis that fails writes the abort annotation as ``rollout abort`` does).
 
+>>> from gitdeploy.core.canarysteps import Pause
 >>> steps = (SetWeight(25), Pause(), SetWeight(50), Pause(30))
 >>> walk_steps(steps, CanaryState(), lambda weight: True, now=100.0)
 Walk(step=1, paused_at=100.0, wait=None, waits_for_promote=True)
@@ -377,6 +378,7 @@ def canary_due_measurements(
 def step_news(revision: int, steps: Sequence[CanaryStep], index: int) -> str:
     """The event of a canary reaching step ``index``.
 
+    >>> from gitdeploy.core.canarysteps import Pause
     >>> step_news(3, (SetWeight(20), Pause()), 1), step_news(3, (SetWeight(20),), 1)
     ('Revision 3: step 2/2 (pause (until promoted))', 'Revision 3: past its 1 steps, to full size')
     """
