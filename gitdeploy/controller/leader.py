@@ -29,6 +29,7 @@ from gitdeploy.core.lease import (
     decide_lease,
     release_lease,
     renew_deadline_passed,
+    same_machine_pid,
 )
 from gitdeploy.errors import AlreadyExistsError, ConflictError, GitdeployError, NotFoundError
 
@@ -50,9 +51,33 @@ def default_lease_namespace(in_cluster: bool, namespace_file: Path = SERVICE_ACC
     return DEFAULT_LEASE_NAMESPACE
 
 
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
 def new_identity() -> str:
-    """``<pod or host name>_<random>``: unique even when a restarted process keeps its host name."""
-    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{secrets.token_hex(4)}"
+    """``<pod or host name>_<boot id>.<pid>_<random>``: unique even when a restarted process keeps
+    its host name and process id (a restarted container), and telling a process of this machine
+    whether a holder of the Lease was one of its own (:func:`~gitdeploy.core.lease.same_machine_pid`)."""
+    try:
+        boot = BOOT_ID.read_text().strip().replace("-", "")[:8]
+    except OSError:
+        boot = "noboot"
+    host = os.environ.get("POD_NAME") or socket.gethostname()
+    return f"{host}_{boot}.{os.getpid()}_{secrets.token_hex(4)}"
+
+
+def process_runs(pid: int) -> bool:
+    """Whether another process ``pid`` runs on this machine (this process's own id: the holder was
+    an earlier process with the same id, as after a container restart, so it does not)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it runs, as another user
+        return True
+    return True
 
 
 class LeaderElector:
@@ -67,8 +92,11 @@ class LeaderElector:
         clock: Clock,
         timings: LeaseTimings,
         on_change: Callable[[Role], None] | None = None,
+        runs: Callable[[int], bool] = process_runs,
     ) -> None:
         self.cluster = cluster
+        self._runs = runs
+        """Whether a process of this machine runs (the holder of a Lease this machine wrote)."""
         self.namespace = namespace
         self.name = name
         self.identity = identity
@@ -83,6 +111,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self._last_renewed = 0.0
         self._problem = ""
+        self._told_of: tuple[str, bool] = ("", False)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -117,6 +146,8 @@ class LeaderElector:
         try:
             current = self.cluster.read_lease(self.namespace, self.name, timeout=self.timings.renew_deadline)
             self._observe(current, now)
+            if current is not None and self._holder_is_gone(current.spec.holder):
+                self._observed_at = now - self.timings.lease_seconds  # expired: it cannot renew
             decision = decide_lease(
                 current.spec if current else None,
                 identity=self.identity,
@@ -149,6 +180,19 @@ class LeaderElector:
         ):
             self._observed_at = now
         self._observed = lease
+
+    def _holder_is_gone(self, holder: str) -> bool:
+        """Whether ``holder`` was a process of this machine that no longer runs (a restarted
+        ``gitdeploy run`` finding its predecessor's Lease): said once in the log either way."""
+        pid = same_machine_pid(holder, self.identity) if holder and holder != self.identity else None
+        if pid is None:
+            return False
+        gone = not self._runs(pid)
+        if (holder, gone) != self._told_of:
+            self._told_of = (holder, gone)
+            what = "no longer runs; taking it over" if gone else "still runs; standing by"
+            log.info("lease %s: its holder %s, process %d of this machine, %s", self.lease, holder, pid, what)
+        return gone
 
     def _failed(self, problem: GitdeployError, now: float) -> None:
         if isinstance(problem, ConflictError | AlreadyExistsError):
@@ -183,7 +227,12 @@ class LeaderElector:
                 log.warning(
                     "lost the lease %s to %s: stop acting after the step in progress", self.lease, leader
                 )
-            log.info("standby: leader is %s (lease %s), waiting", leader or "unknown", self.lease)
+            log.info(
+                "standby: leader is %s (lease %s); taking over if it is not renewed for %d s",
+                leader or "unknown",
+                self.lease,
+                self.timings.lease_seconds,
+            )
         if role is not previous and self.on_change is not None:
             self.on_change(role)
 

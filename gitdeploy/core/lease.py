@@ -158,6 +158,30 @@ def renew_deadline_passed(last_renewed: float, now: float, renew_deadline: float
     return now - last_renewed >= renew_deadline
 
 
+def same_machine_pid(holder: str, identity: str) -> int | None:
+    """The process id in ``holder`` when it names a process of this identity's host since its
+    last boot (identities are ``<host>_<boot id>.<pid>_<random>``), else None: only then can this
+    process tell whether the holder still runs (a restarted ``gitdeploy run`` finding the Lease
+    of the run it replaces, instead of waiting for it to expire).
+
+    >>> same_machine_pid("web-0_1a2b3c4d.1_aa", "web-0_1a2b3c4d.1_bb")
+    1
+    >>> same_machine_pid("web-0_1a2b3c4d.7_aa", "web-1_1a2b3c4d.1_bb") is None  # another pod
+    True
+    >>> same_machine_pid("laptop_99999999.7_aa", "laptop_1a2b3c4d.1_bb") is None  # rebooted since
+    True
+    >>> same_machine_pid("a_1", "laptop_1a2b3c4d.1_bb") is None  # an older gitdeploy's identity
+    True
+    """
+    theirs, ours = holder.rsplit("_", 1)[0], identity.rsplit("_", 1)[0]
+    host, _, machine = theirs.rpartition("_")
+    boot, _, pid = machine.partition(".")
+    our_host, _, our_machine = ours.rpartition("_")
+    if not host or host != our_host or boot != our_machine.partition(".")[0] or not pid.isdigit():
+        return None
+    return int(pid)
+
+
 def release_lease(current: LeaseSpec, now: float) -> LeaseSpec:
     """The spec a leader writes on shutdown: no holder, 1 s, so a standby takes over at its next try.
 

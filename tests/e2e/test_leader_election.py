@@ -56,7 +56,10 @@ def test_the_standby_writes_nothing_and_takes_over_when_the_leader_is_killed(
     second = runs("second", *repo, "--listen", f"127.0.0.1:{port}")
 
     # Then it stands by: its log names the leader, and it is ready (repo read, Lease decided)
-    standby_line = f"standby: leader is {leader} (lease {LEASE_NAMESPACE}/{LEASE_NAME}), waiting"
+    standby_line = (
+        f"standby: leader is {leader} (lease {LEASE_NAMESPACE}/{LEASE_NAME}); taking over if it is not "
+        "renewed for 2 s"
+    )
     eventually(lambda: standby_line in second.log, "the standby line")
     eventually(lambda: _ready(port), "/readyz of the standby")
     assert "gitdeploy_leader 0.0" in httpx.get(f"http://127.0.0.1:{port}/metrics").text
@@ -73,9 +76,11 @@ def test_the_standby_writes_nothing_and_takes_over_when_the_leader_is_killed(
     first.process.send_signal(signal.SIGKILL)
     first.process.wait(timeout=30)
 
-    # Then the standby takes over once the Lease expired, and deploys
+    # Then the standby takes over (the leader was a process of this machine that no longer runs, so
+    # without waiting for the Lease to expire), and deploys
     taken = eventually(lambda: cluster.lease_taken_from(leader), "takeover")
     assert taken.holder == second.identity() and taken.transitions == 1
+    assert f"its holder {leader}, process {first.process.pid} of this machine, no longer runs" in second.log
     eventually(
         lambda: (view := cluster.web()) and view["sync"] == "Synced" and view["revision"] == 1, "rev 1"
     )

@@ -7,20 +7,24 @@ retry period), so the scenarios control exactly who tries when.
 from __future__ import annotations
 
 import logging
+import subprocess
 from typing import Any
 
 import pytest
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.leader import LeaderElector, default_lease_namespace
-from gitdeploy.core.lease import LeaseSpec, LeaseTimings, Role
+from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity, process_runs
+from gitdeploy.core.lease import LeaseSpec, LeaseTimings, Role, same_machine_pid
 from gitdeploy.errors import AlreadyExistsError, ConflictError
 from gitdeploy.localcluster import LocalCluster
 from tests.fixtures.cluster import api_client_for
 
 NAMESPACE, NAME = "gitdeploy-system", "gitdeploy"
 TIMINGS = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
+STANDBY_A = (
+    "standby: leader is a_1 (lease gitdeploy-system/gitdeploy); taking over if it is not renewed for 15 s"
+)
 
 
 @pytest.fixture
@@ -62,7 +66,7 @@ def test_first_acquires_second_stands_by_and_takes_over_when_renewals_stop(
     held = lease(adapter)
     assert (held.holder, held.duration_seconds, held.transitions) == ("a_1", 15, 0)
     assert held.acquire_time == held.renew_time == fake_clock.now()
-    assert "standby: leader is a_1 (lease gitdeploy-system/gitdeploy), waiting" in caplog.messages
+    assert STANDBY_A in caplog.messages
 
     # while a renews every retry period, b keeps standing by
     for _ in range(10):
@@ -72,7 +76,7 @@ def test_first_acquires_second_stands_by_and_takes_over_when_renewals_stop(
     assert (a.elector.is_leader(), b.elector.is_leader()) == (True, False)
     assert lease(adapter).renew_time == fake_clock.now()
     assert lease(adapter).acquire_time == held.acquire_time
-    assert caplog.messages.count("standby: leader is a_1 (lease gitdeploy-system/gitdeploy), waiting") == 1
+    assert caplog.messages.count(STANDBY_A) == 1
 
     # When a stops renewing (killed): b waits a whole lease duration from the last renewal it saw
     fake_clock.advance(14.9)
@@ -231,3 +235,46 @@ def test_electors_on_separate_clients_agree(
         assert [e.elector.is_leader() for e in (a, b)] == [False, True]
     finally:
         other.close()
+
+
+def _holder_with_pid(pid: int) -> str:
+    """An identity of this machine (as ``new_identity`` writes it) for process ``pid``."""
+    machine = new_identity().rsplit("_", 1)[0]
+    return f"{machine.rpartition('.')[0]}.{pid}_earlier"
+
+
+@pytest.mark.parametrize("runs", [False, True], ids=["its process ended", "its process runs"])
+def test_a_lease_held_by_a_process_of_this_machine_is_taken_over_only_when_that_process_ended(
+    runs: bool, adapter: Cluster, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="gitdeploy")
+    # Given the Lease was renewed just now by a process of this machine (kill -9, then run again)
+    process = subprocess.Popen(["sleep", "60"])
+    if not runs:
+        process.kill()
+        process.wait()
+    try:
+        holder = _holder_with_pid(process.pid)
+        adapter.write_lease(
+            NAMESPACE, NAME, LeaseSpec(holder, 15, fake_clock.now(), fake_clock.now(), 0), None
+        )
+        # When a new run of this machine tries for the first time
+        restarted = Elector(adapter, new_identity(), fake_clock)
+        restarted.elector.step()
+    finally:
+        process.kill()
+        process.wait()
+    # Then it takes over at once when that process no longer runs, and waits while it does
+    assert restarted.elector.is_leader() is not runs
+    what = "still runs; standing by" if runs else "no longer runs; taking it over"
+    told = f"lease {NAMESPACE}/{NAME}: its holder {holder}, process {process.pid} of this machine, {what}"
+    assert told in caplog.messages
+
+
+def test_a_lease_held_elsewhere_or_by_this_process_id_before_a_restart() -> None:
+    identity = new_identity()
+    pid = int(identity.rsplit("_", 1)[0].rpartition(".")[2])
+    # a holder with this process's own id was an earlier process (a restarted container's pid 1)
+    assert same_machine_pid(_holder_with_pid(pid), identity) == pid and not process_runs(pid)
+    # another host, or a machine booted since, cannot be judged: the Lease must expire first
+    assert same_machine_pid(f"elsewhere_{identity.split('_')[-2]}_x", identity) is None
