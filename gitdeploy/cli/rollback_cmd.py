@@ -32,6 +32,12 @@ from gitdeploy.source.gitcmd import configured_author
 from gitdeploy.source.repo import ConfigRepo
 
 
+def app_error(app: object, problem: GitdeployError) -> None:
+    """``error: APP: what`` on stderr, naming the app once (a message that starts with it says it)."""
+    text = str(problem)
+    click.echo(f"error: {text}" if text.startswith(f"{app} ") else f"error: {app}: {text}", err=True)
+
+
 def who() -> str:
     """``user@host``: who ran the command, for the revision log."""
     try:
@@ -154,7 +160,7 @@ def _git_revert(
         except SkippedRollback as skipped:
             click.echo(str(skipped))
         except GitdeployError as problem:
-            click.echo(f"error: {name}: {problem}", err=True)
+            app_error(name, problem)
             failed = True
     with ConfigRepo(repo, ref=base, subpath=subpath, state_dir=get_context(ctx).state_dir) as source:
         revert = GitRevert(source, source.poll().head)
@@ -165,7 +171,7 @@ def _git_revert(
             except SkippedRollback as skipped:
                 click.echo(str(skipped))
             except GitdeployError as problem:
-                click.echo(f"error: {key}: {problem}", err=True)
+                app_error(key, problem)
                 failed = True
         if revert.apps:
             onto = branch or base
@@ -364,14 +370,14 @@ def _rollback_in_cluster(
             click.echo(str(skipped))
             continue
         except GitdeployError as problem:
-            click.echo(f"error: {name}: {problem}", err=True)
+            app_error(name, problem)
             failed = True
             continue
         try:
             if not dry_run:
                 control.write_record(cluster, plan.state, plan.record)
         except GitdeployError as problem:
-            click.echo(f"error: {key}: {problem}", err=True)
+            app_error(key, problem)
             failed = True
             continue
         if output in MACHINE_FORMATS:
