@@ -55,13 +55,36 @@ def console(err: bool = False) -> Console:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """An aligned table in the style of ``kubectl get``: upper-case headers, no borders."""
+    """An aligned table in the style of ``kubectl get``: upper-case headers, no borders. On a
+    terminal, fitted to its width (no header or cell is wrapped: the widest cells are cut with
+    ``…``); piped, whole lines without trailing spaces, for ``grep``, ``awk`` and ``cut``."""
+    if not sys.stdout.isatty():
+        click.echo(
+            plain_table([h.upper() for h in headers], [[str(c) for c in row] for row in rows]), nl=False
+        )
+        return
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     for header in headers:
-        table.add_column(header.upper(), overflow="fold")
+        table.add_column(header.upper(), no_wrap=True, overflow="ellipsis")
     for row in rows:
         table.add_row(*(Text(str(cell)) for cell in row))  # cells are data, never markup
     console().print(table)
+
+
+def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns three spaces apart as kubectl prints them, each line without trailing spaces.
+
+    >>> print(plain_table(["APP", "SYNC"], [["shop/web", "Synced"], ["a", "OutOfSync"]]), end="")
+    APP        SYNC
+    shop/web   Synced
+    a          OutOfSync
+    """
+    lines = [list(headers), *(list(row) for row in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    return "".join(
+        "   ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() + "\n"
+        for line in lines
+    )
 
 
 def print_json(value: Any) -> None:

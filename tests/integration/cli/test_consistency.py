@@ -171,3 +171,15 @@ def test_completion_completes_commands_and_options(run_cli: RunCli) -> None:
 def test_no_color_in_any_form_is_no_error(run_cli: RunCli, env: dict[str, str]) -> None:
     done = run_cli("--help", env=env)
     assert done.returncode == 0 and "\x1b[" not in done.stdout
+
+
+def test_a_piped_table_is_whole_lines_without_trailing_spaces(run_cli: RunCli) -> None:
+    # `gitdeploy validate examples/ | awk ...`: one line per app, however wide the rows
+    done = run_cli("validate", str(EXAMPLES))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()[:-1]  # the table, then a summary line
+    apps = json.loads(run_cli("validate", str(EXAMPLES), "-o", "json").stdout)["apps"]
+    assert len(lines) == 1 + len(apps)  # a header, then a line per app: nothing wrapped
+    assert all(line == line.rstrip() for line in lines)
+    assert lines[0].split()[0] == "APP"
+    assert [line.split()[0] for line in lines[1:]] == [f"{a['namespace']}/{a['name']}" for a in apps]
