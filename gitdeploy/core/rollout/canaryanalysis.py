@@ -117,6 +117,19 @@ def requeue_after(params: CanaryParams, key: int, run: AnalysisRun, now: float) 
     return None if due is None else max(due - now, SOON_SECONDS)
 
 
+def in_background(params: CanaryParams, step: int) -> bool:
+    """Whether the background analysis runs while the walk is at ``step``: from its
+    ``startingStep`` to the end of the steps.
+
+    >>> from gitdeploy.core.canarysteps import BackgroundAnalysis, Pause, SetWeight
+    >>> params = CanaryParams((SetWeight(50), Pause()), analysis=BackgroundAnalysis(AnalysisRef(("a",)), 1))
+    >>> [in_background(params, step) for step in range(3)]
+    [False, True, False]
+    """
+    background = params.analysis
+    return background is not None and background.starting_step <= step < len(params.steps)
+
+
 def background_run(
     params: CanaryParams,
     rs: ObservedReplicaSet,
@@ -128,9 +141,8 @@ def background_run(
     """The background analysis's run after this pass, while the walk (``at``: its step and the
     step someone promoted) is at or past ``startingStep`` and before the end of the steps (None:
     there is none). A promote while it is Inconclusive starts a new one, as upstream resumes."""
-    background = params.analysis
     step, promoted = at
-    if background is None or not background.starting_step <= step < len(params.steps):
+    if not in_background(params, step):
         return None
     kept = stored_run(rs, BACKGROUND)
     again = kept is not None and kept.phase is AnalysisPhase.INCONCLUSIVE and promoted == step
