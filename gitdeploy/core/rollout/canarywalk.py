@@ -327,9 +327,7 @@ def wait_at_step(
         wait = requeue_after(params, walk.step, run, ctx.now) or DEFAULT_REQUEUE_SECONDS
         return ctx.step(AppPhase.PROGRESSING, f"{where}, {progress(run)}", wait, now)
     if ctx.scaled or not (walk.waits_for_promote or walk.wait is not None):
-        return ctx.step(
-            AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, now
-        )
+        return ctx.step(AppPhase.PROGRESSING, f"{where}, {ctx.pods_message()}", DEFAULT_REQUEUE_SECONDS, now)
     if walk.waits_for_promote:  # Suspended, as Argo CD tells a paused Rollout
         held = next(
             (r for r in (run, background) if r is not None and r.phase is AnalysisPhase.INCONCLUSIVE), None
