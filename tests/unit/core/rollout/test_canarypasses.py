@@ -23,9 +23,8 @@ from gitdeploy.core.rollout.context import DEFAULT_REQUEUE_SECONDS, STATUS_BEHIN
 from tests.fixtures.canarypass import canary_app, canary_pass, canary_rs, scales, stable, written
 from tests.fixtures.rolloutpass import T0, V1, V2, V3, entry, named, rs, rs_name, ts
 
-APP = canary_app((SetWeight(50), Pause(60), SetWeight(75), Pause()), templates=())
-PARAMS = APP.strategy.canary
-assert PARAMS is not None
+STEPS = (SetWeight(50), Pause(60), SetWeight(75), Pause())
+APP = canary_app(STEPS, templates=())
 CANARY, STABLE = rs_name(V2), rs_name(V1)
 NOW = T0 + 10
 
@@ -34,7 +33,7 @@ def at(step: int, paused_at: float | None = None) -> tuple[tuple[str, str], ...]
     """The annotations of revision 2's canary at step ``step`` (paused since ``paused_at``), as
     the pass that reached it wrote them."""
     paused = () if paused_at is None else ((CANARY_PAUSED_AT_ANNOTATION, f"2:{step}:{ts(paused_at)}"),)
-    steps = (CANARY_STEPS_ANNOTATION, f"2:{encode_steps(PARAMS.steps)}")
+    steps = (CANARY_STEPS_ANNOTATION, f"2:{encode_steps(STEPS)}")
     return ((CANARY_STEP_ANNOTATION, f"2:{step}"), steps, *paused)
 
 
