@@ -151,3 +151,20 @@ def test_a_canary_a_newer_commit_replaced_goes_first(
     step = canary_pass(V3_APP, rs(V1, 1, 3), older, new, now=NOW, record=record)
     assert scales(step) == expected
     assert step.message.startswith("revision 3: step 1/2 (setWeight 50%)")
+
+
+def test_past_the_last_step_with_only_the_canary_running_it_completes() -> None:
+    past = canary_rs(4, annotations=at(4))
+    step = canary_pass(APP, stable(0), past, now=NOW)
+    assert step.phase is AppPhase.COMPLETE and scales(step) == []
+    assert step.record is not None
+    done = step.record.entry(2)
+    assert done is not None and done.outcome is Outcome.COMPLETE
+    assert [e.reason for e in step.events] == ["RolloutComplete"]
+
+
+def test_an_older_replica_set_already_at_zero_is_left_alone() -> None:
+    older = rs(V2, 2, 0, phase="Running")
+    record = AppRecord(revisions=(entry(V1, 1),))
+    step = canary_pass(V3_APP, rs(V1, 1, 4), older, rs(V3, 3, 0, phase="Running"), now=NOW, record=record)
+    assert scales(step) == [(rs_name(V3), 1)]
