@@ -6,11 +6,12 @@ The background analysis (``strategy.canary.analysis``) runs the same way beside 
 
 The walk reaching an analysis step starts its run (the arguments resolved then: a pod-template
 hash is the stable's or the canary's of that moment); before each pass the controller asks
-:func:`due_measurements` which metrics to measure, measures them (:mod:`gitdeploy.providers`)
-and hands the measurements to the pass in the snapshot; :func:`step_run` counts them and
-assesses the run. Successful: the walk goes on; Inconclusive: it waits for ``rollout promote``
-(as upstream pauses); Failed or Error: the rollout aborts by itself, its reason naming the
-metric and its measurements (:func:`failure_summary`).
+:func:`~gitdeploy.core.rollout.canarywalk.canary_due_measurements` which metrics to measure,
+measures them (:mod:`gitdeploy.providers`) and hands the measurements to the pass in the
+snapshot; :func:`step_run` counts them and assesses the run. Successful: the walk goes on;
+Inconclusive: it waits for ``rollout promote`` (as upstream pauses); Failed or Error: the
+rollout aborts by itself, its reason naming the metric and its measurements
+(:func:`failure_summary`).
 """
 
 from __future__ import annotations
