@@ -6,11 +6,12 @@ The background analysis (``strategy.canary.analysis``) runs the same way beside 
 
 The walk reaching an analysis step starts its run (the arguments resolved then: a pod-template
 hash is the stable's or the canary's of that moment); before each pass the controller asks
-:func:`due_measurements` which metrics to measure, measures them (:mod:`gitdeploy.providers`)
-and hands the measurements to the pass in the snapshot; :func:`step_run` counts them and
-assesses the run. Successful: the walk goes on; Inconclusive: it waits for ``rollout promote``
-(as upstream pauses); Failed or Error: the rollout aborts by itself, its reason naming the
-metric and its measurements (:func:`failure_summary`).
+:func:`~gitdeploy.core.rollout.canarywalk.canary_due_measurements` which metrics to measure,
+measures them (:mod:`gitdeploy.providers`) and hands the measurements to the pass in the
+snapshot; :func:`step_run` counts them and assesses the run. Successful: the walk goes on;
+Inconclusive: it waits for ``rollout promote`` (as upstream pauses); Failed or Error: the
+rollout aborts by itself, its reason naming the metric and its measurements
+(:func:`failure_summary`).
 """
 
 from __future__ import annotations
@@ -117,6 +118,19 @@ def requeue_after(params: CanaryParams, key: int, run: AnalysisRun, now: float) 
     return None if due is None else max(due - now, SOON_SECONDS)
 
 
+def in_background(params: CanaryParams, step: int) -> bool:
+    """Whether the background analysis runs while the walk is at ``step``: from its
+    ``startingStep`` to the end of the steps.
+
+    >>> from gitdeploy.core.canarysteps import BackgroundAnalysis, Pause, SetWeight
+    >>> params = CanaryParams((SetWeight(50), Pause()), analysis=BackgroundAnalysis(AnalysisRef(("a",)), 1))
+    >>> [in_background(params, step) for step in range(3)]
+    [False, True, False]
+    """
+    background = params.analysis
+    return background is not None and background.starting_step <= step < len(params.steps)
+
+
 def background_run(
     params: CanaryParams,
     rs: ObservedReplicaSet,
@@ -128,9 +142,8 @@ def background_run(
     """The background analysis's run after this pass, while the walk (``at``: its step and the
     step someone promoted) is at or past ``startingStep`` and before the end of the steps (None:
     there is none). A promote while it is Inconclusive starts a new one, as upstream resumes."""
-    background = params.analysis
     step, promoted = at
-    if background is None or not background.starting_step <= step < len(params.steps):
+    if not in_background(params, step):
         return None
     kept = stored_run(rs, BACKGROUND)
     again = kept is not None and kept.phase is AnalysisPhase.INCONCLUSIVE and promoted == step

@@ -46,11 +46,13 @@ from gitdeploy.core.observed import PHASE_ANNOTATION, PROGRESSED_AT_ANNOTATION, 
 from gitdeploy.core.rollout.canary import at_step_sizes, basic_canary_replicas, current_weight
 from gitdeploy.core.rollout.canaryanalysis import (
     BACKGROUND,
+    SOON_SECONDS,
     annotation_of,
     background_run,
     describe_run,
     due_now,
     failure_summary,
+    in_background,
     progress,
     requeue_after,
     step_run,
@@ -288,12 +290,20 @@ def canary(ctx: RolloutContext) -> Step:
     if late is not None:
         return past_deadline(ctx, stable, older, f"step {walk.step + 1}/{len(steps)}: {late}", now)
     waiting = wait_at_step(ctx, walk, runs.get(walk.step), background, now)
-    return with_background(waiting, params, background, ctx.now)
+    starts = background is None and in_background(params, walk.step)  # this pass reached its start
+    return with_background(waiting, params, background, ctx.now, starts=starts)
 
 
-def with_background(waiting: Step, params: CanaryParams, background: AnalysisRun | None, now: float) -> Step:
-    """``waiting`` looked at again by the next measurement of the background analysis."""
-    soon = requeue_after(params, BACKGROUND, background, now) if background is not None else None
+def with_background(
+    waiting: Step, params: CanaryParams, background: AnalysisRun | None, now: float, *, starts: bool = False
+) -> Step:
+    """``waiting`` looked at again by the next measurement of the background analysis, or soon
+    when it ``starts``: the walk reached its starting step in this pass, the next pass starts
+    its run (else a timed pause would requeue only once it is over, nothing measured)."""
+    if starts:
+        soon: float | None = SOON_SECONDS
+    else:
+        soon = requeue_after(params, BACKGROUND, background, now) if background is not None else None
     if soon is None or (waiting.requeue_after is not None and waiting.requeue_after <= soon):
         return waiting
     return dataclasses.replace(waiting, requeue_after=soon)
@@ -317,9 +327,7 @@ def wait_at_step(
         wait = requeue_after(params, walk.step, run, ctx.now) or DEFAULT_REQUEUE_SECONDS
         return ctx.step(AppPhase.PROGRESSING, f"{where}, {progress(run)}", wait, now)
     if ctx.scaled or not (walk.waits_for_promote or walk.wait is not None):
-        return ctx.step(
-            AppPhase.PROGRESSING, f"{where}, {ctx.progress_message()}", DEFAULT_REQUEUE_SECONDS, now
-        )
+        return ctx.step(AppPhase.PROGRESSING, f"{where}, {ctx.pods_message()}", DEFAULT_REQUEUE_SECONDS, now)
     if walk.waits_for_promote:  # Suspended, as Argo CD tells a paused Rollout
         held = next(
             (r for r in (run, background) if r is not None and r.phase is AnalysisPhase.INCONCLUSIVE), None

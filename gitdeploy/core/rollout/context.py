@@ -331,7 +331,12 @@ class RolloutContext:
 
     def progress_message(self) -> str:
         assert self.new is not None
+        return f"revision {self.new.revision}: {self.pods_message()}"
+
+    def pods_message(self) -> str:
+        """``2 of 4 new pods available, 2 old pods left`` (the old ones when there are any)."""
+        assert self.new is not None
         old = sum(rs.current for rs in self.old)
-        return f"revision {self.new.revision}: {self.new.available} of {self.replicas} new pods available" + (
+        return f"{self.new.available} of {self.replicas} new pods available" + (
             f", {old} old pods left" if old else ""
         )

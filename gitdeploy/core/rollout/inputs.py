@@ -48,7 +48,7 @@ class Snapshot:
     listed (only strategies for which :func:`wants_pod_census` is true need them)."""
     measurements: tuple[StepMeasurement, ...] = ()
     """The analysis measurements the controller took for this pass (a canary's analysis step:
-    see :func:`~gitdeploy.core.rollout.canaryanalysis.due_measurements`)."""
+    see :func:`~gitdeploy.core.rollout.canarywalk.canary_due_measurements`)."""
 
 
 def wants_pod_census(app: App) -> bool:

@@ -137,6 +137,11 @@ def test_an_analysis_step_goes_on_when_its_run_succeeds(
     assert asked == ([] if promoted is not None else [1])
 
 
+def test_an_analysis_step_without_its_run_told_waits_at_it() -> None:
+    """``analysed`` left out (no run to look at): the step is not done, nor waits for promote."""
+    assert walk_steps(ANALYSED, CanaryState(step=1), lambda w: True, 10.0) == Walk(1, None, None, False)
+
+
 def test_a_pause_begins_at_the_next_whole_second_so_it_never_ends_early() -> None:
     """Its start is kept in an annotation in whole seconds: rounded up, not down."""
     walk = walk_steps(STEPS, CanaryState(), only(25), T + 0.4)
