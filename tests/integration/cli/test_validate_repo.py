@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-
-import pytest
 
 from tests.fixtures.cli import EXAMPLES, RunCli
 from tests.fixtures.gitrepo import GitRemote
-from tests.fixtures.signing import create_signing_key, remove_signing_key
+from tests.fixtures.signing import create_signing_key, needs_gpg, remove_signing_key
 
 
 def _example_files() -> dict[str, str]:
@@ -50,7 +47,7 @@ def test_path_and_repo_together_is_a_usage_error(run_cli: RunCli) -> None:
     assert done.returncode == 2
 
 
-@pytest.mark.skipif(shutil.which("gpg") is None, reason="gpg is not installed")
+@needs_gpg
 def test_trusted_key_refuses_an_unsigned_head(run_cli: RunCli, git_remote: GitRemote, tmp_path: Path) -> None:
     key = create_signing_key("reviewer", tmp_path)
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,11 +14,11 @@ from kubernetes import client as kubernetes_client
 from kubernetes import config as kubernetes_config
 
 from gitdeploy.localcluster import stop
+from tests.fixtures.kubectl import kubectl_path
 
 # The generated client is used untyped in tests (its annotations are too partial for --strict).
 client: Any = kubernetes_client
 kube_config: Any = kubernetes_config
-KUBECTL = shutil.which("kubectl") or ("/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else None)
 
 
 def gitdeploy(state_dir: Path, *args: str, expect: int = 0) -> str:
@@ -67,22 +66,20 @@ def test_up_status_down_up_keeps_objects(state_dir: Path) -> None:
     finally:
         api.close()
 
-    if KUBECTL is not None:
-        env = {**os.environ, "KUBECONFIG": str(state_dir / "kubeconfig")}
-        listed = subprocess.run(
-            [KUBECTL, "get", "rs,pods,cm", "-A"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
-        assert listed.returncode == 0, listed.stderr
-        assert "kept" in listed.stdout
-        events = subprocess.run(
-            [KUBECTL, "get", "events"], capture_output=True, text=True, env=env, timeout=60
-        )
-        assert events.returncode == 0, events.stderr
+    env = {**os.environ, "KUBECONFIG": str(state_dir / "kubeconfig")}
+    kubectl = str(kubectl_path())  # the control plane's build: a missing one fails, never skips
+    listed = subprocess.run(
+        [kubectl, "get", "rs,pods,cm", "-A"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "kept" in listed.stdout
+    events = subprocess.run([kubectl, "get", "events"], capture_output=True, text=True, env=env, timeout=60)
+    assert events.returncode == 0, events.stderr
 
     assert "stopped" in gitdeploy(state_dir, "cluster", "down")
     assert "not running" in gitdeploy(state_dir, "cluster", "status", expect=1)
@@ -98,11 +95,10 @@ def test_up_status_down_up_keeps_objects(state_dir: Path) -> None:
     assert "image pull failures: *:gone" in gitdeploy(state_dir, "cluster", "status")
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 def test_kubectl_sees_replicasets_and_pods(state_dir: Path) -> None:
     gitdeploy(state_dir, "cluster", "up")
     env = {**os.environ, "KUBECONFIG": str(state_dir / "kubeconfig")}
-    assert KUBECTL is not None
+    kubectl = str(kubectl_path())  # the control plane's build: a missing one fails, never skips
     manifest = """
 apiVersion: apps/v1
 kind: ReplicaSet
@@ -115,7 +111,7 @@ spec:
     spec: {containers: [{name: c, image: nginx}]}
 """
     created = subprocess.run(
-        [KUBECTL, "create", "--validate=false", "-f", "-"],
+        [kubectl, "create", "--validate=false", "-f", "-"],
         input=manifest,
         capture_output=True,
         text=True,
@@ -125,10 +121,10 @@ spec:
     )
     assert created.returncode == 0, created.stderr
     listed = subprocess.run(
-        [KUBECTL, "get", "rs,pods", "-A"], capture_output=True, text=True, env=env, timeout=60
+        [kubectl, "get", "rs,pods", "-A"], capture_output=True, text=True, env=env, timeout=60
     )
     assert listed.returncode == 0, listed.stderr
     assert "replicaset.apps/web" in listed.stdout
     assert listed.stdout.count("pod/web-") == 2
-    events = subprocess.run([KUBECTL, "get", "events"], capture_output=True, text=True, env=env, timeout=60)
+    events = subprocess.run([kubectl, "get", "events"], capture_output=True, text=True, env=env, timeout=60)
     assert "SuccessfulCreate" in events.stdout
