@@ -147,7 +147,8 @@ class LeaderElector:
             current = self.cluster.read_lease(self.namespace, self.name, timeout=self.timings.renew_deadline)
             self._observe(current, now)
             if current is not None and self._holder_is_gone(current.spec.holder):
-                self._observed_at = now - self.timings.lease_seconds  # expired: it cannot renew
+                # expired by its own duration (not this process's): it can never renew again
+                self._observed_at = min(self._observed_at, now - current.spec.duration_seconds)
             decision = decide_lease(
                 current.spec if current else None,
                 identity=self.identity,

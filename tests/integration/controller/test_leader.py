@@ -255,17 +255,20 @@ def test_a_lease_held_by_a_process_of_this_machine_is_taken_over_only_when_that_
         process.wait()
     try:
         holder = _holder_with_pid(process.pid)
-        adapter.write_lease(
-            NAMESPACE, NAME, LeaseSpec(holder, 15, fake_clock.now(), fake_clock.now(), 0), None
-        )
-        # When a new run of this machine tries for the first time
+        renewed = LeaseSpec(holder, 60, fake_clock.now(), fake_clock.now(), 0)  # 60 s: not ours (15)
+        adapter.write_lease(NAMESPACE, NAME, renewed, None)
+        # When a new run of this machine tries, and tries again
         restarted = Elector(adapter, new_identity(), fake_clock)
         restarted.elector.step()
+        first = restarted.elector.is_leader()
+        fake_clock.advance(TIMINGS.retry_period)
+        restarted.elector.step()
+        second = restarted.elector.is_leader()
     finally:
         process.kill()
         process.wait()
     # Then it takes over at once when that process no longer runs, and waits while it does
-    assert restarted.elector.is_leader() is not runs
+    assert (first, second) == (not runs, not runs)
     what = "still runs; standing by" if runs else "no longer runs; taking it over"
     told = f"lease {NAMESPACE}/{NAME}: its holder {holder}, process {process.pid} of this machine, {what}"
     assert told in caplog.messages
