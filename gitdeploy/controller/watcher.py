@@ -255,7 +255,7 @@ def _follow_replica_sets(
     def listed(items: list[ObservedReplicaSet]) -> None:
         cache.replace_replica_sets(namespace, items)
         asked.clear()
-        asked.update((rs.name, canary_request(rs)) for rs in items if any(canary_request(rs)))
+        asked.update((rs.name, request) for rs in items if any(request := canary_request(rs)))
 
     def new_request(rs: ObservedReplicaSet) -> bool:
         request, last = canary_request(rs), asked.pop(rs.name, NO_REQUEST)
