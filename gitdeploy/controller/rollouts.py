@@ -66,7 +66,7 @@ from gitdeploy.core.rollout.templaterepair import (
 )
 from gitdeploy.core.rollout.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.core.scaling.progress import DeploymentStatus
-from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, TransientError
+from gitdeploy.errors import AlreadyExistsError, ConflictError, GitdeployError, NotFoundError, TransientError
 
 log = logging.getLogger("gitdeploy.rollout")
 
@@ -164,6 +164,11 @@ class RolloutRunner:
         again), so creating a ReplicaSet costs no write of its own. Lost with the process, it is
         then recorded from the template as read
         (:func:`~gitdeploy.core.rollout.templatedrift.needs_digest`)."""
+        self.fence: Callable[[AppKey], None] | None = None
+        """With ``run --sharding``: raises before a write for an app this replica may no longer own
+        (see :mod:`gitdeploy.controller.shards`)."""
+        self.stamp: Callable[[AppRecord], AppRecord] | None = None
+        """With ``run --sharding``: names this replica as the owner in a record it creates."""
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
@@ -220,6 +225,8 @@ class RolloutRunner:
             record = amend(step, record)
         if record != (step.record or snapshot.record):
             step = dataclasses.replace(step, record=record)
+        if self.fence is not None and step.record is None and stored is not None and step.actions:
+            step = dataclasses.replace(step, record=record)  # sharded: the write names the version read
         self.execute(target.app, snapshot, stored, step, repair)
         self.statuses[target.app.key] = step.status
         if self.observers:
@@ -315,6 +322,8 @@ class RolloutRunner:
         of pods being replaced), then the pods made from the edited template."""
         if repair is None:
             return
+        if self.fence is not None:
+            self.fence(app.key)
         ns, name = app.namespace, repair.name
         if (
             repair == TemplateRepair(name, repair.template_hash, digest=repair.digest)
@@ -367,6 +376,8 @@ class RolloutRunner:
     def _apply(self, key: AppKey, action: Action) -> Event | None:
         """Carry out one action of a step; an event it adds (a ReplicaSet relabelled)."""
         ns = key.namespace
+        if self.fence is not None:
+            self.fence(key)
         if isinstance(action, CreateReplicaSet):
             return self._create_replica_set(key, action.spec)
         elif isinstance(action, PatchReplicaSet):
@@ -422,7 +433,12 @@ class RolloutRunner:
 
     def write_record(self, key: AppKey, record: AppRecord, version: str | None) -> StoredRecord:
         """The loop's one write of an app record (``version`` None: create it, with its namespace
-        if that is missing); its resourceVersion is remembered as this runner's own change."""
+        if that is missing); its resourceVersion is remembered as this runner's own change.
+        Sharded: fenced, and a record it creates names this replica as its owner."""
+        if self.fence is not None:
+            self.fence(key)
+        if version is None and self.stamp is not None:
+            record = self.stamp(record)
         try:
             written = self.cluster.write_app_record(key.namespace, key.name, record.to_json(), version)
         except NotFoundError:
@@ -430,6 +446,10 @@ class RolloutRunner:
                 raise
             self.cluster.ensure_namespace(key.namespace)  # a new app in a new namespace
             written = self.cluster.write_app_record(key.namespace, key.name, record.to_json(), None)
+        except AlreadyExistsError as exists:
+            if self.stamp is None:
+                raise
+            raise ConflictError(f"[{key}] another replica created the app record first") from exists
         self.record_versions[key] = written.resource_version
         return written
 
