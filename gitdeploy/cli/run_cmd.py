@@ -31,7 +31,7 @@ from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.membership import Membership
 from gitdeploy.controller.notify import Notifier
 from gitdeploy.controller.scheduler import Scheduler
-from gitdeploy.controller.shards import ShardGate
+from gitdeploy.controller.shards import GitPosition, ShardGate
 from gitdeploy.controller.streamwatch import watch_streams
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.diagnostics import printable
@@ -286,6 +286,7 @@ def _sharding(
     if target.embedded:
         controller.cluster.ensure_namespace(namespace)
     identity = new_identity()
+    controller.cluster.name_client(identity)  # who wrote what, in audit logs
 
     def members_changed(_live: frozenset[str]) -> None:
         readiness.set_lease_decided()
@@ -302,7 +303,8 @@ def _sharding(
     elector = LeaderElector(
         controller.cluster, namespace, name, identity, controller.clock, timings, on_change=role_changed
     )
-    gate = ShardGate(membership, controller.cluster, controller.clock, elector.is_leader)
+    position = GitPosition(controller.repo, lambda: controller.head, MonotonicClock())
+    gate = ShardGate(membership, controller.cluster, controller.clock, elector.is_leader, position)
     gate.observers.append(metrics.set_shard)
     controller.reconciler.shards = gate
     controller.runner.fence = gate.fence

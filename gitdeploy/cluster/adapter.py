@@ -65,6 +65,11 @@ class Cluster:
         self.events = Events(kube)
         self.leases = Leases(kube)
 
+    def name_client(self, identity: str) -> None:
+        """Send ``identity`` in every request's User-Agent (``gitdeploy (identity)``): audit logs, and
+        the embedded cluster's log of writes, then tell which replica wrote what."""
+        self.api.user_agent = f"gitdeploy ({identity})"
+
     # -- ReplicaSets (replicasets.py) ---------------------------------------------------------------
 
     def list_replica_sets(

@@ -7,10 +7,11 @@ duration after *this process saw it change*; a holder of this machine that no lo
 at once) and :mod:`gitdeploy.core.sharding` (who owns which app).
 
 Fencing: :meth:`Membership.fresh` is True only while this replica renewed its Lease within the
-renew deadline, by its own monotonic clock. The loop asks it before every write for an app; a
-replica paused (SIGSTOP) past its renew deadline finds it False on resume, before it writes, and
-stops acting on its apps. Because ``renew deadline < lease duration``, it has stopped before any
-other replica may take its apps over.
+renew deadline, by its own monotonic clock, and :attr:`Membership.term` grows each time that
+lapsed. The loop checks both before every write for an app: a replica paused (SIGSTOP) past its
+renew deadline refuses, on resume, the writes of the step it was in, even once its Lease is
+renewed. Because ``renew deadline < lease duration``, it stopped before any other replica could
+take its apps over.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class Membership:
         self._lock = threading.Lock()
         self._own: ObservedLease | None = None
         self._last_renewed: float | None = None
+        self._term = 0
+        """Grows each time the fence lapsed (a renewal came after the renew deadline had passed):
+        what this replica admitted before may have been taken over meanwhile."""
         self._seen: dict[str, tuple[str, float, ObservedLease]] = {}
         """Each member Lease by name: its resourceVersion, since when (monotonic) it is so, and it."""
         self._live: frozenset[str] = frozenset()
@@ -86,6 +90,11 @@ class Membership:
         return last is not None and not renew_deadline_passed(
             last, self.monotonic.now(), self.timings.renew_deadline
         )
+
+    @property
+    def term(self) -> int:
+        with self._lock:
+            return self._term
 
     def members(self) -> frozenset[str]:
         """The live members as last listed (this replica among them only while :meth:`fresh`)."""
@@ -154,6 +163,9 @@ class Membership:
             self._own = None  # read it again at the next try
             raise
         with self._lock:
+            last = self._last_renewed
+            if last is not None and renew_deadline_passed(last, started, self.timings.renew_deadline):
+                self._term += 1  # paused or cut off past the deadline: earlier admissions are void
             self._own = written
             self._last_renewed = started  # when the try began: the Lease may be older than now
 

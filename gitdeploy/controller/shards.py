@@ -13,7 +13,8 @@ and decides, by :func:`~gitdeploy.core.sharding.decide_shard`, whether this repl
 * otherwise leave it (another replica's app, or the new owner waits for the old one to stop).
 
 Every write for an app is fenced twice: :meth:`ShardGate.fence` refuses it when this replica's
-member Lease is not fresh by its own monotonic clock (:meth:`Membership.fresh`), and every step
+member Lease is not fresh by its own monotonic clock (:meth:`Membership.fresh`) or lapsed since
+the pass began (a SIGSTOP past the renew deadline), and every step
 that changes anything writes the app record first, naming the resourceVersion the pass read, so a
 replica whose app was claimed by another since fails with a conflict before its step's actions.
 
@@ -37,10 +38,47 @@ from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord, record_name
 from gitdeploy.core.sharding import ShardAct, ShardClaim, decide_shard, owner_of
 from gitdeploy.errors import DamagedRecordError, GitdeployError, TransientError
+from gitdeploy.source.repo import ConfigRepo
 
 log = logging.getLogger("gitdeploy.sharding")
 
 RecordWriter = Callable[[AppKey, AppRecord, "str | None"], StoredRecord]
+
+
+class GitPosition:
+    """Whether this replica's git head is behind the commit an app's record names: then a new
+    owner waits for its poll to catch up instead of rolling the app back to an older commit (each
+    replica polls git by itself, so right after a move the new owner may not have the newest
+    commit yet). A commit it does not know is waited for at most ``patience`` seconds (it may
+    be gone from the branch, after a force push)."""
+
+    def __init__(
+        self, repo: ConfigRepo, head: Callable[[], str | None], clock: Clock, patience: float = 60.0
+    ) -> None:
+        self.repo = repo
+        self.head = head
+        self.clock = clock
+        self.patience = patience
+        self._unknown_since: dict[str, float] = {}
+
+    def behind(self, record: AppRecord) -> str:
+        """The commit of ``record`` this replica's head is behind ('' when it is not)."""
+        head = self.head()
+        latest = max(record.revisions, key=lambda e: e.revision, default=None)
+        named = {record.last_synced_commit, latest.commit.sha if latest is not None else ""} - {"", head}
+        for sha in sorted(named):
+            if head is None:
+                return sha
+            try:
+                newer = self.repo.is_ancestor(head, sha)
+            except GitdeployError:  # not fetched yet, or gone from the branch
+                first = self._unknown_since.setdefault(sha, self.clock.now())
+                if self.clock.now() - first < self.patience:
+                    return sha
+                continue
+            if newer:
+                return sha
+        return ""
 
 
 @dataclass(frozen=True)
@@ -62,18 +100,25 @@ class ShardGate:
         cluster: Cluster,
         clock: Clock,
         leading: Callable[[], bool] = lambda: True,
+        position: GitPosition | None = None,
     ) -> None:
         self.membership = membership
         self.identity = membership.identity
         self.cluster = cluster
         self.clock = clock
         self.leading = leading
+        self.position = position
+        """Where this replica's git head stands (None: never behind)."""
         """Whether this replica holds the leader Lease (orphans are the leader's)."""
         self._lock = threading.Lock()
         self.claims: dict[AppKey, int] = {}
         """The apps this replica claimed, with their shard epoch."""
         self.moves = 0
         """Apps this replica took over from another replica."""
+        self._told: dict[AppKey, str] = {}
+        """The commit each app last waited for (said once in the log)."""
+        self._admitted: dict[AppKey, int] = {}
+        """The membership term in which each app's pass under way was admitted."""
         self.observers: list[Callable[[int, int], None]] = []
         """(apps owned, moves so far) after every change of either."""
 
@@ -82,8 +127,11 @@ class ShardGate:
         return self.membership.timings.lease_duration
 
     def fence(self, key: AppKey) -> None:
-        """Refuse a write for ``key`` unless this replica's member Lease is fresh."""
-        if not self.membership.fresh():
+        """Refuse a write for ``key`` unless this replica's member Lease is fresh and did not lapse
+        since the pass was admitted (a pause past the renew deadline voids it)."""
+        with self._lock:
+            admitted = self._admitted.get(key)
+        if not self.membership.fresh() or admitted != self.membership.term:
             raise TransientError(
                 f"[{key}] not written: this replica's member Lease {self.membership.lease} was not "
                 f"renewed within {self.membership.timings.renew_deadline:g} s, so another replica "
@@ -104,6 +152,8 @@ class ShardGate:
         self, key: AppKey, stored: StoredRecord | None, write: RecordWriter, *, orphan: bool
     ) -> Admission:
         """Decide whether this pass acts on ``key`` (claiming or releasing it first if need be)."""
+        with self._lock:
+            self._admitted[key] = self.membership.term
         if not self.membership.fresh():
             return Admission(False, requeue_after=self.membership.timings.retry_period)
         if orphan:  # pruning is leader-only work, not sharded
@@ -117,8 +167,10 @@ class ShardGate:
         claim = record.shard if record is not None else None
         decision = decide_shard(claim, identity=self.identity, owner=owner, live=members)
         if decision.act is ShardAct.ACT:
-            assert claim is not None
+            assert claim is not None and record is not None
             self._hold(key, claim.epoch)
+            if self._behind(key, record):
+                return Admission(False, requeue_after=self.membership.timings.retry_period)
             return Admission(True, stored)
         if decision.act is ShardAct.WAIT:
             return Admission(False, requeue_after=self.retry)
@@ -128,6 +180,8 @@ class ShardGate:
         assert decision.write is not None
         if stored is None or record is None:  # a new app: creating its record is the claim
             return Admission(True, stored)
+        if decision.act is ShardAct.CLAIM and self._behind(key, record):
+            return Admission(False, requeue_after=self.membership.timings.retry_period)
         written = write(key, dataclasses.replace(record, shard=decision.write), stored.resource_version)
         if decision.act is ShardAct.RELEASE:
             self._drop(key)
@@ -138,6 +192,13 @@ class ShardGate:
             return Admission(False)
         self._claimed(key, written, claim, decision.write.epoch)
         return Admission(True, written)
+
+    def _behind(self, key: AppKey, record: AppRecord) -> bool:
+        sha = self.position.behind(record) if self.position is not None else ""
+        if sha and self._told.get(key) != sha:
+            log.info("[%s] waits: its record names commit %s, newer than this replica's head", key, sha[:12])
+        self._told[key] = sha
+        return bool(sha)
 
     def _claimed(self, key: AppKey, written: StoredRecord, claim: ShardClaim | None, epoch: int) -> None:
         moved = claim is not None and claim.owner != self.identity
