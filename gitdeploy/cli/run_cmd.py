@@ -30,6 +30,7 @@ from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, 
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.membership import Membership
 from gitdeploy.controller.notify import Notifier
+from gitdeploy.controller.rollouts import forget_app
 from gitdeploy.controller.scheduler import Scheduler
 from gitdeploy.controller.shards import GitPosition, ShardGate
 from gitdeploy.controller.streamwatch import watch_streams
@@ -295,6 +296,8 @@ def _sharding(
 
     def role_changed(role: Role) -> None:
         metrics.set_leader(role is Role.LEADER)
+        if role is Role.LEADER:
+            controller.source.images_stale = True  # image streams are this replica's to poll now
         wake.set()
 
     membership = Membership(
@@ -307,9 +310,9 @@ def _sharding(
     gate = ShardGate(membership, controller.cluster, controller.clock, elector.is_leader, position)
     gate.observers.append(metrics.set_shard)
     controller.reconciler.shards = gate
-    controller.runner.fence = gate.fence
-    controller.runner.stamp = gate.stamp
-    controller.leading = elector.is_leader
+    controller.runner.shards = gate
+    gate.on_drop.append(lambda key: forget_app(controller.runner, key))  # its changes are no hand's
+    controller.images.leading = elector.is_leader
     log = logging.getLogger("gitdeploy")
     log.info("sharding: member %s (lease %s)", identity, membership.lease)
     membership.step()  # the first renewal before the first pass
@@ -467,7 +470,8 @@ def run(
                 ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
             ) as acting,
         ):
-            instrument(controller, metrics, notifier, lambda: acting() and controller.leading())
+            # the apps-by-state gauges: from the leader alone (a sum over replicas counts each app once)
+            instrument(controller, metrics, notifier, lambda: acting() and controller.images.leading())
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
             watch_streams(controller, stop, wake.set)  # `gitdeploy tag`: followers roll out at once

@@ -103,10 +103,6 @@ class Controller:
         self.prune_flag = prune
         self.prune_limit_flag = prune_limit
         self.resync_seconds = resync_seconds
-        self.leading: Callable[[], bool] = lambda: True
-        """Whether this process does the leader-only work (image stream polling): with
-        ``run --sharding`` every replica passes over its own apps, and only the holder of the
-        leader Lease polls image streams and prunes orphans."""
 
     # -- the parts, as readers outside the loop know them -----------------------------------------
 
@@ -253,7 +249,7 @@ class Controller:
     def next_due_in(self, *, apps_only: bool = False) -> float | None:
         """Seconds until an app or the image check is due (None: neither is); ``apps_only``: an
         app (the image check is always scheduled while image triggers are on)."""
-        image_check = None if apps_only or not self.leading() else self.images.next_check
+        image_check = None if apps_only else self.images.next_check
         times = [t for t in (self.queue.next_at(), image_check) if t is not None]
         if not times:
             return None
@@ -268,8 +264,7 @@ class Controller:
         now = self.clock.now()
         self._resync_if_time(now)
         self._mark_followers_due(self.images.take_news())
-        due_check = self.images.next_check is not None and now >= self.images.next_check
-        if self.leading() and (self.source.images_stale or due_check):
+        if self.source.images_stale or (self.images.next_check is not None and now >= self.images.next_check):
             self.source.images_stale = False
             self._refresh_images()
         keys = self.queue.take(now, only)
@@ -285,13 +280,10 @@ class Controller:
         key, report = result.key, result.report
         if result.error is not None and report is None:
             return self._failed(key, result.error)
-        if report is None and result.requeue_after is not None:  # sharded: not this replica's yet
-            self.queue.done(key, self.clock.now(), result.requeue_after)
-            return None
         if report is not None:
             self._remember(report, result.requeue_after)
-        if result.error is None or report is not None:
-            self.queue.forget(key)  # a pass that went through, or a record held until repaired
+        elif result.error is None:  # nothing known of it, or (sharded) not this replica's app yet
+            self.queue.done(key, self.clock.now(), result.requeue_after)
         return report
 
     def _remember(self, report: AppReport, requeue_after: float | None) -> None:

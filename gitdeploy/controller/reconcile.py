@@ -38,7 +38,7 @@ from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
 from gitdeploy.core.sync.syncstate import Health, Sync
-from gitdeploy.errors import DamagedRecordError, GitdeployError
+from gitdeploy.errors import AlreadyExistsError, ConflictError, DamagedRecordError, GitdeployError
 
 log = logging.getLogger("gitdeploy.loop")
 
@@ -182,6 +182,10 @@ class Reconciler:
         except DamagedRecordError as problem:
             self._observe(started, "error")
             return Result(key, damaged_report(key, replica_sets, problem, self.previous(key)), None, problem)
+        except AlreadyExistsError as problem:  # sharded: another replica created the record first
+            self._observe(started, "error")
+            raced = self.shards is not None and ConflictError(f"[{key}] {problem.message}")
+            return Result(key, error=raced or problem)
         except GitdeployError as problem:
             self._observe(started, "error")
             return Result(key, error=problem)

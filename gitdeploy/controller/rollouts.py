@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
@@ -42,6 +43,7 @@ from gitdeploy.core.rollout import (
     wants_pod_census,
 )
 from gitdeploy.core.rollout.labeldrift import (
+    app_by_name,
     foreign_message,
     hidden_replica_sets,
     is_own,
@@ -66,7 +68,7 @@ from gitdeploy.core.rollout.templaterepair import (
 )
 from gitdeploy.core.rollout.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.core.scaling.progress import DeploymentStatus
-from gitdeploy.errors import AlreadyExistsError, ConflictError, GitdeployError, NotFoundError, TransientError
+from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, TransientError
 
 log = logging.getLogger("gitdeploy.rollout")
 
@@ -146,6 +148,17 @@ def build_snapshot(
     )
 
 
+class ShardHooks(Protocol):
+    """What ``run --sharding`` (:class:`~gitdeploy.controller.shards.ShardGate`) checks before writes."""
+
+    def fence(self, key: AppKey) -> None:
+        """Raise unless this replica may still write for ``key``."""
+
+    def before_write(self, key: AppKey, record: AppRecord, version: str | None) -> AppRecord:
+        """Fence, and name this replica as the owner in a record it creates (``version`` None)."""
+        ...
+
+
 class RolloutRunner:
     """Plans and executes passes for apps on one cluster; remembers each app's last status."""
 
@@ -164,11 +177,8 @@ class RolloutRunner:
         again), so creating a ReplicaSet costs no write of its own. Lost with the process, it is
         then recorded from the template as read
         (:func:`~gitdeploy.core.rollout.templatedrift.needs_digest`)."""
-        self.fence: Callable[[AppKey], None] | None = None
-        """With ``run --sharding``: raises before a write for an app this replica may no longer own
-        (see :mod:`gitdeploy.controller.shards`)."""
-        self.stamp: Callable[[AppRecord], AppRecord] | None = None
-        """With ``run --sharding``: names this replica as the owner in a record it creates."""
+        self.shards: ShardHooks | None = None
+        """With ``run --sharding``: asked before every write for an app (see :class:`ShardHooks`)."""
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
@@ -225,7 +235,7 @@ class RolloutRunner:
             record = amend(step, record)
         if record != (step.record or snapshot.record):
             step = dataclasses.replace(step, record=record)
-        if self.fence is not None and step.record is None and stored is not None and step.actions:
+        if self.shards is not None and step.record is None and stored is not None and step.actions:
             step = dataclasses.replace(step, record=record)  # sharded: the write names the version read
         self.execute(target.app, snapshot, stored, step, repair)
         self.statuses[target.app.key] = step.status
@@ -322,8 +332,8 @@ class RolloutRunner:
         of pods being replaced), then the pods made from the edited template."""
         if repair is None:
             return
-        if self.fence is not None:
-            self.fence(app.key)
+        if self.shards is not None:
+            self.shards.fence(app.key)
         ns, name = app.namespace, repair.name
         if (
             repair == TemplateRepair(name, repair.template_hash, digest=repair.digest)
@@ -360,7 +370,7 @@ class RolloutRunner:
         ns = app.namespace
         record_uid = snapshot.record_uid
         if step.record is not None:
-            record = self._with_logs(ns, step.record, step.log_pods)
+            record = with_logs(self.cluster, ns, step.record, step.log_pods)
             version = None if step.create_record or stored is None else stored.resource_version
             record_uid = self.write_record(app.key, record, version).uid
         self._repair(app, repair)
@@ -376,8 +386,8 @@ class RolloutRunner:
     def _apply(self, key: AppKey, action: Action) -> Event | None:
         """Carry out one action of a step; an event it adds (a ReplicaSet relabelled)."""
         ns = key.namespace
-        if self.fence is not None:
-            self.fence(key)
+        if self.shards is not None:
+            self.shards.fence(key)
         if isinstance(action, CreateReplicaSet):
             return self._create_replica_set(key, action.spec)
         elif isinstance(action, PatchReplicaSet):
@@ -435,10 +445,8 @@ class RolloutRunner:
         """The loop's one write of an app record (``version`` None: create it, with its namespace
         if that is missing); its resourceVersion is remembered as this runner's own change.
         Sharded: fenced, and a record it creates names this replica as its owner."""
-        if self.fence is not None:
-            self.fence(key)
-        if version is None and self.stamp is not None:
-            record = self.stamp(record)
+        if self.shards is not None:
+            record = self.shards.before_write(key, record, version)
         try:
             written = self.cluster.write_app_record(key.namespace, key.name, record.to_json(), version)
         except NotFoundError:
@@ -446,23 +454,28 @@ class RolloutRunner:
                 raise
             self.cluster.ensure_namespace(key.namespace)  # a new app in a new namespace
             written = self.cluster.write_app_record(key.namespace, key.name, record.to_json(), None)
-        except AlreadyExistsError as exists:
-            if self.stamp is None:
-                raise
-            raise ConflictError(f"[{key}] another replica created the app record first") from exists
         self.record_versions[key] = written.resource_version
         return written
 
-    def _with_logs(self, namespace: str, record: AppRecord, pods: tuple[str, ...]) -> AppRecord:
-        """Add the log tail of finished hook and deployer pods to the revisions that ran them."""
-        if not pods:
-            return record
-        logs = {name: self.cluster.read_pod_log(namespace, name) for name in set(pods)}
-        entries = []
-        for entry in record.revisions:
-            hooks = tuple(
-                dataclasses.replace(h, log=logs[h.pod]) if h.pod in logs and not h.log else h
-                for h in entry.hooks
-            )
-            entries.append(dataclasses.replace(entry, hooks=hooks) if hooks != entry.hooks else entry)
-        return dataclasses.replace(record, revisions=tuple(entries))
+
+def with_logs(cluster: Cluster, namespace: str, record: AppRecord, pods: tuple[str, ...]) -> AppRecord:
+    """Add the log tail of finished hook and deployer pods to the revisions that ran them."""
+    if not pods:
+        return record
+    logs = {name: cluster.read_pod_log(namespace, name) for name in set(pods)}
+    entries = []
+    for entry in record.revisions:
+        hooks = tuple(
+            dataclasses.replace(h, log=logs[h.pod]) if h.pod in logs and not h.log else h for h in entry.hooks
+        )
+        entries.append(dataclasses.replace(entry, hooks=hooks) if hooks != entry.hooks else entry)
+    return dataclasses.replace(record, revisions=tuple(entries))
+
+
+def forget_app(runner: RolloutRunner, key: AppKey) -> None:
+    """``run --sharding``: ``key`` moved to another replica, whose changes to its ReplicaSets are
+    not changes by hand (:meth:`RolloutRunner.changed_by_hand` knows nothing of them any more)."""
+    for known in (runner.replicas_known, runner.digests_due):
+        for namespace, name in list(known):
+            if namespace == key.namespace and app_by_name(name) == key.name:
+                known.pop((namespace, name), None)

@@ -121,6 +121,8 @@ class ShardGate:
         """The membership term in which each app's pass under way was admitted."""
         self.observers: list[Callable[[int, int], None]] = []
         """(apps owned, moves so far) after every change of either."""
+        self.on_drop: list[Callable[[AppKey], None]] = []
+        """Told of every app this replica no longer holds (it released it, or another claimed it)."""
 
     @property
     def retry(self) -> float:
@@ -140,13 +142,12 @@ class ShardGate:
                 retry_after=self.membership.timings.retry_period,
             )
 
-    def stamp(self, record: AppRecord) -> AppRecord:
-        """A record this replica creates names it as the app's owner (epoch 1)."""
-        return (
-            record
-            if record.shard is not None
-            else dataclasses.replace(record, shard=ShardClaim(self.identity, 1))
-        )
+    def before_write(self, key: AppKey, record: AppRecord, version: str | None) -> AppRecord:
+        """Fence a record write; a record this replica creates names it as the owner (epoch 1)."""
+        self.fence(key)
+        if version is not None or record.shard is not None:
+            return record
+        return dataclasses.replace(record, shard=ShardClaim(self.identity, 1))
 
     def admit(
         self, key: AppKey, stored: StoredRecord | None, write: RecordWriter, *, orphan: bool
@@ -222,6 +223,8 @@ class ShardGate:
         with self._lock:
             changed = self.claims.pop(key, None) is not None
         if changed:
+            for dropped in self.on_drop:
+                dropped(key)
             self._tell()
 
     def _tell(self) -> None:
