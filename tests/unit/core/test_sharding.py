@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitdeploy.core import sharding
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.lease import LeaseSpec
 from gitdeploy.core.sharding import (
     SeenMember,
@@ -178,3 +179,10 @@ def test_a_claim_always_raises_the_epoch(claim: ShardClaim) -> None:
 def test_docstring_examples() -> None:
     result = doctest.testmod(sharding)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_app_record_keeps_the_shard_claim_only_when_set() -> None:
+    claimed = AppRecord(shard=ShardClaim(A, 3, released=True))
+    assert AppRecord.from_json(claimed.to_json()) == claimed
+    assert '"shard"' not in AppRecord().to_json()  # records of unsharded runs are unchanged
+    assert AppRecord.from_json(AppRecord().to_json()).shard is None
