@@ -307,7 +307,9 @@ def _sharding(
         controller.cluster, namespace, name, identity, controller.clock, timings, on_change=role_changed
     )
     position = GitPosition(controller.repo, lambda: controller.head, MonotonicClock())
-    gate = ShardGate(membership, controller.cluster, controller.clock, elector.is_leader, position)
+    gate = ShardGate(
+        membership, controller.cluster, controller.clock, elector.is_leader, lambda: elector.leader, position
+    )
     gate.observers.append(metrics.set_shard)
     controller.reconciler.shards = gate
     controller.runner.shards = gate

@@ -158,6 +158,10 @@ class ShardHooks(Protocol):
         """Fence, and name this replica as the owner in a record it creates (``version`` None)."""
         ...
 
+    def holds(self, key: AppKey) -> bool:
+        """Whether this replica holds ``key`` now (else its ReplicaSets are another replica's)."""
+        ...
+
 
 class RolloutRunner:
     """Plans and executes passes for apps on one cluster; remembers each app's last status."""
@@ -301,8 +305,9 @@ class RolloutRunner:
         or wrote with other ``spec.replicas`` than it set last (news of an older spec is late news).
         A ReplicaSet it never saw tells nothing (the resync looks at it)."""
         known = self.replicas_known.get((rs.namespace, rs.name))
-        if known is None:
-            return False
+        key = AppKey(rs.namespace, app_by_name(rs.name))  # its labels may no longer say it
+        if known is None or (self.shards is not None and not self.shards.holds(key)):
+            return False  # a ReplicaSet it never saw, or (sharded) of an app another replica holds
         if kind == "DELETED":
             del self.replicas_known[rs.namespace, rs.name]
             return True

@@ -19,7 +19,9 @@ that changes anything writes the app record first, naming the resourceVersion th
 replica whose app was claimed by another since fails with a conflict before its step's actions.
 
 Leader-only work (orphan pruning, image stream polling) is not sharded: it stays with the holder
-of the leader Lease (``leading``).
+of the leader Lease (``leading``). An app that left git is the leader's to claim, by the same rules
+(its old owner releases it once its own head says it left git, or its Lease expired), so a replica
+still behind in git never acts on an app the leader prunes.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ class ShardGate:
         cluster: Cluster,
         clock: Clock,
         leading: Callable[[], bool] = lambda: True,
+        leader: Callable[[], str] = lambda: "",
         position: GitPosition | None = None,
     ) -> None:
         self.membership = membership
@@ -107,6 +110,8 @@ class ShardGate:
         self.cluster = cluster
         self.clock = clock
         self.leading = leading
+        self.leader = leader
+        """The holder of the leader Lease, as this replica last saw it ('' when unknown)."""
         self.position = position
         """Where this replica's git head stands (None: never behind)."""
         """Whether this replica holds the leader Lease (orphans are the leader's)."""
@@ -142,6 +147,11 @@ class ShardGate:
                 retry_after=self.membership.timings.retry_period,
             )
 
+    def holds(self, key: AppKey) -> bool:
+        """Whether this replica holds ``key``: claimed, and admitted since its Lease last lapsed."""
+        with self._lock:
+            return key in self.claims and self._admitted.get(key) == self.membership.term
+
     def before_write(self, key: AppKey, record: AppRecord, version: str | None) -> AppRecord:
         """Fence a record write; a record this replica creates names it as the owner (epoch 1)."""
         self.fence(key)
@@ -157,10 +167,10 @@ class ShardGate:
             self._admitted[key] = self.membership.term
         if not self.membership.fresh():
             return Admission(False, requeue_after=self.membership.timings.retry_period)
-        if orphan:  # pruning is leader-only work, not sharded
-            return Admission(self.leading(), stored)
         members = self.membership.members()
         owner = owner_of(str(key), members)
+        if orphan:  # pruning is leader-only work: the leader claims orphans, as owners claim apps
+            owner = self.identity if self.leading() else (self.leader() or None)
         try:
             record = AppRecord.from_json(stored.payload) if stored is not None else None
         except DamagedRecordError:  # nothing writes a damaged record: its owner reports it

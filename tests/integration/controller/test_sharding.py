@@ -147,6 +147,7 @@ def test_an_app_moves_only_after_its_owner_released_it(adapter: Cluster, fake_cl
     adapter.write_app_record(key.namespace, key.name, AppRecord(shard=ShardClaim(A, 1)).to_json(), None)
     _, stored = record_of(adapter, key)
     assert gate_a.admit(key, stored, write(adapter), orphan=False).act  # a alone: a's app
+    assert gate_a.holds(key)
 
     # When b joins, the hash gives the app to b; b waits while a has not released it
     b = member(adapter, B, fake_clock)
@@ -161,6 +162,7 @@ def test_an_app_moves_only_after_its_owner_released_it(adapter: Cluster, fake_cl
     assert not released.act
     record, stored = record_of(adapter, key)
     assert record.shard == ShardClaim(A, 1, released=True) and gate_a.claims == {}
+    assert not gate_a.holds(key)  # the new owner's changes to its ReplicaSets are no hand's
 
     # Then b claims it, with the next epoch
     assert gate_b.admit(key, stored, write(adapter), orphan=False).act
@@ -168,3 +170,27 @@ def test_an_app_moves_only_after_its_owner_released_it(adapter: Cluster, fake_cl
     assert record.shard == ShardClaim(B, 2)
     events = [e for e in adapter.list_events("shop") if e.get("reason", "").startswith("Shard")]
     assert [e["reason"] for e in events] == ["ShardReleased", "ShardClaimed"]
+
+
+def test_an_app_that_left_git_is_the_leaders_once_its_owner_released_it(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
+    a.step()
+    b.step()
+    a.step()
+    leader = ShardGate(a, adapter, fake_clock, leading=lambda: True, leader=lambda: A)
+    owner = ShardGate(b, adapter, fake_clock, leading=lambda: False, leader=lambda: A)
+    key = app_owned_by(B, [A, B])
+    adapter.write_app_record(key.namespace, key.name, AppRecord(shard=ShardClaim(B, 1)).to_json(), None)
+    _, stored = record_of(adapter, key)
+
+    # The leader waits while the app's owner still holds it
+    assert not leader.admit(key, stored, write(adapter), orphan=True).act
+    # When the owner's head says the app left git too, it releases it to the leader
+    assert not owner.admit(key, stored, write(adapter), orphan=True).act
+    record, stored = record_of(adapter, key)
+    assert record.shard == ShardClaim(B, 1, released=True)
+    # Then the leader claims it (and prunes it)
+    assert leader.admit(key, stored, write(adapter), orphan=True).act
+    assert record_of(adapter, key)[0].shard == ShardClaim(A, 2)
