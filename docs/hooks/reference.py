@@ -208,10 +208,15 @@ def _constraints(node: dict[str, Any]) -> list[str]:
         "default": "default `{}`",
     }
     facts = [
-        template.format(json.dumps(node[key]) if key == "default" else node[key])
+        _plural(template.format(json.dumps(node[key]) if key == "default" else node[key]))
         for key, template in words.items()
         if key in node
     ]
     if node.get("additionalProperties") is False and "properties" in node:
         facts.append("no other fields")
     return facts
+
+
+def _plural(fact: str) -> str:
+    """``at least 1 characters`` as English has it: ``at least 1 character``."""
+    return re.sub(r"\b1 (character|item)s\b", r"1 \1", fact)
