@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -124,3 +125,27 @@ def test_the_check_fails_when_an_option_is_missing(site: Path) -> None:
     assert (
         missing_from_reference(page.replace('id="gitdeploy-tag"', 'id="gone"'))[0] == "command gitdeploy tag"
     )
+
+
+def _property_names(node: object) -> Iterator[str]:
+    """Every property name a JSON schema declares, wherever it is (``$defs`` included)."""
+    if isinstance(node, dict):
+        for key, value in node.get("properties", {}).items():
+            yield key
+            yield from _property_names(value)
+        for key, value in node.items():
+            if key != "properties":
+                yield from _property_names(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _property_names(item)
+
+
+def test_manifest_reference_lists_every_schema_field(site: Path) -> None:
+    """Each field a schema in schemas/ declares is named in the manifest reference, generated from them."""
+    page = _text((site / "reference" / "manifests" / "index.html").read_text())
+    for schema in sorted((REPO_ROOT / "schemas").glob("*.schema.json")):
+        names = set(_property_names(json.loads(schema.read_text())))
+        assert names, schema
+        missing = sorted(name for name in names if not re.search(rf"\b{re.escape(name)}\b", page))
+        assert missing == [], f"{schema.name}: fields missing from docs/reference/manifests.md: {missing}"
