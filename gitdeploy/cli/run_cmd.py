@@ -419,6 +419,7 @@ def instrument(
     controller.poll_observers.append(metrics.observe_poll)
     controller.reconcile_observers.append(metrics.observe_reconcile)
     controller.runner.observers.append(metrics.observe_rollout)
+    controller.runner.event_observers.append(metrics.observe_event)
     metrics.follow_app_states(lambda: live_app_states(controller) if acting() else ({}, {}, 0))
     if notifier is not None:
         notifier.start()
