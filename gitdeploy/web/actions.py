@@ -21,6 +21,7 @@ from jinja2 import Environment
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.actions import Action, perform
@@ -226,6 +227,30 @@ class Actions:
                 "problem.html", status, title=f"{TEXTS[action].button}: refused", problem=problem
             )
         return self.render("done.html", key=key, action=action, text=TEXTS[action], done=done, by=by)
+
+
+class SessionGuard:
+    """Before any route: a request that may change something (not GET or HEAD), the login's POST
+    aside, needs a valid session (401 without; 403 when actions are off). The routes that act
+    check the CSRF token too; a new POST route is thus never open by mistake."""
+
+    def __init__(self, app: ASGIApp, actions: Actions) -> None:
+        self.app = app
+        self.actions = actions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD") and scope["path"] != "/login":
+            refusal = None
+            if self.actions.keys is None:
+                refusal = refuse(
+                    403, "the dashboard is read-only: start it with --dashboard-token-file to act"
+                )
+            elif self.actions.session(Request(scope)) is None:
+                refusal = refuse(401, "log in first (the session is missing or expired)")
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _ReadOnly:

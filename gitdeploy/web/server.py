@@ -38,7 +38,7 @@ from gitdeploy.controller.inspect import list_app_views
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.errors import GitdeployError, NotFoundError
-from gitdeploy.web.actions import Actions
+from gitdeploy.web.actions import Actions, SessionGuard
 from gitdeploy.web.auth import SessionKeys
 from gitdeploy.web.detail import Comparison, read_app_detail
 from gitdeploy.web.selection import AppFilter, select_apps
@@ -201,4 +201,4 @@ def create_app(
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ]
     )
-    return _SecurityHeaders(app)
+    return _SecurityHeaders(SessionGuard(app, dashboard.actions))

@@ -85,7 +85,8 @@ def test_a_read_only_dashboard_refuses_every_action(
     # and a POST that asks for a rollback, logging in or out, is refused and changes nothing
     forged = httpx.post(dashboard + ROLLBACK, data={"revision": "1", "csrf": "x"}, timeout=10)
     login = httpx.post(dashboard + "login", data={"name": "eve", "token": ""}, timeout=10)
-    assert (forged.status_code, login.status_code) == (403, 403)
+    elsewhere = httpx.post(dashboard + "apps/shop/web", data={"revision": "1"}, timeout=10)
+    assert (forged.status_code, login.status_code, elsewhere.status_code) == (403, 403, 403)
     assert "read-only" in forged.text
     assert httpx.get(dashboard + "login", timeout=10).status_code == 404
     assert revisions(run_cli) == [1, 2]
@@ -241,6 +242,8 @@ def test_gitdeploy_run_listen_serves_the_dashboard_beside_metrics_and_probes(
         assert metrics.status_code == 200 and "gitdeploy_build_info" in metrics.text
         assert httpx.get(url + "hooks/git", timeout=10).status_code == 405
         assert httpx.post(url + "hooks/git", content=b"{}", timeout=10).status_code == 404
-        # and an action without a session is refused there too
+        # and an action (or any POST of the dashboard's) without a session is refused there too
         assert httpx.post(url + ROLLBACK, data={"revision": "1"}, timeout=10).status_code == 401
+        assert httpx.post(url + "logout", timeout=10).status_code == 401
+        assert httpx.post(url, timeout=10).status_code == 401
     assert revisions(run_cli) == [1, 2]
