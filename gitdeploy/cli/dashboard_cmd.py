@@ -33,13 +33,15 @@ dashboard_token_option = click.option(
 @dashboard_token_option
 @click.pass_context
 def dashboard(ctx: click.Context, listen: str, dashboard_token_file: str | None) -> None:
-    """Serve a read-only web dashboard: every app's SYNC and HEALTH, and per app its revisions,
+    """Serve a web dashboard: every app's SYNC and HEALTH, and per app its revisions,
     rollout and events, updated live as the cluster changes.
 
     It reads what `status` and `history` read (the cluster), from any machine whose kubeconfig
     reaches it. Read-only unless --dashboard-token-file is given: then whoever logs in with
     the token can act on an app's page, and each action is recorded as an event naming them.
     Stop it with Ctrl-C.
+
+    Exit codes: 0 stopped, 1 it cannot listen or read the cluster.
 
     \b
     Examples:

@@ -338,6 +338,9 @@ def run(
     With several `run` against one cluster, one leads (holds the Lease) and acts; the others stand
     by, read git, and take over when the leader stops renewing or exits.
 
+    Exit codes: 0 stopped by SIGTERM or Ctrl-C, 1 it cannot start (the repo, the cluster or
+    --listen's port; the message says which).
+
     \b
     Examples:
       gitdeploy run --repo https://github.com/acme/deploy --branch main
