@@ -33,8 +33,7 @@ _.sync_counts  # gitdeploy/web/selection.py
 _.health_counts  # gitdeploy/web/selection.py
 
 # http.server / socketserver read these class attributes and call these methods (the embedded
-# cluster's API server in gitdeploy/localcluster/server.py, the webhook and metrics server in
-# gitdeploy/server/http.py).
+# cluster's API server in gitdeploy/localcluster/server.py and httpwire.py).
 _.daemon_threads
 _.block_on_close
 _.address_family
@@ -52,6 +51,9 @@ _.do_POST
 _.do_PUT
 _.do_PATCH
 _.do_DELETE
+_.do_GET  # the embedded cluster's handler (gitdeploy/localcluster/server.py)
+_.close_connection
+_.allow_reuse_address
 
 # ruamel.yaml reads the loader's `Resolver` attribute (gitdeploy/manifests/documents.py).
 _.Resolver

@@ -1,4 +1,5 @@
-"""``gitdeploy dashboard``: the read-only web dashboard of the cluster the command points at."""
+"""``gitdeploy dashboard``: the web dashboard of the cluster the command points at (read-only
+unless a token file lets people who log in act)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,17 @@ from gitdeploy.cli.context import get_context
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.errors import PermanentError
 from gitdeploy.server.http import parse_listen_address
+from gitdeploy.web.auth import read_token_file
 from gitdeploy.web.server import DashboardSettings, create_app
 from gitdeploy.web.serving import bind, serve, url_of
+
+dashboard_token_option = click.option(
+    "--dashboard-token-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Let people who log in with the token in this file roll back, retry, cancel, enable "
+    "triggers, promote and abort from the dashboard (else it is read-only).",
+)
 
 
 @click.command("dashboard")
@@ -20,25 +30,33 @@ from gitdeploy.web.serving import bind, serve, url_of
     metavar="[HOST]:PORT",
     help="Where to serve the dashboard (port 0: any free port; the URL is printed).",
 )
+@dashboard_token_option
 @click.pass_context
-def dashboard(ctx: click.Context, listen: str) -> None:
-    """Serve a read-only web dashboard: every app's SYNC and HEALTH, and per app its revisions,
+def dashboard(ctx: click.Context, listen: str, dashboard_token_file: str | None) -> None:
+    """Serve a web dashboard: every app's SYNC and HEALTH, and per app its revisions,
     rollout and events, updated live as the cluster changes.
 
     It reads what `status` and `history` read (the cluster), from any machine whose kubeconfig
-    reaches it. Read-only: change apps with commits or the CLI. Stop it with Ctrl-C.
+    reaches it. Read-only unless --dashboard-token-file is given: then whoever logs in with
+    the token can act on an app's page, and each action is recorded as an event naming them.
+    Stop it with Ctrl-C.
+
+    Exit codes: 0 stopped, 1 it cannot listen or read the cluster.
 
     \b
     Examples:
       gitdeploy dashboard
       gitdeploy dashboard --listen :8484 --kubeconfig ~/.kube/config
+      gitdeploy dashboard --dashboard-token-file ~/.config/gitdeploy/dashboard-token
     """
     try:
         host, port = parse_listen_address(listen)
     except ValueError as bad:
         raise PermanentError(str(bad), hint="for example --listen 127.0.0.1:8484") from bad
+    token = read_token_file(dashboard_token_file) if dashboard_token_file else None
     cluster = open_cluster(get_context(ctx))
     sock = bind(host, port)
-    click.echo(f"Dashboard of the {cluster.description} at {url_of(sock)} (read-only; Ctrl-C stops it)")
-    settings = DashboardSettings(cluster_description=cluster.description)
+    mode = "actions on, after a login" if token is not None else "read-only"
+    click.echo(f"Dashboard of the {cluster.description} at {url_of(sock)} ({mode}; Ctrl-C stops it)")
+    settings = DashboardSettings(cluster_description=cluster.description, token=token)
     serve(lambda stopping: create_app(cluster, settings, stopping), sock)

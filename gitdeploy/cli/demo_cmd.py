@@ -32,6 +32,7 @@ from gitdeploy.localcluster import stop
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NGINX = "config/apps/nginx-deployment.yaml"
+ROLLOUTS_DEMO = "config/apps/rollouts-demo.yaml"
 STREAM_TAG = "demo/origin-ruby-sample:latest"
 TYPO = "nginx:1.161"
 
@@ -85,8 +86,9 @@ class Narrator:
     def _say(self, args: Sequence[str]) -> None:
         self.out.print(Text(f"$ {shlex.join(args)}", style="bold cyan"))
 
-    def gitdeploy(self, *args: str) -> None:
-        """Run ``gitdeploy ARGS`` as the installed command would, in this process; it must exit 0."""
+    def gitdeploy(self, *args: str, expect: int = 0) -> None:
+        """Run ``gitdeploy ARGS`` as the installed command would, in this process; it must exit
+        ``expect`` (0 unless the demo shows a command saying that something is not done yet)."""
         self._say(["gitdeploy", *args])
         try:
             main(list(args))
@@ -95,8 +97,10 @@ class Narrator:
             code = done.code if isinstance(done.code, int) else 1
         if code == 130:  # Ctrl-C inside the command: stop the demo (it still cleans up)
             raise click.Abort
-        if code != 0:
+        if code != expect:
             raise StepFailed(f"`gitdeploy {shlex.join(args)}` exited {code}")
+        if code:
+            self.note(f"exit {code}, as expected")
 
     def git(self, *args: str, author: tuple[str, str] | None = None) -> None:
         """Run ``git ARGS`` in the config repo, as ``author``, without the machine's git config."""
@@ -143,6 +147,7 @@ def _scenario(say: Narrator) -> None:
     _rollouts(say)
     _image_triggers(say)
     _history_and_plan(say)
+    _canary(say)
 
 
 def _config_and_cluster(say: Narrator) -> None:
@@ -165,7 +170,7 @@ def _config_and_cluster(say: Narrator) -> None:
     )
     say.git("init", "-q", "-b", "main")
     say.git("add", "-A")
-    say.git("commit", "-qm", "Initial config: seven apps", author=ADA)
+    say.git("commit", "-qm", "Initial config: nine apps", author=ADA)
     say.gitdeploy(
         "cluster",
         "up",
@@ -258,6 +263,23 @@ def _history_and_plan(say: Narrator) -> None:
     say.gitdeploy("plan", "--repo", "./config", "--base", "main", "--head", "scale-api")
 
 
+def _canary(say: Narrator) -> None:
+    """An Argo Rollouts canary: its first step, then promoted past the rest."""
+    say.step(
+        "a canary, promoted",
+        "rollouts-demo is an Argo Rollouts Rollout, unedited: a new colour starts a canary at 20% "
+        "of the pods (two passes, not done: sync exits 1); promote --full skips its pauses.",
+    )
+    say.edit(ROLLOUTS_DEMO, "rollouts-demo:blue", "rollouts-demo:yellow", "blue -> yellow")
+    say.git("commit", "-qam", "rollouts-demo: yellow", author=GRACE)
+    say.gitdeploy("sync", "--repo", "./config", "demo/rollouts-demo", expect=1)
+    say.gitdeploy("sync", "--repo", "./config", "demo/rollouts-demo", expect=1)
+    say.gitdeploy("status", "demo/rollouts-demo")
+    say.gitdeploy("rollout", "promote", "demo/rollouts-demo", "--full")
+    say.gitdeploy(*_SYNC, "demo/rollouts-demo")
+    say.gitdeploy("history", "demo/rollouts-demo")
+
+
 def _explore(say: Narrator, state: Path, keep: bool) -> None:
     out = say.out
     out.print()
@@ -307,7 +329,7 @@ def _demo_environment(state: Path, cli: CliContext) -> Iterator[None]:
         os.environ.update(saved)
 
 
-STEPS = 9
+STEPS = 10
 
 
 @click.command("demo")
@@ -320,7 +342,8 @@ def demo(ctx: click.Context, fast: bool, keep: bool) -> None:
     It makes a config repo from examples/ in a temporary directory (real git commits), starts an
     embedded cluster there (never your state dir or a kubeconfig's cluster), and runs the real
     commands: the initial deploy, an image bump, a typo'd image rolled back at its deadline, an
-    image trigger, a manual rollback with triggers suspended and resumed, history and a plan.
+    image trigger, a manual rollback with triggers suspended and resumed, history, a plan and an
+    Argo Rollouts canary promoted.
 
     \b
     Exit codes: 0 the scenario ran to its end, 1 a step failed (named).

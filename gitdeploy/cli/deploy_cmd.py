@@ -10,9 +10,7 @@ from gitdeploy.cli.context import get_context
 from gitdeploy.cli.rollback_cmd import who
 from gitdeploy.cli.status_cmd import find_app
 from gitdeploy.cli.target import open_cluster
-from gitdeploy.controller import rollback as control
-from gitdeploy.core.history import control as decide
-from gitdeploy.errors import PermanentError
+from gitdeploy.controller.actions import deploy_control
 
 
 @click.command("deploy")
@@ -65,33 +63,5 @@ def deploy(ctx: click.Context, app: str, namespace: str | None, action: str | No
         raise click.UsageError("say what to do: --latest, --enable-triggers, --retry or --cancel")
     cluster = open_cluster(get_context(ctx))
     key = find_app(cluster, app, namespace)
-    state = control.read_app(cluster, key)
-    record = state.record
-    if action == "latest":
-        updated = decide.request_latest(record, in_progress=state.in_progress, app=str(key))
-        note = "git's manifest rolls out on the next pass"
-        if record.pin is not None:
-            note += f" (released the pin to revision {record.pin.revision})"
-    elif action == "enable-triggers":
-        if not record.triggers_suspended:
-            click.echo(f"{key}: image triggers are not suspended; nothing to do")
-            return
-        updated = decide.enable_triggers(record)
-        note = "image triggers resumed: the newest images of its streams roll out with git's manifest"
-        if record.pin is not None:
-            note += f" (released the pin to revision {record.pin.revision})"
-    elif action == "retry":
-        retried = control.retry(cluster, state, by=who(), now=time.time())
-        click.echo(f"{key}: revision {retried.revision} runs again ({retried.message})")
-        return
-    else:
-        current = state.current_entry
-        if current is None:
-            raise PermanentError(
-                f"{key} has not been deployed yet",
-                hint="nothing to cancel; `gitdeploy status` shows what runs, `gitdeploy sync` deploys it",
-            )
-        updated = decide.cancel(record, current, by=who(), now=time.time(), app=str(key))
-        note = f"revision {current.revision} cancelled; the previous revision comes back on the next pass"
-    control.write_record(cluster, state, updated)
+    note = deploy_control(cluster, key, action, by=who(), now=time.time())
     click.echo(f"{key}: {note}")

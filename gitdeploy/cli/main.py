@@ -59,7 +59,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prune": ("prune_cmd:prune", "List the prunes that pruneLimit held; with --confirm, let them go ahead."),
     "dashboard": (
         "dashboard_cmd:dashboard",
-        "Serve a read-only web dashboard: every app's SYNC and HEALTH, and per app its revisions, "
+        "Serve a web dashboard: every app's SYNC and HEALTH, and per app its revisions, "
         "rollout and events, updated live as the cluster changes.",
     ),
     "demo": (

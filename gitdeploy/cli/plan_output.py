@@ -110,6 +110,7 @@ def _app_json(a: AppPlan) -> dict[str, Any]:
             "custom_image": rollout.custom_image,
             "description": rollout.describe(),
             "steps": list(rollout.steps),
+            "on_abort": rollout.on_abort or None,
             "hooks": [
                 {
                     "phase": h.phase,
@@ -232,8 +233,9 @@ def _fence(lines: list[str]) -> str:
 def _md_rollout(rollout: RolloutPlan) -> list[str]:
     """How a new template rolls out: the strategy, a canary's timeline, the hooks."""
     out = [f"**Rollout**: {_md_text(rollout.describe())}", ""]
+    timeline = [*rollout.steps, rollout.on_abort] if rollout.on_abort else list(rollout.steps)
     for lines in (
-        [f"- {_md_text(line)}" for line in rollout.steps],
+        [f"- {_md_text(line)}" for line in timeline],
         [f"- hook {_md_code(h.render())}" for h in rollout.hooks],
     ):
         out += [*lines, ""] if lines else []
@@ -350,6 +352,7 @@ def detail_lines(a: AppPlan) -> list[Text]:
     if a.rollout is not None:
         out.append(Text(f"  rollout: {a.rollout.describe()}"))
         out += [Text(f"    {line}") for line in a.rollout.steps]
+        out += [Text(f"    {a.rollout.on_abort}")] if a.rollout.on_abort else []
         out += [Text(f"  hook {h.render()}") for h in a.rollout.hooks]
     if a.prune is not None:
         out.append(Text(f"  prune is {'on' if a.prune else 'off'} (gitdeploy.yaml)"))

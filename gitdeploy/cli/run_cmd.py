@@ -17,6 +17,7 @@ import click
 
 from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
+from gitdeploy.cli.dashboard_cmd import dashboard_token_option
 from gitdeploy.cli.durations import Duration
 from gitdeploy.cli.image_options import image_options, image_settings
 from gitdeploy.cli.output import output_option, print_data, print_table
@@ -24,6 +25,7 @@ from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.target import open_cluster, resolve_target
 from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.clock import MonotonicClock, SystemClock
+from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.apirequests import observe_api_requests
 from gitdeploy.controller.inspect import count_app_states, list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
@@ -51,6 +53,8 @@ from gitdeploy.server.http import (
 from gitdeploy.server.metrics import AppStates, Metrics
 from gitdeploy.server.webhook import PushEvent
 from gitdeploy.source.repo import ConfigRepo
+from gitdeploy.web.auth import read_token_file
+from gitdeploy.web.server import DashboardSettings, create_app
 
 
 class PruneLimitType(click.ParamType):  # type: ignore[type-arg]
@@ -199,10 +203,11 @@ def _controller(
     namespaces: tuple[str, ...] = (),
     resync_seconds: float = RESYNC_SECONDS,
     trusted_keys: tuple[str, ...] = (),
+    cluster: Cluster | None = None,
 ) -> Iterator[Controller]:
     cli = get_context(ctx)
     trusted = load_trusted_keys(trusted_keys, cli.state_dir)
-    cluster = open_cluster(cli)
+    cluster = cluster or open_cluster(cli)
     with ConfigRepo(
         repo, ref=branch, subpath=subpath, state_dir=cli.state_dir, trusted_keys=trusted
     ) as source:
@@ -352,7 +357,7 @@ def _report_row(report: AppReport) -> list[str]:
     "--listen",
     default=None,
     metavar="[HOST]:PORT",
-    help="Serve /healthz, /readyz, /metrics and /hooks/git here.",
+    help="Serve the dashboard (/), /healthz, /readyz, /metrics and /hooks/git here.",
 )
 @click.option(
     "--webhook-secret-file",
@@ -360,6 +365,7 @@ def _report_row(report: AppReport) -> list[str]:
     default=None,
     help="Accept signed GitHub/GitLab push webhooks on /hooks/git (needs --listen).",
 )
+@dashboard_token_option
 @click.option(
     "--notify-url",
     default=None,
@@ -389,6 +395,7 @@ def run(
     log_format: str,
     listen: str | None,
     webhook_secret_file: str | None,
+    dashboard_token_file: str | None,
     notify_url: str | None,
     notify_secret_file: str | None,
     leader_elect: bool,
@@ -405,6 +412,9 @@ def run(
     by, read git, and take over when the leader stops renewing or exits. With --sharding, every
     replica acts on the apps it owns (an app moves only after its old owner stopped acting on it);
     the leader alone polls image streams and prunes orphans.
+
+    Exit codes: 0 stopped by SIGTERM or Ctrl-C, 1 it cannot start (the repo, the cluster or
+    --listen's port; the message says which).
 
     \b
     Examples:
@@ -447,26 +457,22 @@ def run(
         if notify_url
         else None
     )
+    if dashboard_token_file and not listen:
+        raise PermanentError("--dashboard-token-file needs --listen", hint="add --listen :8080")
+    cluster = open_cluster(get_context(ctx))
     if listen:
-        host, port = parse_listen_address(listen)
         webhook = (
             WebhookSettings(secret=read_secret_file(webhook_secret_file), repo_url=repo, branch=branch)
             if webhook_secret_file
             else None
         )
-        server = HttpServer(
-            metrics=metrics,
-            readiness=readiness,
-            host=host,
-            port=port,
-            webhook=webhook,
-            on_push=on_push,
-        )
+        token = read_token_file(dashboard_token_file) if dashboard_token_file else None
+        server = _http_server(listen, cluster, token, metrics, readiness, webhook, on_push)
         server.start()
     try:
         with (
             _controller(
-                ctx, repo, branch, subpath, prune, workers, namespaces, resync_interval, trusted_keys
+                ctx, repo, branch, subpath, prune, workers, namespaces, resync_interval, trusted_keys, cluster
             ) as controller,
             _leadership(
                 ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
@@ -486,6 +492,29 @@ def run(
             server.stop()
 
 
+def _http_server(
+    listen: str,
+    cluster: Cluster,
+    token: bytes | None,
+    metrics: Metrics,
+    readiness: Readiness,
+    webhook: WebhookSettings | None,
+    on_push: Callable[[PushEvent], None],
+) -> HttpServer:
+    """The server of ``--listen``: probes, metrics, the webhook, and the dashboard on ``/``."""
+    host, port = parse_listen_address(listen)
+    settings = DashboardSettings(cluster_description=cluster.description, token=token)
+    return HttpServer(
+        metrics=metrics,
+        readiness=readiness,
+        host=host,
+        port=port,
+        webhook=webhook,
+        on_push=on_push,
+        fallback=lambda stopping: create_app(cluster, settings, stopping),
+    )
+
+
 def instrument(
     controller: Controller,
     metrics: Metrics,
@@ -500,6 +529,7 @@ def instrument(
     controller.poll_observers.append(metrics.observe_poll)
     controller.reconcile_observers.append(metrics.observe_reconcile)
     controller.runner.observers.append(metrics.observe_rollout)
+    controller.runner.event_observers.append(metrics.observe_event)
     metrics.follow_app_states(lambda: live_app_states(controller) if acting() else ({}, {}, 0))
     if notifier is not None:
         notifier.start()

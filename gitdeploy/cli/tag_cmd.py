@@ -110,6 +110,9 @@ def tag(ctx: click.Context, source: str, target: str, namespace: str, kind: str,
     now) or [NS/]STREAM:TAG of another image stream. The move is kept in the tag's history in the
     cluster, and holds until git changes the tag's `from` in the ImageStream manifest.
 
+    Exit codes: 0 moved (or already there), 1 refused (the source cannot be resolved, the tag
+    cannot be written; the message says why).
+
     \b
     Examples:
       gitdeploy tag quay.io/acme/web@sha256:4f2c... shop/web:prod

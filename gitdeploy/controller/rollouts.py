@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
@@ -163,6 +163,20 @@ class ShardHooks(Protocol):
         ...
 
 
+_News = TypeVar("_News")
+
+
+def tell(observers: Iterable[Callable[[_News], None]], news: Iterable[_News], key: AppKey) -> None:
+    """Tell each observer each piece of ``news`` (about app ``key``), on the reconcile thread: a
+    failing observer is logged, never fails the step."""
+    for item in news:
+        for observer in observers:
+            try:
+                observer(item)
+            except Exception:  # an observer's bug must not stop rollouts
+                log.exception("[%s] %s observer failed", key, type(item).__name__)
+
+
 class RolloutRunner:
     """Plans and executes passes for apps on one cluster; remembers each app's last status."""
 
@@ -186,6 +200,9 @@ class RolloutRunner:
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
+        self.event_observers: list[Callable[[Event], None]] = []
+        """Told of each event of a step (a canary's step, an analysis run's end), after the step
+        was carried out."""
 
     def release_old_replica_sets(self, replica_sets: Iterable[ObservedReplicaSet]) -> None:
         """Release the ReplicaSets an earlier gitdeploy made owned by the app record (once each)."""
@@ -244,7 +261,8 @@ class RolloutRunner:
         self.execute(target.app, snapshot, stored, step, repair)
         self.statuses[target.app.key] = step.status
         if self.observers:
-            self._tell(rollout_transitions(target, snapshot.record, step, now))
+            tell(self.observers, rollout_transitions(target, snapshot.record, step, now), target.app.key)
+        tell(self.event_observers, step.events, target.app.key)
         return step
 
     def _relabel_hidden(
@@ -289,15 +307,6 @@ class RolloutRunner:
             observed = self.cluster.relabel_replica_set(key.namespace, name, labels)
             log.info("[%s] ReplicaSet %s: restored its labels, changed by hand", key, name)
         return observed, changes
-
-    def _tell(self, transitions: Iterable[RolloutTransition]) -> None:
-        """Observers run on the reconcile thread: a failing one is logged, never fails the step."""
-        for transition in transitions:
-            for observer in self.observers:
-                try:
-                    observer(transition)
-                except Exception:  # an observer's bug must not stop rollouts
-                    log.exception("[%s] rollout observer failed", transition.app)
 
     def changed_by_hand(self, kind: str, rs: ObservedReplicaSet) -> bool:
         """Whether a watch's news of ``rs`` (ADDED, MODIFIED, DELETED) is a change this runner did

@@ -37,6 +37,8 @@ CANARY_PROMOTIONS_ANNOTATION = "gitdeploy.io/canary-promotions"
 CANARY_ANALYSIS_ANNOTATION = "gitdeploy.io/canary-analysis"
 CANARY_BACKGROUND_ANNOTATION = "gitdeploy.io/canary-background-analysis"
 PROMOTE_FULL = "full"
+BACKGROUND_RUN_KEY = -1
+"""The step key of the background analysis's run (a step's run has the step's index)."""
 CANARY_RESTART: Mapping[str, str] = MappingProxyType(
     {
         name: ""

@@ -9,7 +9,7 @@ instead. Durations are whole seconds.
 >>> [step.describe() for step in params.steps]
 ['setWeight 20%', 'pause (until promoted)', 'setWeight 50%', 'pause 60s']
 >>> params.max_surge, params.max_unavailable, params.abort_scale_down_delay_seconds
-('25%', '25%', 30)
+('25%', '25%', None)
 """
 
 from __future__ import annotations
@@ -89,13 +89,16 @@ class BackgroundAnalysis:
 @dataclass(frozen=True, slots=True)
 class CanaryParams:
     """A canary without a traffic router: the weight is the share of pods. Argo Rollouts'
-    defaults: bounds 25%/25%, the canary kept 30 s after an abort before it goes."""
+    defaults: bounds 25%/25%."""
 
     steps: tuple[CanaryStep, ...] = ()
     max_surge: int | str = "25%"
     max_unavailable: int | str = "25%"
     analysis: BackgroundAnalysis | None = None
-    abort_scale_down_delay_seconds: int = 30
+    abort_scale_down_delay_seconds: int | None = None
+    """As written (None when not): Argo Rollouts honours it only with a traffic router, so a
+    basic canary's abort rolls back to the stable at once (see
+    :func:`~gitdeploy.core.planning.canarytimeline.abort_line`)."""
     progress_deadline_abort: bool = False
     """Abort (scale the canary down) when the progress deadline passes, not only mark it."""
     templates: tuple[AnalysisTemplate, ...] = ()

@@ -16,6 +16,14 @@ its pods, never a verdict stored by an earlier pass.
 'steps done (4/4), to full size (3/4 pods ready)'
 >>> replace(view, step=1, aborted_by="ada@laptop").describe(now=0.0)
 'aborted by ada@laptop at step 2/4'
+
+A running analysis follows, a line per metric (:mod:`gitdeploy.core.analysis.measured`):
+
+>>> from gitdeploy.core.canarysteps import AnalysisRef
+>>> steps = (SetWeight(25), AnalysisStep(AnalysisRef(("error-rate",))))
+>>> CanaryView(3, steps, 1, 4, analysis=("analysis error-rate: 2/5 measurements, last 0.01 (Successful)",)
+...     ).describe(now=0.0)
+'step 2/2, analysis error-rate; analysis error-rate: 2/5 measurements, last 0.01 (Successful)'
 """
 
 from __future__ import annotations
@@ -23,14 +31,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gitdeploy.core.analysis.measured import run_lines
+from gitdeploy.core.analysis.stored import decode_run
 from gitdeploy.core.canarystate import (
+    BACKGROUND_RUN_KEY,
+    CANARY_ANALYSIS_ANNOTATION,
+    CANARY_BACKGROUND_ANNOTATION,
     CANARY_STEPS_ANNOTATION,
     PROMOTE_FULL,
     own_value,
     read_canary_state,
     read_promotions,
 )
-from gitdeploy.core.canarysteps import CanaryStep, Pause, SetWeight, decode_steps
+from gitdeploy.core.canarysteps import (
+    AnalysisStep,
+    CanaryStep,
+    Pause,
+    SetWeight,
+    decode_steps,
+)
 from gitdeploy.core.observed import ObservedReplicaSet
 from gitdeploy.core.scaling.canaryshares import canary_shares
 
@@ -49,6 +68,9 @@ class CanaryView:
     aborted_by: str | None = None
     promotions: tuple[tuple[str, str], ...] = ()
     """``(step, who)``: who promoted which step (an index as text, or ``full``)."""
+    analysis: tuple[str, ...] = ()
+    """What the analysis under way (the step's, the background one) has measured, a line per
+    metric (:func:`~gitdeploy.core.analysis.measured.run_lines`)."""
 
     @property
     def where(self) -> str:
@@ -71,7 +93,14 @@ class CanaryView:
 
     def describe(self, now: float | None) -> str:
         """One line for ``status`` at ``now``; with ``now`` None, without the countdown of a timed
-        pause, so that ``rollout status`` prints a line per step, not per second."""
+        pause, so that ``rollout status`` prints a line per step (and per measurement), not per
+        second."""
+        line = self._at(now)
+        if self.aborted_by is not None or not self.analysis:
+            return line
+        return "; ".join((line, *self.analysis))
+
+    def _at(self, now: float | None) -> str:
         if self.aborted_by is not None:
             return f"aborted by {self.aborted_by} at step {self.where}"
         current = self.current
@@ -129,13 +158,29 @@ def read_canary_view(rs: ObservedReplicaSet, replicas: int) -> CanaryView | None
     if not steps:
         return None
     state = read_canary_state(rs)
+    step = len(steps) if state.full else min(state.step, len(steps))
     return CanaryView(
         revision=rs.state.revision,
         steps=steps,
-        step=len(steps) if state.full else min(state.step, len(steps)),
+        step=step,
         replicas=replicas,
         canary_ready=rs.state.ready,
         paused_at=state.paused_at,
         aborted_by=state.aborted_by,
         promotions=read_promotions(rs),
+        analysis=_analysis_lines(rs, steps, step),
     )
+
+
+def _analysis_lines(rs: ObservedReplicaSet, steps: tuple[CanaryStep, ...], step: int) -> tuple[str, ...]:
+    """The runs under way of ``rs``'s revision: the analysis step's it is at, the background
+    one's (a run kept for another step or revision, or unreadable, shows nothing)."""
+    revision = rs.state.revision
+    lines: tuple[str, ...] = ()
+    if step < len(steps) and isinstance(steps[step], AnalysisStep):
+        run = decode_run(rs.annotation(CANARY_ANALYSIS_ANNOTATION), revision, step)
+        lines += run_lines(run, "analysis") if run is not None else ()
+    background = decode_run(rs.annotation(CANARY_BACKGROUND_ANNOTATION), revision, BACKGROUND_RUN_KEY)
+    if background is not None and step < len(steps):
+        lines += run_lines(background, "background analysis")
+    return lines

@@ -72,9 +72,9 @@ def canary_strategy(spec: dict[str, Any]) -> Strategy:
         analysis=None
         if background is None
         else BackgroundAnalysis(_analysis_ref(background), int(background.get("startingStep", 0))),
-        abort_scale_down_delay_seconds=int(
-            canary.get("abortScaleDownDelaySeconds", defaults.abort_scale_down_delay_seconds)
-        ),
+        abort_scale_down_delay_seconds=None
+        if canary.get("abortScaleDownDelaySeconds") is None
+        else int(canary["abortScaleDownDelaySeconds"]),
         progress_deadline_abort=bool(spec.get("progressDeadlineAbort", False)),
     )
     return Strategy(StrategyType.CANARY, canary=params)

@@ -1,4 +1,4 @@
-"""gitdeploy's HTTP endpoints, served by the standard library in a background thread.
+"""gitdeploy's HTTP endpoints, served by uvicorn in a background thread.
 
 * ``GET /healthz``: 200 while the process runs (the liveness probe).
 * ``GET /readyz``: 200 once :class:`Readiness` says the repository was read and the leader Lease
@@ -7,18 +7,22 @@
 * ``POST /hooks/git``: GitHub and GitLab push webhooks (:mod:`gitdeploy.server.webhook`). A verified
   push to the tracked repository and branch calls ``on_push`` once; everything else is answered
   without side effects.
+* every other path: the ``fallback`` ASGI app when one is given (``gitdeploy run`` serves the
+  dashboard there), else 404.
+
+The answers are decided in :mod:`gitdeploy.server.endpoints`, an ASGI app; uvicorn (h11) parses HTTP.
 
 Usage from the loop::
 
     server = HttpServer(metrics=metrics, readiness=readiness, host="", port=8080,
                         webhook=WebhookSettings(secret=read_secret_file(path), repo_url=url, branch="main"),
                         on_push=lambda event: wake_up.set())
-    server.start()          # returns at once; serves from a daemon thread
+    server.start()          # returns once it listens; serves from a daemon thread
     ...
     server.stop()
 
-``on_push`` runs on the request's thread and should only hand the event over (set an Event, put it
-on a queue); it must not fetch by itself, so the sender gets its answer within milliseconds.
+``on_push`` runs on the server's event loop and should only hand the event over (set an Event, put
+it on a queue); it must not fetch by itself, so the sender gets its answer within milliseconds.
 """
 
 from __future__ import annotations
@@ -26,25 +30,24 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-import socketserver
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Final
 
+import uvicorn
+from starlette.types import ASGIApp
+
 from gitdeploy.errors import PermanentError
-from gitdeploy.server.metrics import CONTENT_TYPE, Metrics
+from gitdeploy.server.endpoints import HOOK_PATH, Endpoints
+from gitdeploy.server.metrics import Metrics
 from gitdeploy.server.webhook import (
     DEFAULT_MAX_BODY_BYTES,
     Ignored,
-    Provider,
     PushEvent,
     Rejected,
-    check_headers,
     normalize_branch,
     parse_delivery,
     push_matches,
@@ -52,12 +55,19 @@ from gitdeploy.server.webhook import (
 
 log = logging.getLogger(__name__)
 
-HOOK_PATH: Final = "/hooks/git"
+__all__ = [
+    "HOOK_PATH",
+    "HttpServer",
+    "Readiness",
+    "WebhookSettings",
+    "parse_listen_address",
+    "read_secret_file",
+]
+
 REQUEST_TIMEOUT_SECONDS: Final = 10.0
-"""A client that sends nothing for this long is disconnected, so slow senders cannot hold threads."""
-DISCARD_LIMIT_BYTES: Final = 1024 * 1024
-DISCARD_TIMEOUT_SECONDS: Final = 1.0
-"""An unwanted body is drained for at most this long in all (see :meth:`_Handler._discard`)."""
+"""An idle kept-alive connection is closed after this long, so idle clients cannot hold sockets."""
+SHUTDOWN_GRACE_SECONDS: Final = 2
+"""A stop waits this long for requests in flight (the dashboard's live streams), then closes them."""
 MAX_CONCURRENT_BODIES: Final = 4
 """Webhook bodies read at once; a delivery beyond them is answered 503 without its body being read,
 so unauthenticated senders can make gitdeploy hold at most this many bodies (5 MiB each)."""
@@ -190,25 +200,35 @@ def parse_listen_address(text: str) -> tuple[str, int]:
 
 
 OnPush = Callable[[PushEvent], None]
+MakeApp = Callable[[threading.Event], ASGIApp]
+"""Builds the app for the other paths, given the event set when the server stops (so that its
+open streams end)."""
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as problem:
+        sock.close()
+        raise _bind_error(host, port, problem) from problem
+    return sock
 
-    def __init__(self, address: tuple[str, int], app: HttpServer) -> None:
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        self.app = app
-        super().__init__(address, _Handler)
 
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind resolves the host's fully qualified name, which can stall for
-        # seconds on a pod without working reverse DNS; the name is never used here.
-        socketserver.TCPServer.server_bind(self)
-        host, port = self.server_address[:2]
-        self.server_name = str(host)
-        self.server_port = int(port)
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, told apart from a process-wide one: it never installs signal handlers
+    (it runs in a thread) and it says when it listens."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.listening = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.listening.set()
 
 
 class HttpServer:
@@ -228,6 +248,7 @@ class HttpServer:
         port: int = 8080,
         webhook: WebhookSettings | None = None,
         on_push: OnPush | None = None,
+        fallback: MakeApp | None = None,
     ) -> None:
         if webhook is not None and on_push is None:
             raise ValueError("webhook settings given without an on_push callback")
@@ -237,8 +258,12 @@ class HttpServer:
         self._on_push = on_push
         self._host = host
         self._port = port
-        self._server: _Server | None = None
+        self._fallback = fallback
+        self._sock: socket.socket | None = None
+        self._server: _Uvicorn | None = None
         self._thread: threading.Thread | None = None
+        self.stopping = threading.Event()
+        """Set when :meth:`stop` begins: the fallback app's live streams end."""
         self._push_lock = threading.Lock()
         self._last_triggered: dict[str, str] = {}
         self.body_slots = threading.BoundedSemaphore(webhook.max_concurrent_bodies if webhook else 1)
@@ -247,9 +272,9 @@ class HttpServer:
     @property
     def address(self) -> tuple[str, int]:
         """The bound (host, port); only valid after :meth:`start`."""
-        if self._server is None:
+        if self._sock is None:
             raise RuntimeError("the server is not started")
-        host, port = self._server.server_address[:2]
+        host, port = self._sock.getsockname()[:2]
         return str(host), int(port)
 
     @property
@@ -265,40 +290,52 @@ class HttpServer:
         return f"http://{host}:{port}"
 
     def start(self) -> None:
-        """Bind and serve from a daemon thread. An address that cannot be bound (in use, not
-        this machine's, a privileged port) is a :class:`PermanentError` saying what to do."""
+        """Bind, and serve from a daemon thread once listening. An address that cannot be bound
+        (in use, not this machine's, a privileged port) is a :class:`PermanentError` saying what
+        to do."""
         if self._server is not None:
             raise RuntimeError("the server is already started")
-        try:
-            self._server = _Server((self._host, self._port), self)
-        except OSError as problem:
-            raise _bind_error(self._host, self._port, problem) from problem
+        self._sock = sock = _bind(self._host, self._port)
+        self.stopping.clear()
+        fallback = self._fallback(self.stopping) if self._fallback is not None else None
+        config = uvicorn.Config(
+            Endpoints(self, fallback),
+            http="h11",
+            lifespan="off",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            server_header=False,
+            headers=[("Server", "gitdeploy")],
+            timeout_keep_alive=int(REQUEST_TIMEOUT_SECONDS),
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        )
+        self._server = server = _Uvicorn(config)
         self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.5},
-            name="gitdeploy-http",
-            daemon=True,
+            target=server.run, kwargs={"sockets": [sock]}, name="gitdeploy-http", daemon=True
         )
         self._thread.start()
+        while not server.listening.wait(0.01):
+            if not self._thread.is_alive():
+                self._server = self._thread = None
+                sock.close()
+                raise RuntimeError("the HTTP server stopped while starting; see the log")
         log.info("serving health, metrics and webhooks on %s", self.url)
 
     def stop(self) -> None:
         """Stop serving and close the socket. Safe to call twice."""
-        server, thread = self._server, self._thread
+        server, thread, sock = self._server, self._thread, self._sock
         if server is None:
             return
-        # serve_forever notices a shutdown request only when its select() returns: connect to it
-        # so that happens at once instead of after up to a poll interval.
-        stopper = threading.Thread(target=server.shutdown, name="gitdeploy-http-stop", daemon=True)
-        stopper.start()
-        while stopper.is_alive():
-            _wake(self.url)
-            stopper.join(timeout=0.01)
-        server.server_close()
+        self.stopping.set()
+        server.should_exit = True
         if thread is not None:
-            thread.join(timeout=5)
+            thread.join(timeout=SHUTDOWN_GRACE_SECONDS + 5)
+        if sock is not None:
+            sock.close()
         self._server = None
         self._thread = None
+        self._sock = None
 
     def __enter__(self) -> HttpServer:
         self.start()
@@ -360,213 +397,3 @@ class HttpServer:
             verdict.delivery_id or "-",
         )
         return HTTPStatus.OK, f"fetch triggered for {verdict.after}"
-
-
-def _wake(url: str) -> None:
-    host, _, port = url.removeprefix("http://").rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=0.1):
-            pass
-    except OSError:
-        pass
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-    timeout = REQUEST_TIMEOUT_SECONDS
-    # Headers and body go out in two writes; without TCP_NODELAY the second waits for a delayed ACK
-    # (about 40 ms on Linux), which a webhook sender would see on every delivery.
-    disable_nagle_algorithm = True
-    server_version = "gitdeploy"
-    sys_version = ""
-
-    # -- routing --------------------------------------------------------------------------------
-
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        app = self.server.app
-        if path == "/healthz":
-            self._reply(HTTPStatus.OK, "ok")
-        elif path == "/readyz":
-            state = app.readiness.state()
-            self._reply(HTTPStatus.OK if state.ready else HTTPStatus.SERVICE_UNAVAILABLE, state.reason)
-        elif path == "/metrics":
-            self._send(HTTPStatus.OK, app.metrics.render(), CONTENT_TYPE)
-        elif path == HOOK_PATH:
-            self._reply(HTTPStatus.METHOD_NOT_ALLOWED, "use POST", allow="POST")
-        else:
-            self._reply(HTTPStatus.NOT_FOUND, "not found")
-
-    def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0]
-        app = self.server.app
-        if path != HOOK_PATH or app.webhook is None:
-            self.close_connection = True
-            if path in ("/healthz", "/readyz", "/metrics"):
-                self._reply(HTTPStatus.METHOD_NOT_ALLOWED, "use GET", allow="GET")
-            elif path == HOOK_PATH:
-                self._reply(HTTPStatus.NOT_FOUND, "webhook receiver not configured")
-            else:
-                self._reply(HTTPStatus.NOT_FOUND, "not found")
-            self._discard(self._content_length())
-            return
-        length = self._body_length(app.webhook.max_body_bytes)
-        if length is None:
-            return
-        headers = dict(self.headers.items())
-        refused = check_headers(headers, app.webhook.secret)
-        if refused is not None:  # nothing of an unauthenticated body is read
-            self._refuse(refused.status, refused.reason, refused.provider)
-            return
-        if not app.body_slots.acquire(blocking=False):
-            self._refuse(
-                HTTPStatus.SERVICE_UNAVAILABLE,
-                f"{app.webhook.max_concurrent_bodies} deliveries are being read already; retry later",
-                Provider.UNKNOWN,
-            )
-            return
-        app.metrics.webhook_bodies_reading.inc()
-        try:
-            body = self._read_body(length, app.webhook.body_timeout_seconds)
-        finally:
-            app.metrics.webhook_bodies_reading.dec()
-            app.body_slots.release()
-        if body is None:
-            return
-        status, message = app.handle_delivery(headers, body)
-        self._reply(status, message)
-
-    def _refuse(self, status: HTTPStatus, reason: str, provider: Provider) -> None:
-        """Answer ``status`` and close the connection, draining only a little of the body."""
-        self._answer_refusal(status, reason, provider)
-        self._discard(self._content_length())
-
-    def _answer_refusal(self, status: HTTPStatus, reason: str, provider: Provider) -> None:
-        self.close_connection = True
-        self.server.app.metrics.webhook_delivery(provider, "rejected")
-        log.warning("webhook delivery refused (%d): %s", status, reason)
-        self._reply(status, reason)
-
-    def _content_length(self) -> int:
-        length = self.headers.get("Content-Length", "")
-        return int(length) if length.isdigit() else 0
-
-    def _body_length(self, limit: int) -> int | None:
-        """The body's length from the headers, or None after answering 411/413/400 without
-        reading the body."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            self.close_connection = True
-            self._reply(HTTPStatus.LENGTH_REQUIRED, "send a Content-Length; chunked bodies are not accepted")
-            return None
-        length_text = self.headers.get("Content-Length")
-        if length_text is None:
-            self.close_connection = True
-            self._reply(HTTPStatus.LENGTH_REQUIRED, "Content-Length required")
-            return None
-        try:
-            length = int(length_text)
-            if length < 0:
-                raise ValueError(length_text)
-        except ValueError:
-            self.close_connection = True
-            self._reply(HTTPStatus.BAD_REQUEST, "invalid Content-Length")
-            return None
-        if length > limit:
-            self._refuse_too_large(limit)
-            self._discard(length)
-            return None
-        return length
-
-    def _read_body(self, length: int, timeout: float) -> bytes | None:
-        """The body of ``length`` bytes, or None after answering 408 when it did not all arrive
-        within ``timeout`` seconds."""
-        body = self._read_within(length, timeout, keep=True)
-        if body is None:
-            self.close_connection = True
-            log.warning("webhook delivery refused (408): the body did not arrive within %.0f s", timeout)
-            self._reply(HTTPStatus.REQUEST_TIMEOUT, f"the body did not arrive within {timeout:.0f} s")
-        return body
-
-    def _read_within(self, length: int, timeout: float, *, keep: bool) -> bytes | None:
-        """Read ``length`` bytes of body within ``timeout`` seconds in all; None when the sender
-        is slower, or stops. With ``keep`` False, the bytes are dropped as they arrive."""
-        deadline = time.monotonic() + timeout
-        chunks: list[bytes] = []
-        remaining = length
-        try:
-            while remaining > 0:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self.connection.settimeout(left)
-                chunk = self.rfile.read1(min(remaining, 65536))
-                if not chunk:
-                    return None
-                remaining -= len(chunk)
-                if keep:
-                    chunks.append(chunk)
-        except OSError:  # a timeout, or the sender went away
-            return None
-        finally:
-            self.connection.settimeout(self.timeout)
-        return b"".join(chunks)
-
-    def handle_expect_100(self) -> bool:
-        # A sender that asks before sending a too large or unauthenticated body is refused before
-        # it sends it.
-        app = self.server.app
-        length_text = self.headers.get("Content-Length", "")
-        limit = app.webhook.max_body_bytes if app.webhook is not None else 0
-        if self.command == "POST" and length_text.isdigit() and int(length_text) > limit > 0:
-            self._refuse_too_large(limit)
-            return False
-        if self.command == "POST" and app.webhook is not None:
-            refused = check_headers(dict(self.headers.items()), app.webhook.secret)
-            if refused is not None:  # no body follows: nothing to drain
-                self._answer_refusal(refused.status, refused.reason, refused.provider)
-                return False
-        return super().handle_expect_100()
-
-    def _refuse_too_large(self, limit: int) -> None:
-        # The body is not read: the connection is closed so its bytes are never taken for a request.
-        self.close_connection = True
-        self.server.app.metrics.webhook_delivery(Provider.UNKNOWN, "rejected")
-        log.warning("webhook delivery refused (413): Content-Length above %d bytes", limit)
-        self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body larger than {limit} bytes")
-
-    def _discard(self, length: int) -> None:
-        """Read and drop up to :data:`DISCARD_LIMIT_BYTES` of an unwanted body, for at most
-        :data:`DISCARD_TIMEOUT_SECONDS` in all.
-
-        Closing a socket with unread bytes makes the kernel reset the connection, and a reset can
-        destroy the answer before the client reads it; draining a bounded amount avoids that for
-        ordinary clients without letting a huge or trickling body keep the thread busy.
-        """
-        self._read_within(min(length, DISCARD_LIMIT_BYTES), DISCARD_TIMEOUT_SECONDS, keep=False)
-
-    def do_HEAD(self) -> None:
-        self.do_GET()
-
-    # -- responses ------------------------------------------------------------------------------
-
-    def _reply(self, status: HTTPStatus, message: str, *, allow: str | None = None) -> None:
-        line = " ".join(message.split()) + "\n"
-        self._send(status, line.encode("utf-8"), "text/plain; charset=utf-8", allow=allow)
-
-    def _send(self, status: HTTPStatus, body: bytes, content_type: str, *, allow: str | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        if allow is not None:
-            self.send_header("Allow", allow)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        # Access lines (probes every few seconds, scrapes) go to debug, not to stderr.
-        log.debug("%s %s", self.address_string(), format % args)

@@ -9,6 +9,7 @@ The loop reports through methods named for its events::
     metrics = Metrics()
     metrics.observe_poll(0.21)                        # one fetch of the config repo
     metrics.observe_rollout(transition)               # a rollout began or ended (core.rollout.transitions)
+    metrics.observe_event(event)                      # a pass's event: a canary step, an analysis run's end
     metrics.observe_reconcile(0.034, "success")       # one pass over one app
     metrics.set_app_states(sync={"Synced": 41, "OutOfSync": 1}, health={"Healthy": 42})
     metrics.follow_app_states(read)                   # or: read() gives them at every scrape
@@ -41,6 +42,8 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from gitdeploy.core.analysis.phases import AnalysisPhase
+from gitdeploy.core.rollout.outputs import Event
 from gitdeploy.core.rollout.transitions import RolloutEvent, RolloutTransition
 from gitdeploy.core.sync.syncstate import Health, Sync
 
@@ -104,6 +107,7 @@ class Metrics:
         self._sync_seen: set[str] = {s.value for s in SyncState}
         self._health_seen: set[str] = {s.value for s in HealthState}
         self._rollouts = _RolloutFamilies.build(add)
+        self._canary_steps, self._analysis_runs = _canary_families(add)
         self._source = _SourceFamilies.build(add)
         self._api_requests, self._leader = _api_families(add)
         self._webhooks, self.webhook_bodies_reading = _webhook_families(add)
@@ -179,6 +183,14 @@ class Metrics:
             self.rollout_completed(cause, transition.seconds)
         else:
             self.rollout_failed(cause, transition.seconds)
+
+    def observe_event(self, event: Event) -> None:
+        """Count a canary's step reached (event ``CanaryStep``) and an analysis run that ended
+        (``AnalysisSuccessful``, ``AnalysisFailed``, ...: by phase); other events count nothing."""
+        if event.reason == "CanaryStep":
+            self._canary_steps.inc()
+        elif event.reason.startswith("Analysis") and event.reason[8:] in _RUN_PHASES:
+            self._analysis_runs.labels(phase=event.reason[8:]).inc()
 
     # -- source, API, leadership, webhooks ------------------------------------------------------
 
@@ -315,6 +327,22 @@ class _RolloutFamilies:
                 "rollbacks", "Rollbacks requested (each also starts a rollout with its own cause)."
             ),
         )
+
+
+_RUN_PHASES: Final = tuple(p.value for p in AnalysisPhase if p.completed)
+"""The phases an analysis run ends in (Successful, Inconclusive, Error, Failed)."""
+
+
+def _canary_families(add: _Families) -> tuple[Counter, Counter]:
+    """Canary steps reached, and analysis runs ended by phase (every phase exported at 0)."""
+    steps = add.counter(
+        "canary_steps",
+        "Canary steps reached (each step a canary walks to, and its end past the last step).",
+    )
+    runs = add.counter("analysis_runs", "Analysis runs of canaries that ended, by phase.", ["phase"])
+    for phase in _RUN_PHASES:
+        runs.labels(phase=phase)
+    return steps, runs
 
 
 @dataclass(frozen=True)

@@ -1,2 +1,2 @@
-"""The read-only web dashboard (``gitdeploy dashboard``): an edge, as the cli, that shows what
+"""The web dashboard (``gitdeploy dashboard``): an edge, as the cli, that shows what
 ``status`` and ``history`` compute; nothing in gitdeploy below it imports it."""

@@ -5,6 +5,9 @@
 * ``GET /apps/{namespace}/{name}``: the app page; ``?from=N&to=M`` compares two revisions' templates.
 * ``GET /live/apps?...`` and ``GET /live/apps/{namespace}/{name}``: ``text/event-stream`` of the
   pages' live parts, sent again each time what they show changes (htmx's SSE extension swaps them in).
+* ``GET /login``, ``POST /login``, ``POST /logout``, ``GET /apps/{namespace}/{name}/confirm/{action}``
+  and ``POST /apps/{namespace}/{name}/actions/{action}``: the actions, with a token file only
+  (:mod:`gitdeploy.web.actions`); without one every POST answers 403.
 * ``/static/...``: the stylesheet, htmx and its SSE extension (vendored, no CDN).
 
 Every answer carries a Content-Security-Policy without 'unsafe-inline': no inline script or style.
@@ -35,6 +38,8 @@ from gitdeploy.controller.inspect import list_app_views
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.errors import GitdeployError, NotFoundError
+from gitdeploy.web.actions import Actions, SessionGuard
+from gitdeploy.web.auth import SessionKeys
 from gitdeploy.web.detail import Comparison, read_app_detail
 from gitdeploy.web.selection import AppFilter, select_apps
 from gitdeploy.web.snapshot import AppSnapshot
@@ -51,6 +56,8 @@ class DashboardSettings:
     refresh_seconds: float = 1.0
     """How often the live streams look at the cluster (and how old the apps list may get)."""
     cluster_description: str = ""
+    token: bytes | None = None
+    """The token that logs in to act (``--dashboard-token-file``); None: read-only."""
 
 
 class _SecurityHeaders:
@@ -101,16 +108,29 @@ class _Dashboard:
         self.env = _environment()
         self.snapshot = AppSnapshot(lambda: list_app_views(cluster), settings.refresh_seconds)
         self.snapshot.prime()
-        self.common = {"cluster": settings.cluster_description, "syncs": list(Sync), "healths": list(Health)}
+        keys = SessionKeys(settings.token) if settings.token is not None else None
+        self.common = {
+            "cluster": settings.cluster_description,
+            "syncs": list(Sync),
+            "healths": list(Health),
+            "actions_on": keys is not None,
+        }
+        self.actions = Actions(cluster, keys, self.env, self.common)
 
     def render_apps(self, wanted: AppFilter, template: str) -> str:
         page = select_apps(self.snapshot.views(), wanted)
         return self.env.get_template(template).render(**self.common, page=page, wanted=wanted)
 
-    def render_app(self, key: AppKey, comparison: Comparison | None, template: str) -> str:
+    def render_app(
+        self,
+        key: AppKey,
+        comparison: Comparison | None,
+        template: str,
+        extra: dict[str, object] | None = None,
+    ) -> str:
         detail = read_app_detail(self.cluster, key, time.time(), comparison)
         return self.env.get_template(template).render(
-            **self.common, detail=detail, key=key, comparison=comparison
+            **self.common, **(extra or {}), detail=detail, key=key, comparison=comparison
         )
 
     async def page(self, render: Callable[[], str]) -> Response:
@@ -131,7 +151,8 @@ class _Dashboard:
     async def app_page(self, request: Request) -> Response:
         key = AppKey(request.path_params["namespace"], request.path_params["name"])
         comparison = Comparison.from_query(request.query_params)
-        return await self.page(lambda: self.render_app(key, comparison, "app.html"))
+        extra = self.actions.page_context(request)
+        return await self.page(lambda: self.render_app(key, comparison, "app.html", extra))
 
     async def apps_live(self, request: Request) -> Response:
         wanted = AppFilter.from_query(request.query_params)
@@ -172,7 +193,12 @@ def create_app(
             Route("/apps/{namespace}/{name}", dashboard.app_page),
             Route("/live/apps", dashboard.apps_live),
             Route("/live/apps/{namespace}/{name}", dashboard.app_live),
+            Route("/login", dashboard.actions.login_page),
+            Route("/login", dashboard.actions.login, methods=["POST"]),
+            Route("/logout", dashboard.actions.logout, methods=["POST"]),
+            Route("/apps/{namespace}/{name}/confirm/{action}", dashboard.actions.confirm_page),
+            Route("/apps/{namespace}/{name}/actions/{action}", dashboard.actions.act, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ]
     )
-    return _SecurityHeaders(app)
+    return _SecurityHeaders(SessionGuard(app, dashboard.actions))

@@ -1,6 +1,7 @@
 """``rollout status APP --commit SHA`` (issue 21, item 3): no false green right after a push.
 
-The README's CI recipe is run as written (a bash snippet, in the config repo's working clone),
+The docs' CI recipe (docs/guides/deploying.md) is run as written (a bash snippet, in the config
+repo's working clone),
 with a real ``gitdeploy run`` polling the remote, on the embedded cluster.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.cli import RunCli, gitdeploy_executable, readme_ci_recipe
+from tests.fixtures.cli import RunCli, docs_ci_recipe, gitdeploy_executable
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.shopweb import SETTINGS, web
 
@@ -38,7 +39,7 @@ def _env(tmp_path: Path, git_remote: GitRemote) -> dict[str, str]:
 
 def _run_recipe(tmp_path: Path, git_remote: GitRemote) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", "-e", "-c", readme_ci_recipe()],
+        ["bash", "-e", "-c", docs_ci_recipe()],
         cwd=git_remote.work,
         env=_env(tmp_path, git_remote),
         capture_output=True,

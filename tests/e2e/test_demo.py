@@ -9,15 +9,16 @@ from pathlib import Path
 from tests.fixtures.cli import RunCli
 
 HEADINGS = [
-    "Step 1/9: a config repo and an embedded cluster",
-    "Step 2/9: the initial deploy",
-    "Step 3/9: an image bump rolls out",
-    "Step 4/9: a typo'd image is rolled back automatically",
-    "Step 5/9: an image trigger",
-    "Step 6/9: a manual rollback, with image triggers suspended",
-    "Step 7/9: a new image while suspended, then triggers resumed",
-    "Step 8/9: history names each commit",
-    "Step 9/9: plan a branch before merging it",
+    "Step 1/10: a config repo and an embedded cluster",
+    "Step 2/10: the initial deploy",
+    "Step 3/10: an image bump rolls out",
+    "Step 4/10: a typo'd image is rolled back automatically",
+    "Step 5/10: an image trigger",
+    "Step 6/10: a manual rollback, with image triggers suspended",
+    "Step 7/10: a new image while suspended, then triggers resumed",
+    "Step 8/10: history names each commit",
+    "Step 9/10: plan a branch before merging it",
+    "Step 10/10: a canary, promoted",
     "Explore on your own",
 ]
 
@@ -110,7 +111,7 @@ def test_demo_fast_runs_every_step_and_keeps_its_repo_when_asked(run_cli: RunCli
     assert _row(suspended_sync, "demo/frontend", "Pinned", "Healthy", "3"), "the tag moved a suspended app"
     assert "image triggers resumed" in after
     assert _row(after, "demo/frontend", "Synced", "Healthy", "4", "revision 4 complete"), after
-    initial_commit = ("Initial config: seven apps", "Ada Lovelace")
+    initial_commit = ("Initial config: nine apps", "Ada Lovelace")
     assert _revision(after, 1, *initial_commit, "ConfigChange", "Complete"), after
     assert _revision(after, 2, *initial_commit, "ImageChange", "Complete"), after
     assert _revision(after, 3, *initial_commit, "Rollback to revision 1", "Complete"), after
@@ -144,15 +145,26 @@ def test_demo_fast_runs_every_step_and_keeps_its_repo_when_asked(run_cli: RunCli
     assert _row(plan, "demo/api", "scale", "replicas", "4", "->", "6,", "no", "new", "revision")
     assert "Plan: 1 rollout, 1 scale" in plan
 
+    canary = step[HEADINGS[9]]
+    first_pass, _, rest = canary.partition("# exit 1, as expected")
+    assert _row(first_pass, "demo/rollouts-demo", "OutOfSync", "Progressing", "2", "revision 2 started")
+    assert "revision 2: step 1/8 (setWeight 20%)" in rest, canary
+    assert "revision 2: step 1/8, setWeight 20" in rest, canary  # status, from the ReplicaSet
+    assert "demo/rollouts-demo: revision 2's canary promoted past every remaining step" in canary
+    assert _row(canary, "demo/rollouts-demo", "Synced", "Healthy", "2", "revision 2 complete"), canary
+    assert _revision(canary, 2, "rollouts-demo: yellow", "Grace Hopper", "ConfigChange", "Complete")
+    assert "promoted all steps by" in canary
+
     # And with --keep, the repo and state are left to explore, the cluster stopped
     work = _work_dir(done.stdout)
     assert work.parent == tmp_path
-    assert f"export GITDEPLOY_STATE_DIR={work / 'state'}" in step[HEADINGS[9]]
+    assert f"export GITDEPLOY_STATE_DIR={work / 'state'}" in step[HEADINGS[10]]
     assert (work / "state" / "kubeconfig").is_file() and not (work / "state" / "cluster.pid").exists()
     assert _git_log(work / "config", "main") == [
+        "Grace Hopper|rollouts-demo: yellow",
         "Linus Torvalds|Update nginx for the CVE fix",
         "Grace Hopper|Bump nginx to 1.16.1",
-        "Ada Lovelace|Initial config: seven apps",
+        "Ada Lovelace|Initial config: nine apps",
     ]
     assert _git_log(work / "config", "main..scale-api") == [
         "Katherine Johnson|Scale api for the launch; worker 1.1"
@@ -170,7 +182,7 @@ def test_a_failing_step_is_named_and_the_demo_cleans_up(run_cli: RunCli, tmp_pat
     assert done.returncode == 1
     assert (
         "error: demo step 1 (a config repo and an embedded cluster) failed: "
-        "`git -C config commit -qm 'Initial config: seven apps'` exited 128: fatal: invalid date format"
+        "`git -C config commit -qm 'Initial config: nine apps'` exited 128: fatal: invalid date format"
     ) in done.stderr
     assert "Traceback" not in done.stderr
     assert "Explore on your own" not in done.stdout

@@ -603,13 +603,13 @@ def service_account_kubeconfig(
 
 def deploy_manifest_for(manifest: str, name: str) -> str:
     """``sed 's/namespace: apps$/namespace: NAME/' deploy/MANIFEST``: a per-namespace manifest of
-    deploy/ for namespace ``name``, as the README tells users to make it."""
+    deploy/ for namespace ``name``, as the docs tell users to make it."""
     return re.sub(r"(?m)^(\s*)namespace: apps$", rf"\1namespace: {name}", (DEPLOY / manifest).read_text())
 
 
 def apply_to_namespace(plane: ControlPlane, manifest: str, name: str) -> None:
     """``sed 's/namespace: apps$/namespace: NAME/' deploy/MANIFEST | kubectl apply -f -``, as the
-    README tells users to apply the per-namespace manifests of deploy/."""
+    docs tell users to apply the per-namespace manifests of deploy/."""
     plane.kubectl("apply", "-f", "-", stdin=deploy_manifest_for(manifest, name))
 
 
@@ -617,7 +617,7 @@ def managed_namespace_for_gitdeploy(
     plane: ControlPlane, name: str, restricted: bool = True, deployer: bool = True
 ) -> str:
     """Namespace ``name``, enforcing Pod Security "restricted", with deploy/rbac.yaml's Role and
-    RoleBinding in it (the only rights gitdeploy has there), as the README tells users to apply it;
+    RoleBinding in it (the only rights gitdeploy has there), as the docs tell users to apply it;
     with ``deployer``, deploy/deployer.yaml too (the account Custom deployer pods run as)."""
     plane.kubectl("create", "namespace", name)
     if restricted:

@@ -3,7 +3,7 @@ revisions whose hooks print long, non-ASCII, coloured logs: the record stays wit
 and the app keeps rolling out").
 
 kube-apiserver refuses a ConfigMap whose data passes 1 MiB; gitdeploy keeps its record under
-900 KiB (README, "Rollouts") and keeps of each hook the last 4 KiB of UTF-8 of its log, colour codes
+900 KiB (docs/guides/rollouts.md) and keeps of each hook the last 4 KiB of UTF-8 of its log, colour codes
 and control characters removed. The hook logs here come the way a cluster serves them: kube-apiserver
 asks the node's kubelet endpoint, which kwok plays (``--pod-log``, see kwok_logs).
 """
@@ -35,11 +35,11 @@ pytestmark = pytest.mark.usefixtures("isolated_git_config")
 API_LIMIT_BYTES = 1024 * 1024
 """kube-apiserver's bound on a ConfigMap's data (keys and values)."""
 RECORD_BOUND_BYTES = 900 * 1024
-"""The bound README promises for the stored record."""
+"""The bound the docs promise for the stored record (docs/guides/rollouts.md)."""
 LOG_TAIL_BYTES = 4096
 REVISIONS = 100
 KEPT_REVISIONS = 100
-"""README: the revision log keeps at most 100 revisions; the oldest go first."""
+"""The docs: the revision log keeps at most 100 revisions; the oldest go first."""
 APP = "chatty"
 RECORD_KEY = "record.json"
 
@@ -62,7 +62,7 @@ def manifest(version: int) -> dict[str, str]:
 
 
 def clean_tail(text: str) -> str:
-    """What README promises a revision keeps: the last 4 KiB of UTF-8, cut at a character."""
+    """What the docs promise a revision keeps: the last 4 KiB of UTF-8, cut at a character."""
     return text.encode()[-LOG_TAIL_BYTES:].decode("utf-8", "ignore")
 
 

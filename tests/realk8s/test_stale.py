@@ -8,7 +8,8 @@ away, so only its watches can explain what it does within the tests' timeouts:
   ``OutOfSync Degraded``, naming the hand scale; resumed, ``run`` undoes it from its watch's news.
   No ``gitdeploy status`` on the way says ``Synced Healthy`` while READY is below desired.
   ``kubectl label rs web-… LABEL-`` of gitdeploy's managed-by or app label is put back at once.
-* **No false green after a push.** The README's CI recipe, run as written against this cluster
+* **No false green after a push.** The docs' CI recipe (docs/guides/deploying.md), run as written against this
+  cluster
   (``git push`` then ``rollout status APP --commit SHA``), passes for a commit whose revision
   completes and fails, saying why, for one whose image kwok keeps in ``ErrImagePull``.
 * **Template edits undone.** ``kubectl patch`` of the running ReplicaSet's image while ``run`` is
@@ -32,7 +33,7 @@ from typing import Any
 import pytest
 
 from gitdeploy.core.rollout.drift import DRIFT_CORRECTED
-from tests.fixtures.cli import RunCli, gitdeploy_executable, readme_ci_recipe
+from tests.fixtures.cli import RunCli, docs_ci_recipe, gitdeploy_executable
 from tests.fixtures.controlplane import PULL_FAILURE_IMAGE
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import ControlPlane, audit_events
@@ -169,7 +170,7 @@ def back(
 def ci_recipe(
     git_remote: GitRemote, kubeconfig: Path, app: str, subject: str, manifest: str
 ) -> tuple[str, subprocess.CompletedProcess[str]]:
-    """Commit ``manifest`` as ``web`` in the working clone and run the README's CI recipe as written
+    """Commit ``manifest`` as ``web`` in the working clone and run the docs' CI recipe as written
     (it pushes, then waits for that commit) for ``app``, with ``KUBECONFIG`` set to gitdeploy's
     account."""
     git_remote.write_files({"apps/web.yaml": manifest})
@@ -181,8 +182,8 @@ def ci_recipe(
         "NO_COLOR": "1",
         "PATH": f"{Path(gitdeploy_executable()).parent}{os.pathsep}{os.environ['PATH']}",
     }
-    recipe = readme_ci_recipe().replace("APP=shop/web ", f"APP={app} ")
-    assert f"APP={app} " in recipe, "the README's recipe no longer sets APP=shop/web"
+    recipe = docs_ci_recipe().replace("APP=shop/web ", f"APP={app} ")
+    assert f"APP={app} " in recipe, "the docs' recipe no longer sets APP=shop/web"
     done = subprocess.run(
         ["bash", "-e", "-c", recipe], cwd=git_remote.work, env=env,
         capture_output=True, text=True, timeout=300, check=False,

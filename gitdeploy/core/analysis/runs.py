@@ -89,6 +89,9 @@ class MetricResult:
     consecutive_error: int = 0
     message: str = ""
     """Why the metric is in its phase once it is complete."""
+    wanted: int | None = None
+    """The measurements that complete it (:func:`effective_count`; None: until the run ends),
+    kept so that ``status`` can say ``2/5`` from the cluster alone."""
 
     def record(self, measurement: Measurement) -> MetricResult:
         """This result with ``measurement`` counted (upstream ``runMeasurements``)."""
@@ -196,7 +199,7 @@ def advance(metrics: Sequence[Metric], run: AnalysisRun, fresh: Mapping[str, Mea
     results = [r.record(fresh[r.name]) if r.name in fresh else r for r in results]
     stopping = any(assess_metric(m, r, False)[0].stops_run for m, r in zip(metrics, results, strict=True))
     assessed = [
-        dataclasses.replace(result, phase=phase, message=message)
+        dataclasses.replace(result, phase=phase, message=message, wanted=effective_count(metric))
         for metric, result in zip(metrics, results, strict=True)
         for phase, message in (assess_metric(metric, result, stopping),)
     ]

@@ -46,6 +46,7 @@ def encode_run(revision: int, step: int, run: AnalysisRun) -> str:
                 "phase": r.phase.value,
                 "message": _cut(r.message),
                 "counts": [getattr(r, name) for name in _COUNTS],
+                "wanted": r.wanted,
                 "measurements": [_measurement(m) for m in r.measurements],
             }
             for r in run.metrics
@@ -63,6 +64,7 @@ def _metric(raw: dict[str, Any]) -> MetricResult:
             for p, s, f, v, m in raw["measurements"]
         ),
         message=str(raw["message"]),
+        wanted=None if raw.get("wanted") is None else int(raw["wanted"]),
         **{name: int(n) for name, n in zip(_COUNTS, raw["counts"], strict=True)},
     )
 

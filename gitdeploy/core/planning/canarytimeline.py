@@ -60,6 +60,28 @@ def canary_timeline(steps: Sequence[CanaryStep], replicas: int, *, first: bool =
     return (*lines, f"then full size → {_pods_at(replicas, 100)}")
 
 
+def abort_line(delay_seconds: int | None) -> str:
+    """What an abort does to a canary without a traffic router, as Argo Rollouts' basic canary:
+    the stable comes back to full size and the canary goes, within maxSurge and maxUnavailable,
+    at once. ``abortScaleDownDelaySeconds`` (``delay_seconds``) only applies with a traffic
+    router upstream (there, the canary's pods take no traffic while they wait); with every pod
+    behind one Service here, a canary kept up after an abort would go on serving, so a value
+    written is named as having no effect, never silently dropped.
+
+    >>> abort_line(None)
+    'on abort: back to the stable at once, within maxSurge and maxUnavailable'
+    >>> abort_line(0).split("; ")[1]
+    'abortScaleDownDelaySeconds 0 has no effect without a traffic router (as in Argo Rollouts)'
+    """
+    line = "on abort: back to the stable at once, within maxSurge and maxUnavailable"
+    if delay_seconds is None:
+        return line
+    return (
+        f"{line}; abortScaleDownDelaySeconds {delay_seconds} has no effect without a traffic "
+        "router (as in Argo Rollouts)"
+    )
+
+
 def pauses_summary(steps: Sequence[CanaryStep]) -> str:
     """How long the pauses hold a canary in all, and how many wait for someone."""
     timed = sum(s.duration_seconds or 0 for s in steps if isinstance(s, Pause))

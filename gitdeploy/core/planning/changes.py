@@ -37,7 +37,7 @@ from enum import StrEnum
 from gitdeploy.core.commits import CommitInfo, shorten_sha
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey, Hook, RepoSettings, Strategy, StrategyType
-from gitdeploy.core.planning.canarytimeline import canary_timeline, pauses_summary
+from gitdeploy.core.planning.canarytimeline import abort_line, canary_timeline, pauses_summary
 from gitdeploy.core.pruning import PRUNE_ANNOTATION, prune_opted_out
 from gitdeploy.core.scaling.rollingmath import resolve_fenceposts
 from gitdeploy.core.templatediff import FieldChange, diff_templates, summarize_changes
@@ -164,6 +164,8 @@ class RolloutPlan:
     (:func:`~gitdeploy.core.planning.canarytimeline.canary_timeline`)."""
     pauses: str = ""
     """A canary's pauses in all (``timed pauses 1m30s in all, 1 pause until promoted``)."""
+    on_abort: str = ""
+    """What an abort does to a canary (:func:`~gitdeploy.core.planning.canarytimeline.abort_line`)."""
 
     def describe(self) -> str:
         """One line, for example ``RollingUpdate, maxSurge 25% (1 pod), maxUnavailable 25% (0 pods)
@@ -367,6 +369,7 @@ def plan_rollout(app: App, current_replicas: int | None, *, first: bool = False)
             hooks=hooks,
             steps=canary_timeline(strategy.canary.steps, replicas, first=first) if strategy.canary else (),
             pauses=pauses_summary(strategy.canary.steps) if strategy.canary else "",
+            on_abort=abort_line(strategy.canary.abort_scale_down_delay_seconds) if strategy.canary else "",
         )
     custom_image = strategy.custom.image if strategy.custom is not None else None
     return RolloutPlan(strategy.type, replicas, custom_image=custom_image, hooks=hooks)

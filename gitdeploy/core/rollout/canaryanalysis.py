@@ -23,13 +23,17 @@ from gitdeploy.core.analysis.runs import AnalysisRun, advance, due_metrics, next
 from gitdeploy.core.analysis.stored import decode_run
 from gitdeploy.core.analysis.templates import TemplateError, resolve_args, run_metrics
 from gitdeploy.core.analysistemplates import Metric
-from gitdeploy.core.canarystate import CANARY_ANALYSIS_ANNOTATION, CANARY_BACKGROUND_ANNOTATION
+from gitdeploy.core.canarystate import (
+    BACKGROUND_RUN_KEY,
+    CANARY_ANALYSIS_ANNOTATION,
+    CANARY_BACKGROUND_ANNOTATION,
+)
 from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep, CanaryParams
 from gitdeploy.core.observed import ObservedReplicaSet
 from gitdeploy.core.rollout.inputs import Snapshot
 from gitdeploy.core.timestamps import format_timestamp
 
-BACKGROUND = -1
+BACKGROUND = BACKGROUND_RUN_KEY
 """The key of the background analysis's run (a step's run has the step's index)."""
 SOON_SECONDS = 0.1
 """The requeue of a pass whose run has a measurement due at once (the controller takes it)."""

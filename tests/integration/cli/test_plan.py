@@ -464,6 +464,8 @@ def test_a_rollout_change_shows_the_canary_timeline_with_pods(run_cli: RunCli, g
         "Canary",
         timeline,
     )
+    on_abort = "on abort: back to the stable at once, within maxSurge and maxUnavailable"
+    assert web["strategy"]["on_abort"] == on_abort
     text = run_cli("plan", "--repo", git_remote.url, "--base", "main", "--head", "feature")
     assert "4 steps, timed pauses 1m30s in all, 1 pause until promoted" in text.stdout
-    assert "\n".join(f"    {line}" for line in timeline) in text.stdout
+    assert "\n".join(f"    {line}" for line in [*timeline, on_abort]) in text.stdout

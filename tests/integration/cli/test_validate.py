@@ -16,9 +16,13 @@ def test_examples_validate(run_cli: RunCli) -> None:
     done = run_cli("validate", "examples/")
     assert done.returncode == 0, done.stderr
     apps = ("nginx-deployment", "frontend", "api", "worker", "reports", "rollouts-demo", "example-rollout")
+    apps += ("guestbook", "checkout")  # a canary with analysis, background analysis
     for app in apps:
         assert f"demo/{app}" in done.stdout
-    assert "7 app(s) valid, 1 image stream(s), 1 document(s) ignored (Service)" in done.stdout
+    assert (
+        "9 app(s) valid, 1 image stream(s), 2 analysis template(s), 1 document(s) ignored (Service)"
+        in done.stdout
+    )
 
 
 def test_examples_json_output(run_cli: RunCli) -> None:

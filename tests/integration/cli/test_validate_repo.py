@@ -24,7 +24,7 @@ def test_validates_a_branch_and_a_tag_of_a_remote(run_cli: RunCli, git_remote: G
 
     good = run_cli("validate", "--repo", git_remote.url, "--ref", "v1", "-o", "json")
     assert good.returncode == 0, good.stderr
-    assert len(json.loads(good.stdout)["apps"]) == 7
+    assert len(json.loads(good.stdout)["apps"]) == 9
 
     bad = run_cli("validate", "--repo", git_remote.url, "--ref", "main", "-o", "json")
     assert bad.returncode == 1

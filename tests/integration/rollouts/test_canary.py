@@ -167,6 +167,37 @@ def test_abort_mid_way_brings_the_stable_back_and_holds_the_revision_failed(worl
     assert world.violations == []
 
 
+def test_abort_scale_down_delay_has_no_effect_without_a_traffic_router(world: World) -> None:
+    # Given a canary with abortScaleDownDelaySeconds 600 waiting at its pause at 50%
+    delay = "      abortScaleDownDelaySeconds: 600\n"
+    v1 = load_app(canary_rollout("nginx:1.25", steps=PROMOTE_THEN_END, extra=delay))
+    world.roll(v1, commit("Deploy web", 1))
+    v2 = load_app(canary_rollout("nginx:1.26", steps=PROMOTE_THEN_END, extra=delay))
+    assert v2.strategy.canary is not None and v2.strategy.canary.abort_scale_down_delay_seconds == 600
+    check = canary_bounds(v2)
+    check_every_write(world, check)
+    world.roll(v2, V2, check=check, until=paused_for_promote)
+    assert sizes(world, v2, v1) == (2, 2)
+
+    # When it is aborted
+    control.abort(world.adapter, v2.key, by="ada@laptop")
+    aborted_at = world.clock.now()
+    note, seen = sizes_seen(check, v2, v1)
+    steps = world.roll(v2, V2, check=note)
+
+    # Then, as Argo Rollouts' basic canary (the field applies only with a traffic router), the
+    # canary is not kept for 600 s: the stable comes back and the canary goes at once, a pod at a
+    # time within maxSurge 1 and maxUnavailable 0, and the revision is Failed well before 600 s
+    assert [found for _, found in seen] == [(2, 3), (1, 3), (1, 4), (0, 4)]
+    assert seen[-1][0] - aborted_at < 600
+    assert steps[-1].phase is AppPhase.FAILED
+    assert world.violations == []
+    # and after a restart nothing comes back up
+    world.restart_gitdeploy()
+    assert world.pass_once(v2, V2).phase is AppPhase.FAILED
+    assert sizes(world, v2, v1) == (0, 4)
+
+
 def test_a_restart_mid_canary_goes_on_at_its_step_and_keeps_its_pause(world: World) -> None:
     v1, v2 = deployed(world, RESTART_STEPS)
     check = canary_bounds(v2)

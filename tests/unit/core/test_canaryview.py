@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from gitdeploy.core.analysis.phases import AnalysisPhase
+from gitdeploy.core.analysis.runs import AnalysisRun, Measurement, MetricResult
+from gitdeploy.core.analysis.stored import encode_run
 from gitdeploy.core.canarystate import (
     CANARY_ABORT_ANNOTATION,
+    CANARY_ANALYSIS_ANNOTATION,
+    CANARY_BACKGROUND_ANNOTATION,
     CANARY_PROMOTIONS_ANNOTATION,
     CANARY_STEPS_ANNOTATION,
     promotion_annotations,
@@ -72,6 +77,77 @@ def test_an_abort_says_who_and_where() -> None:
     rs = canary_rs(Walk(1, T, None, True), extra={CANARY_ABORT_ANNOTATION: "3:ada@laptop"})
     view = read_canary_view(rs, 4)
     assert view is not None and view.describe(T) == "aborted by ada@laptop at step 2/7"
+
+
+def running(count: int, wanted: int | None, value: str = "0.01") -> AnalysisRun:
+    done = Measurement(AnalysisPhase.SUCCESSFUL, T, T + 1, value)
+    rate = MetricResult(
+        "error-rate", AnalysisPhase.RUNNING, (done,) * count, count, successful=count, wanted=wanted
+    )
+    return AnalysisRun(T, (rate,))
+
+
+@pytest.mark.parametrize(
+    ("step", "annotations", "line"),
+    [
+        # at the analysis step (index 4): its run, from the annotation
+        (
+            4,
+            {CANARY_ANALYSIS_ANNOTATION: encode_run(3, 4, running(2, 5))},
+            "step 5/7, analysis error-rate; analysis error-rate: 2/5 measurements, last 0.01 (Successful)",
+        ),
+        # the background analysis beside a pause, measured until the steps end
+        (
+            1,
+            {CANARY_BACKGROUND_ANNOTATION: encode_run(3, -1, running(3, None, "[0.2]"))},
+            "step 2/7, paused (waiting for promote); "
+            "background analysis error-rate: 3 measurements, last [0.2] (Successful)",
+        ),
+        # both at once
+        (
+            4,
+            {
+                CANARY_ANALYSIS_ANNOTATION: encode_run(3, 4, running(0, 1)),
+                CANARY_BACKGROUND_ANNOTATION: encode_run(3, -1, running(1, None)),
+            },
+            "step 5/7, analysis error-rate; analysis error-rate: not measured yet; "
+            "background analysis error-rate: 1 measurement, last 0.01 (Successful)",
+        ),
+        # a run of another revision (a reused ReplicaSet), of another step, or one that is over
+        (4, {CANARY_ANALYSIS_ANNOTATION: encode_run(2, 4, running(2, 5))}, "step 5/7, analysis error-rate"),
+        (
+            5,
+            {CANARY_ANALYSIS_ANNOTATION: encode_run(3, 4, running(2, 5))},
+            "step 6/7, setWeight 75 (0/3 canary pods ready)",
+        ),
+        (
+            4,
+            {CANARY_ANALYSIS_ANNOTATION: encode_run(3, 4, AnalysisRun(T, phase=AnalysisPhase.SUCCESSFUL))},
+            "step 5/7, analysis error-rate",
+        ),
+        # past the steps the background analysis is over
+        (
+            7,
+            {CANARY_BACKGROUND_ANNOTATION: encode_run(3, -1, running(3, None))},
+            "steps done (7/7), to full size (0/4 pods ready)",
+        ),
+    ],
+)
+def test_status_shows_the_running_analysis_with_its_measurements(
+    step: int, annotations: dict[str, str], line: str
+) -> None:
+    paused = T if step == 1 else None
+    view = read_canary_view(canary_rs(Walk(step, paused, None, step == 1), extra=annotations), replicas=4)
+    assert view is not None and view.describe(T + 5) == view.describe(None) == line
+
+
+def test_an_aborted_canary_shows_no_analysis_under_way() -> None:
+    extra = {
+        CANARY_ABORT_ANNOTATION: "3:ada@laptop",
+        CANARY_ANALYSIS_ANNOTATION: encode_run(3, 4, running(1, 5)),
+    }
+    view = read_canary_view(canary_rs(Walk(4, None, None, False), extra=extra), 4)
+    assert view is not None and view.describe(T) == "aborted by ada@laptop at step 5/7"
 
 
 @pytest.mark.parametrize(

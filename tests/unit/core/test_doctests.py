@@ -16,7 +16,7 @@ from gitdeploy.core import (
     rollout,
     timestamps,
 )
-from gitdeploy.core.analysis import conditions, jsonpath, phases, runs, stored, templates, values
+from gitdeploy.core.analysis import conditions, jsonpath, measured, phases, runs, stored, templates, values
 from gitdeploy.core.history import control as rollback
 from gitdeploy.core.history import records, recovery
 from gitdeploy.core.planning import canarytimeline
@@ -34,6 +34,7 @@ from gitdeploy.core.sync import commitwait, syncstate
         canarysteps,
         conditions,
         jsonpath,
+        measured,
         phases,
         runs,
         stored,

@@ -63,7 +63,7 @@ def test_argo_rollouts_defaults() -> None:
     app = analysis.draft.app
     assert app.strategy.canary == CanaryParams()
     assert (app.replicas, app.revision_history_limit, app.progress_deadline_seconds) == (None, 10, 600)
-    assert app.strategy.canary.steps == () and app.strategy.canary.abort_scale_down_delay_seconds == 30
+    assert app.strategy.canary.steps == () and app.strategy.canary.abort_scale_down_delay_seconds is None
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from gitdeploy.core.rollout.outputs import Event
 from gitdeploy.server.metrics import HealthState, Metrics, SyncState
 
 
@@ -172,3 +173,22 @@ def test_followed_app_states_are_read_at_each_render_and_none_keeps_the_last(met
     assert last[("gitdeploy_apps_health_state", "Degraded")] == 1
     assert last[("gitdeploy_apps_image_triggers_suspended", "")] == 1
     assert answers == []
+
+
+def test_canary_steps_and_analysis_runs_by_phase_count_from_the_passes_events(metrics: Metrics) -> None:
+    # every phase a run ends in is exported at 0 from the start
+    for phase in ("Successful", "Inconclusive", "Error", "Failed"):
+        assert value(metrics, "gitdeploy_analysis_runs_total", phase=phase) == 0
+    assert value(metrics, "gitdeploy_canary_steps_total") == 0
+
+    for reason in ("CanaryStep", "CanaryStep", "AnalysisSuccessful", "AnalysisFailed", "AnalysisError"):
+        metrics.observe_event(Event(reason, "Revision 2: ..."))
+    for other in ("ScalingReplicaSet", "RolloutComplete", "AnalysisRunning", "Analysis"):
+        metrics.observe_event(Event(other, "not counted"))
+
+    assert value(metrics, "gitdeploy_canary_steps_total") == 2
+    assert value(metrics, "gitdeploy_analysis_runs_total", phase="Successful") == 1
+    assert value(metrics, "gitdeploy_analysis_runs_total", phase="Failed") == 1
+    assert value(metrics, "gitdeploy_analysis_runs_total", phase="Error") == 1
+    assert value(metrics, "gitdeploy_analysis_runs_total", phase="Inconclusive") == 0
+    assert not has_series(metrics, "gitdeploy_analysis_runs_total", phase="Running")

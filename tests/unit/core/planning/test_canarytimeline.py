@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep, CanaryStep, Pause, SetWeight
-from gitdeploy.core.planning.canarytimeline import canary_timeline, pauses_summary
+from gitdeploy.core.planning.canarytimeline import abort_line, canary_timeline, pauses_summary
 
 
 @pytest.mark.parametrize(
@@ -62,3 +62,20 @@ def test_a_first_revision_walks_no_steps() -> None:
 )
 def test_pauses_in_all(steps: tuple[CanaryStep, ...], summary: str) -> None:
     assert pauses_summary(steps) == summary
+
+
+@pytest.mark.parametrize(
+    ("delay", "note"),
+    [
+        (None, ""),
+        (30, "; abortScaleDownDelaySeconds 30 has no effect without a traffic router (as in Argo Rollouts)"),
+        (0, "; abortScaleDownDelaySeconds 0 has no effect without a traffic router (as in Argo Rollouts)"),
+    ],
+)
+def test_an_abort_goes_back_to_the_stable_at_once_and_names_a_delay_written(
+    delay: int | None, note: str
+) -> None:
+    # Argo Rollouts' basic canary: abortScaleDownDelaySeconds is "N/A" (rolling update back to
+    # the stable); gitdeploy says so rather than dropping the field silently
+    at_once = "on abort: back to the stable at once, within maxSurge and maxUnavailable"
+    assert abort_line(delay) == at_once + note

@@ -203,6 +203,7 @@ def test_a_canary_rollout_names_its_bounds_and_steps() -> None:
         "4. pause until promoted (`gitdeploy rollout promote`)",
         "then full size → canary 4, stable 0",
     )
+    assert plan.rollout.on_abort == "on abort: back to the stable at once, within maxSurge and maxUnavailable"
 
 
 @pytest.mark.parametrize("prune", [True, False])
