@@ -23,6 +23,13 @@ class SystemClock:
         return time.time()
 
 
+class MonotonicClock:
+    """Seconds on :func:`time.monotonic`: never jumps with the wall clock (deadlines, fencing)."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+
 class FakeClock:
     """A clock that only moves when told to. Thread-safe."""
 

@@ -24,14 +24,17 @@ from gitdeploy.cli.output import output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.target import open_cluster, resolve_target
 from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
-from gitdeploy.clock import SystemClock
+from gitdeploy.clock import MonotonicClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.apirequests import observe_api_requests
 from gitdeploy.controller.inspect import count_app_states, list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
+from gitdeploy.controller.membership import Membership
 from gitdeploy.controller.notify import Notifier
+from gitdeploy.controller.rollouts import forget_app
 from gitdeploy.controller.scheduler import Scheduler
+from gitdeploy.controller.shards import GitPosition, ShardGate
 from gitdeploy.controller.streamwatch import watch_streams
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.diagnostics import printable
@@ -136,6 +139,13 @@ def leader_options(command: Any) -> Any:
                 help="A leader that could not renew for this long stops acting.",
             ),
             click.option(
+                "--sharding/--no-sharding",
+                default=False,
+                show_default=True,
+                help="Share the apps among all replicas: each acts on the apps it owns (member "
+                "Leases in --lease-namespace); leader-only work stays with the leader Lease.",
+            ),
+            click.option(
                 "--retry-period",
                 type=Duration(),
                 default="2s",
@@ -238,6 +248,10 @@ def _leadership(
         metrics.set_leader(True)
         yield lambda: True
         return
+    if ctx.params.get("sharding"):
+        with _sharding(ctx, controller, (namespace, name, timings), wake, metrics, readiness) as acting:
+            yield acting
+        return
     target = resolve_target(get_context(ctx), start_embedded=False)
     namespace = namespace or default_lease_namespace(target.in_cluster)
     if target.embedded:
@@ -258,6 +272,64 @@ def _leadership(
         yield elector.is_leader
     finally:
         elector.close()
+
+
+@contextmanager
+def _sharding(
+    ctx: click.Context,
+    controller: Controller,
+    lease: tuple[str | None, str, LeaseTimings],
+    wake: threading.Event,
+    metrics: Metrics,
+    readiness: Readiness,
+) -> Iterator[Callable[[], bool]]:
+    """``run --sharding``: a member Lease of this replica's own, the apps it owns (see
+    :mod:`gitdeploy.controller.shards`), and the leader Lease for the leader-only work. Yields
+    "may this replica act now?" (its member Lease is fresh)."""
+    namespace, name, timings = lease
+    target = resolve_target(get_context(ctx), start_embedded=False)
+    namespace = namespace or default_lease_namespace(target.in_cluster)
+    if target.embedded:
+        controller.cluster.ensure_namespace(namespace)
+    identity = new_identity()
+    controller.cluster.name_client(identity)  # who wrote what, in audit logs
+
+    def members_changed(_live: frozenset[str]) -> None:
+        readiness.set_lease_decided()
+        controller.mark_all_due()  # apps may have moved to or from this replica
+        wake.set()
+
+    def role_changed(role: Role) -> None:
+        metrics.set_leader(role is Role.LEADER)
+        if role is Role.LEADER:
+            controller.source.images_stale = True  # image streams are this replica's to poll now
+        wake.set()
+
+    membership = Membership(
+        controller.cluster, namespace, identity, SystemClock(), MonotonicClock(), timings, members_changed
+    )
+    elector = LeaderElector(
+        controller.cluster, namespace, name, identity, controller.clock, timings, on_change=role_changed
+    )
+    position = GitPosition(controller.repo, lambda: controller.head, MonotonicClock())
+    gate = ShardGate(
+        membership, controller.cluster, controller.clock, elector.is_leader, lambda: elector.leader, position
+    )
+    gate.observers.append(metrics.set_shard)
+    controller.reconciler.shards = gate
+    controller.runner.shards = gate
+    gate.on_drop.append(lambda key: forget_app(controller.runner, key))  # its changes are no hand's
+    controller.images.leading = elector.is_leader
+    log = logging.getLogger("gitdeploy")
+    log.info("sharding: member %s (lease %s)", identity, membership.lease)
+    membership.step()  # the first renewal before the first pass
+    membership.start()
+    elector.start()
+    try:
+        yield membership.fresh
+    finally:
+        elector.close()
+        membership.close()
 
 
 def _report_row(report: AppReport) -> list[str]:
@@ -332,11 +404,14 @@ def run(
     lease_duration: float,
     renew_deadline: float,
     retry_period: float,
+    sharding: bool,
 ) -> None:
     """Keep the cluster at what the config repo says, until stopped (SIGTERM/Ctrl-C).
 
     With several `run` against one cluster, one leads (holds the Lease) and acts; the others stand
-    by, read git, and take over when the leader stops renewing or exits.
+    by, read git, and take over when the leader stops renewing or exits. With --sharding, every
+    replica acts on the apps it owns (an app moves only after its old owner stopped acting on it);
+    the leader alone polls image streams and prunes orphans.
 
     Exit codes: 0 stopped by SIGTERM or Ctrl-C, 1 it cannot start (the repo, the cluster or
     --listen's port; the message says which).
@@ -367,6 +442,11 @@ def run(
     metrics = Metrics(version=__version__)
     readiness = Readiness()
     timings = LeaseTimings(lease_duration, renew_deadline, retry_period) if leader_elect else None
+    if sharding and not leader_elect:
+        raise PermanentError(
+            "--sharding needs leader election",
+            hint="drop --no-leader-elect: the leader alone polls image streams and prunes orphans",
+        )
     server = None
     if webhook_secret_file and not listen:
         raise PermanentError("--webhook-secret-file needs --listen", hint="add --listen :8080")
@@ -398,7 +478,8 @@ def run(
                 ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
             ) as acting,
         ):
-            instrument(controller, metrics, notifier, acting)
+            # the apps-by-state gauges: from the leader alone (a sum over replicas counts each app once)
+            instrument(controller, metrics, notifier, lambda: acting() and controller.images.leading())
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
             watch_streams(controller, stop, wake.set)  # `gitdeploy tag`: followers roll out at once

@@ -93,13 +93,16 @@ def status(ctx: click.Context, app: str | None, namespace: str | None, output: s
             "No apps yet: `gitdeploy run --repo ...` or `gitdeploy sync --repo ...` deploys a config repo."
         )
         return
+    sharded = any(v.owner for v in views)  # run --sharding: which replica acts on each app
     print_table(
-        ["app", "ready", "up-to-date", "available", "revision", "commit", "sync", "health", "message"],
-        [_status_row(v) for v in views],
+        ["app", "ready", "up-to-date", "available", "revision", "commit", "sync", "health"]
+        + (["owner"] if sharded else [])
+        + ["message"],
+        [_status_row(v, sharded) for v in views],
     )
 
 
-def _status_row(v: AppView) -> list[str]:
+def _status_row(v: AppView, sharded: bool = False) -> list[str]:
     return [
         str(v.key),
         f"{v.ready}/{v.replicas}",
@@ -109,6 +112,7 @@ def _status_row(v: AppView) -> list[str]:
         v.commit,
         v.sync,
         v.health,
+        *([v.owner or "-"] if sharded else []),
         v.message,
     ]
 

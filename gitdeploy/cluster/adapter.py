@@ -65,6 +65,11 @@ class Cluster:
         self.events = Events(kube)
         self.leases = Leases(kube)
 
+    def name_client(self, identity: str) -> None:
+        """Send ``identity`` in every request's User-Agent (``gitdeploy (identity)``): audit logs, and
+        the embedded cluster's log of writes, then tell which replica wrote what."""
+        self.api.user_agent = f"gitdeploy ({identity})"
+
     # -- ReplicaSets (replicasets.py) ---------------------------------------------------------------
 
     def list_replica_sets(
@@ -207,5 +212,16 @@ class Cluster:
         spec: LeaseSpec,
         resource_version: str | None,
         timeout: float | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> ObservedLease:
-        return self.leases.write_lease(namespace, name, spec, resource_version, timeout)
+        return self.leases.write_lease(namespace, name, spec, resource_version, timeout, labels)
+
+    def list_leases(
+        self, namespace: str, label_selector: str, timeout: float | None = None
+    ) -> dict[str, ObservedLease]:
+        return self.leases.list_leases(namespace, label_selector, timeout)
+
+    def delete_lease(
+        self, namespace: str, name: str, resource_version: str, timeout: float | None = None
+    ) -> None:
+        self.leases.delete_lease(namespace, name, resource_version, timeout)

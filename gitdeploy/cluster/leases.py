@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
-from gitdeploy.cluster.rawapi import RawApi
+from gitdeploy.cluster.rawapi import RawApi, discard
 from gitdeploy.core.lease import LeaseSpec, ObservedLease, format_micro_time
 from gitdeploy.core.timestamps import parse_timestamp
 from gitdeploy.errors import NotFoundError
@@ -39,6 +39,7 @@ class Leases:
         spec: LeaseSpec,
         resource_version: str | None,
         timeout: float | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> ObservedLease:
         """Create the Lease (``resource_version`` None) or replace it.
 
@@ -51,6 +52,8 @@ class Leases:
             "metadata": {"name": name, "namespace": namespace},
             "spec": _lease_spec_body(spec),
         }
+        if labels:
+            body["metadata"]["labels"] = dict(labels)
         leases = self.kube.leases
         limit = timeout or self.kube.timeout
         with translated(f"write Lease {namespace}/{name}"):
@@ -65,6 +68,37 @@ class Leases:
                 )
             raw = json.loads(response.data)
         return _to_observed_lease(raw)
+
+    def list_leases(
+        self, namespace: str, label_selector: str, timeout: float | None = None
+    ) -> dict[str, ObservedLease]:
+        """The Leases of ``namespace`` that ``label_selector`` selects, by name (one list call)."""
+        with translated(f"list Leases in {namespace}"):
+            response = self.kube.leases.list_namespaced_lease(
+                namespace,
+                label_selector=label_selector,
+                _preload_content=False,
+                _request_timeout=timeout or self.kube.timeout,
+            )
+            raw = json.loads(response.data)
+        items = raw.get("items") or []
+        return {str(item["metadata"]["name"]): _to_observed_lease(item) for item in items}
+
+    def delete_lease(
+        self, namespace: str, name: str, resource_version: str, timeout: float | None = None
+    ) -> None:
+        """Delete the Lease if it is still at ``resource_version`` (else ConflictError); gone: done."""
+        body = {"preconditions": {"resourceVersion": resource_version}}
+        limit = timeout or self.kube.timeout
+        try:
+            with translated(f"delete Lease {namespace}/{name}"):
+                discard(
+                    self.kube.leases.delete_namespaced_lease(
+                        name, namespace, body=body, _preload_content=False, _request_timeout=limit
+                    )
+                )
+        except NotFoundError:
+            pass
 
 
 def _lease_spec_body(spec: LeaseSpec) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +84,8 @@ class ImageTriggers:
         """``ns/stream:tag`` -> why it could not be resolved (or its state read or saved) last time."""
         self.next_check: float | None = None
         """When :meth:`refresh` is due again; ``None`` while git has no image streams."""
+        self.leading: Callable[[], bool] = lambda: True
+        """``run --sharding``: only the holder of the leader Lease polls image streams."""
         self.streams: dict[tuple[str, str], ImageStream] = {}
         """Git's image streams at the last :meth:`refresh`, by (namespace, name)."""
         self.versions: dict[tuple[str, str], str] = {}
@@ -111,6 +113,9 @@ class ImageTriggers:
 
     def refresh(self, streams: Iterable[ImageStream]) -> set[str]:
         """Read, resolve and save every stream's tags; the ``ns/stream:tag`` keys that changed."""
+        if not self.leading():  # another replica polls them; their news comes by the stream watch
+            self.next_check = None
+            return set()
         streams = tuple(streams)
         now = self.clock.now()
         self.next_check = now + self.settings.interval_seconds if streams else None

@@ -67,6 +67,11 @@ class AppView:
     its ReplicaSet's annotations and pods; empty when the current revision is no canary."""
     canary_steady: str = ""
     """``canary`` without a timed pause's countdown: what ``rollout status`` prints."""
+    owner: str = ""
+    """With ``run --sharding``: the replica that claimed the app (``(released)`` after it when it
+    released the app to another); empty when no replica claimed it."""
+    shard_epoch: int = 0
+    """With ``run --sharding``: how many times the app was claimed (see :mod:`gitdeploy.core.sharding`)."""
 
 
 def _commit_of(record: AppRecord, revision: int) -> tuple[str, str]:
@@ -204,9 +209,18 @@ def app_views(
                 subject=subject,
                 canary=live,
                 canary_steady=steady,
+                owner=_owner(record),
+                shard_epoch=record.shard.epoch if record.shard is not None else 0,
             )
         )
     return views
+
+
+def _owner(record: AppRecord) -> str:
+    shard = record.shard
+    if shard is None:
+        return ""
+    return f"{shard.owner} (released)" if shard.released else shard.owner
 
 
 def _canary_lines(

@@ -27,6 +27,7 @@ from gitdeploy.core.lease import (
     ObservedLease,
     Role,
     decide_lease,
+    observed_since,
     release_lease,
     renew_deadline_passed,
     same_machine_pid,
@@ -176,10 +177,10 @@ class LeaderElector:
     def _observe(self, lease: ObservedLease | None, now: float) -> None:
         """Remember ``lease``; a new resourceVersion restarts its validity on this process's clock."""
         version = lease.resource_version if lease else None
-        if self._observed_at == 0.0 or version != (
-            self._observed.resource_version if self._observed else None
-        ):
-            self._observed_at = now
+        seen = self._observed.resource_version if self._observed else None
+        self._observed_at = observed_since(
+            (seen or "", self._observed_at) if self._observed_at else None, version or "", now
+        )
         self._observed = lease
 
     def _holder_is_gone(self, holder: str) -> bool:

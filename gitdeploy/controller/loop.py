@@ -282,8 +282,8 @@ class Controller:
             return self._failed(key, result.error)
         if report is not None:
             self._remember(report, result.requeue_after)
-        if result.error is None or report is not None:
-            self.queue.forget(key)  # a pass that went through, or a record held until repaired
+        elif result.error is None:  # nothing known of it, or (sharded) not this replica's app yet
+            self.queue.done(key, self.clock.now(), result.requeue_after)
         return report
 
     def _remember(self, report: AppReport, requeue_after: float | None) -> None:

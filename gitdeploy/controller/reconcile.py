@@ -29,6 +29,7 @@ from gitdeploy.controller.orphans import (
     unreadable_home,
 )
 from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
+from gitdeploy.controller.shards import Admission, ShardGate
 from gitdeploy.controller.tracking import SourceTracker
 from gitdeploy.controller.verdicts import StatusVerdict, judge
 from gitdeploy.core.history.records import AppRecord, CommitRef
@@ -37,7 +38,7 @@ from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
 from gitdeploy.core.sync.syncstate import Health, Sync
-from gitdeploy.errors import DamagedRecordError, GitdeployError
+from gitdeploy.errors import AlreadyExistsError, ConflictError, DamagedRecordError, GitdeployError
 
 log = logging.getLogger("gitdeploy.loop")
 
@@ -157,6 +158,8 @@ class Reconciler:
         """Namespaces whose ReplicaSets a watch follows (see :mod:`gitdeploy.controller.watcher`)."""
         self.observers: list[Callable[[float, str], None]] = []
         """(seconds, "success" or "error") after every pass over one app."""
+        self.shards: ShardGate | None = None
+        """With ``run --sharding``: which apps this replica acts on (:mod:`gitdeploy.controller.shards`)."""
 
     def reconcile(self, key: AppKey, listed: Listed) -> Result:
         replica_sets, pods, records, census = listed
@@ -165,6 +168,11 @@ class Reconciler:
             self.runner.record_versions[key] = stored.resource_version
         started = time.perf_counter()
         try:
+            if self.shards is not None:
+                admitted = self._admit(key, stored)
+                if not admitted.act:
+                    return Result(key, requeue_after=admitted.requeue_after)
+                stored = admitted.stored
             self.runner.release_old_replica_sets(replica_sets)
             app = self.source.apps.get(key)
             if app is None:
@@ -174,11 +182,24 @@ class Reconciler:
         except DamagedRecordError as problem:
             self._observe(started, "error")
             return Result(key, damaged_report(key, replica_sets, problem, self.previous(key)), None, problem)
+        except AlreadyExistsError as problem:  # sharded: another replica created the record first
+            self._observe(started, "error")
+            raced = self.shards is not None and ConflictError(f"[{key}] {problem.message}")
+            return Result(key, error=raced or problem)
         except GitdeployError as problem:
             self._observe(started, "error")
             return Result(key, error=problem)
         self._observe(started, "success")
         return result
+
+    def _admit(self, key: AppKey, stored: StoredRecord | None) -> Admission:
+        """Whether this replica acts on ``key`` now (sharded), claiming or releasing it first."""
+        assert self.shards is not None
+        orphan = key not in self.source.apps and key in self.source.orphans
+        admitted = self.shards.admit(key, stored, self.runner.write_record, orphan=orphan)
+        if admitted.act and admitted.stored is not None:
+            self.runner.record_versions[key] = admitted.stored.resource_version
+        return admitted
 
     def _observe(self, started: float, outcome: str) -> None:
         seconds = time.perf_counter() - started

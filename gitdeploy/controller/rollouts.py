@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
@@ -43,6 +43,7 @@ from gitdeploy.core.rollout import (
     wants_pod_census,
 )
 from gitdeploy.core.rollout.labeldrift import (
+    app_by_name,
     foreign_message,
     hidden_replica_sets,
     is_own,
@@ -147,6 +148,21 @@ def build_snapshot(
     )
 
 
+class ShardHooks(Protocol):
+    """What ``run --sharding`` (:class:`~gitdeploy.controller.shards.ShardGate`) checks before writes."""
+
+    def fence(self, key: AppKey) -> None:
+        """Raise unless this replica may still write for ``key``."""
+
+    def before_write(self, key: AppKey, record: AppRecord, version: str | None) -> AppRecord:
+        """Fence, and name this replica as the owner in a record it creates (``version`` None)."""
+        ...
+
+    def holds(self, key: AppKey) -> bool:
+        """Whether this replica holds ``key`` now (else its ReplicaSets are another replica's)."""
+        ...
+
+
 _News = TypeVar("_News")
 
 
@@ -179,6 +195,8 @@ class RolloutRunner:
         again), so creating a ReplicaSet costs no write of its own. Lost with the process, it is
         then recorded from the template as read
         (:func:`~gitdeploy.core.rollout.templatedrift.needs_digest`)."""
+        self.shards: ShardHooks | None = None
+        """With ``run --sharding``: asked before every write for an app (see :class:`ShardHooks`)."""
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
@@ -238,6 +256,8 @@ class RolloutRunner:
             record = amend(step, record)
         if record != (step.record or snapshot.record):
             step = dataclasses.replace(step, record=record)
+        if self.shards is not None and step.record is None and stored is not None and step.actions:
+            step = dataclasses.replace(step, record=record)  # sharded: the write names the version read
         self.execute(target.app, snapshot, stored, step, repair)
         self.statuses[target.app.key] = step.status
         if self.observers:
@@ -294,8 +314,9 @@ class RolloutRunner:
         or wrote with other ``spec.replicas`` than it set last (news of an older spec is late news).
         A ReplicaSet it never saw tells nothing (the resync looks at it)."""
         known = self.replicas_known.get((rs.namespace, rs.name))
-        if known is None:
-            return False
+        key = AppKey(rs.namespace, app_by_name(rs.name))  # its labels may no longer say it
+        if known is None or (self.shards is not None and not self.shards.holds(key)):
+            return False  # a ReplicaSet it never saw, or (sharded) of an app another replica holds
         if kind == "DELETED":
             del self.replicas_known[rs.namespace, rs.name]
             return True
@@ -325,6 +346,8 @@ class RolloutRunner:
         of pods being replaced), then the pods made from the edited template."""
         if repair is None:
             return
+        if self.shards is not None:
+            self.shards.fence(app.key)
         ns, name = app.namespace, repair.name
         if (
             repair == TemplateRepair(name, repair.template_hash, digest=repair.digest)
@@ -361,7 +384,7 @@ class RolloutRunner:
         ns = app.namespace
         record_uid = snapshot.record_uid
         if step.record is not None:
-            record = self._with_logs(ns, step.record, step.log_pods)
+            record = with_logs(self.cluster, ns, step.record, step.log_pods)
             version = None if step.create_record or stored is None else stored.resource_version
             record_uid = self.write_record(app.key, record, version).uid
         self._repair(app, repair)
@@ -377,6 +400,8 @@ class RolloutRunner:
     def _apply(self, key: AppKey, action: Action) -> Event | None:
         """Carry out one action of a step; an event it adds (a ReplicaSet relabelled)."""
         ns = key.namespace
+        if self.shards is not None:
+            self.shards.fence(key)
         if isinstance(action, CreateReplicaSet):
             return self._create_replica_set(key, action.spec)
         elif isinstance(action, PatchReplicaSet):
@@ -432,7 +457,10 @@ class RolloutRunner:
 
     def write_record(self, key: AppKey, record: AppRecord, version: str | None) -> StoredRecord:
         """The loop's one write of an app record (``version`` None: create it, with its namespace
-        if that is missing); its resourceVersion is remembered as this runner's own change."""
+        if that is missing); its resourceVersion is remembered as this runner's own change.
+        Sharded: fenced, and a record it creates names this replica as its owner."""
+        if self.shards is not None:
+            record = self.shards.before_write(key, record, version)
         try:
             written = self.cluster.write_app_record(key.namespace, key.name, record.to_json(), version)
         except NotFoundError:
@@ -443,16 +471,25 @@ class RolloutRunner:
         self.record_versions[key] = written.resource_version
         return written
 
-    def _with_logs(self, namespace: str, record: AppRecord, pods: tuple[str, ...]) -> AppRecord:
-        """Add the log tail of finished hook and deployer pods to the revisions that ran them."""
-        if not pods:
-            return record
-        logs = {name: self.cluster.read_pod_log(namespace, name) for name in set(pods)}
-        entries = []
-        for entry in record.revisions:
-            hooks = tuple(
-                dataclasses.replace(h, log=logs[h.pod]) if h.pod in logs and not h.log else h
-                for h in entry.hooks
-            )
-            entries.append(dataclasses.replace(entry, hooks=hooks) if hooks != entry.hooks else entry)
-        return dataclasses.replace(record, revisions=tuple(entries))
+
+def with_logs(cluster: Cluster, namespace: str, record: AppRecord, pods: tuple[str, ...]) -> AppRecord:
+    """Add the log tail of finished hook and deployer pods to the revisions that ran them."""
+    if not pods:
+        return record
+    logs = {name: cluster.read_pod_log(namespace, name) for name in set(pods)}
+    entries = []
+    for entry in record.revisions:
+        hooks = tuple(
+            dataclasses.replace(h, log=logs[h.pod]) if h.pod in logs and not h.log else h for h in entry.hooks
+        )
+        entries.append(dataclasses.replace(entry, hooks=hooks) if hooks != entry.hooks else entry)
+    return dataclasses.replace(record, revisions=tuple(entries))
+
+
+def forget_app(runner: RolloutRunner, key: AppKey) -> None:
+    """``run --sharding``: ``key`` moved to another replica, whose changes to its ReplicaSets are
+    not changes by hand (:meth:`RolloutRunner.changed_by_hand` knows nothing of them any more)."""
+    for known in (runner.replicas_known, runner.digests_due):
+        for namespace, name in list(known):
+            if namespace == key.namespace and app_by_name(name) == key.name:
+                known.pop((namespace, name), None)

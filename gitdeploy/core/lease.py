@@ -149,6 +149,21 @@ renew_time=50.0, transitions=0))
     return LeaseDecision(Role.LEADER, identity, taken, acquired=True)
 
 
+def observed_since(previous: tuple[str, float] | None, version: str | None, now: float) -> float:
+    """When this process first saw a Lease as it is now: ``previous`` (the resourceVersion it saw
+    last, and since when) holds while the version is the same; a new one restarts at ``now``.
+    Shared by the leader elector and the member Leases of sharding.
+
+    >>> observed_since(("7", 100.0), "7", 110.0), observed_since(("7", 100.0), "8", 110.0)
+    (100.0, 110.0)
+    >>> observed_since(None, "7", 110.0)
+    110.0
+    """
+    if previous is None or previous[0] != version:
+        return now
+    return previous[1]
+
+
 def renew_deadline_passed(last_renewed: float, now: float, renew_deadline: float) -> bool:
     """True when a leader that last renewed at ``last_renewed`` must stop acting.
 

@@ -45,7 +45,7 @@ from gitdeploy.localcluster.nonresource import NonResourceEndpoints
 from gitdeploy.localcluster.registry import Registry
 from gitdeploy.localcluster.resources import RESOURCES
 from gitdeploy.localcluster.routing import parse_route, request_verb
-from gitdeploy.localcluster.stats import RequestStats
+from gitdeploy.localcluster.stats import WRITE_VERBS, RequestStats
 from gitdeploy.localcluster.store import Store, WatchWindow
 from gitdeploy.localcluster.tlscert import ensure_certificate
 from gitdeploy.localcluster.writegate import WriteGate
@@ -79,10 +79,15 @@ class _Handler(ApiReads, ApiWrites, NonResourceEndpoints):
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query, keep_blank_values=True).items()}
         self._body_read = False
+        self._asked_write: tuple[str, str, str] | None = None
         try:
             self._access = cluster._identify(self.fields.get("authorization", ""))
             self._route(cluster, method, url.path, query)
+            if self._asked_write is not None:
+                cluster.stats.wrote(self.fields.get("user-agent", ""), *self._asked_write, code=200)
         except ApiError as problem:
+            if self._asked_write is not None:
+                cluster.stats.wrote(self.fields.get("user-agent", ""), *self._asked_write, code=problem.code)
             with contextlib.suppress(ApiError):
                 self._read_body()  # a refused request's body must not be read as the next request
             self._send_json(problem.code, problem.to_status())
@@ -103,6 +108,9 @@ class _Handler(ApiReads, ApiWrites, NonResourceEndpoints):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = request_verb(method, route, query)
         cluster.stats.record(verb, route.resource_label)
+        if verb in WRITE_VERBS:
+            where = "/".join(part for part in (route.namespace, route.name) if part)
+            self._asked_write = (verb, route.resource_label, where)
         if verb in ("get", "list", "watch"):  # a write fires what is due in its own transaction
             cluster.registry.materialise()
         if verb == "watch":

@@ -6,7 +6,10 @@ import threading
 from collections import Counter
 from typing import Any
 
-__all__ = ["RequestStats"]
+__all__ = ["WRITE_VERBS", "RequestStats"]
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+MAX_WRITES_KEPT = 100_000
 
 
 class RequestStats:
@@ -19,10 +22,20 @@ class RequestStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
+        self._writes: list[dict[str, Any]] = []
+        """Each write as asked: the client's User-Agent, verb, resource, ``namespace/name`` and the
+        answer's code (200 for any success), oldest first; tests read who wrote what."""
 
     def record(self, verb: str, resource: str) -> None:
         with self._lock:
             self._counts[(verb, resource)] += 1
+
+    def wrote(self, agent: str, verb: str, resource: str, where: str, *, code: int) -> None:
+        with self._lock:
+            if len(self._writes) < MAX_WRITES_KEPT:
+                self._writes.append(
+                    {"agent": agent, "verb": verb, "resource": resource, "object": where, "code": code}
+                )
 
     def snapshot(self) -> dict[tuple[str, str], int]:
         """A copy of the counts."""
@@ -44,11 +57,15 @@ class RequestStats:
     def reset(self) -> None:
         with self._lock:
             self._counts.clear()
+            self._writes.clear()
 
     def to_json(self) -> dict[str, Any]:
         """The body of ``GET /gitdeploy/v1/stats``."""
         counts = self.snapshot()
+        with self._lock:
+            writes = list(self._writes)
         return {
+            "writes": writes,
             "total": sum(counts.values()),
             "requests": [
                 {"verb": verb, "resource": resource, "count": n}

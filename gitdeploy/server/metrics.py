@@ -111,6 +111,8 @@ class Metrics:
         self._source = _SourceFamilies.build(add)
         self._api_requests, self._leader = _api_families(add)
         self._webhooks, self.webhook_bodies_reading = _webhook_families(add)
+        self._shard_owned, self._shard_moves = _shard_families(add)
+        self._moves_told = 0
 
     # -- reconcile loop -------------------------------------------------------------------------
 
@@ -207,6 +209,14 @@ class Metrics:
     def set_leader(self, leader: bool) -> None:
         """Say whether this process holds the leader Lease now."""
         self._leader.set(1 if leader else 0)
+
+    def set_shard(self, owned: int, moves: int) -> None:
+        """``run --sharding``: the apps this replica owns now, and the apps it took over so far."""
+        self._shard_owned.set(owned)
+        with self._states_lock:
+            added, self._moves_told = max(moves - self._moves_told, 0), max(moves, self._moves_told)
+        if added:
+            self._shard_moves.inc(added)
 
     def webhook_delivery(self, provider: str, outcome: str) -> None:
         """Count one webhook delivery (``outcome``: triggered, ignored, duplicate, rejected, ...)."""
@@ -366,6 +376,13 @@ def _api_families(add: _Families) -> tuple[Counter, Gauge]:
     )
     leader = add.gauge("leader", "1 while this process holds the leader Lease, else 0.")
     return requests, leader
+
+
+def _shard_families(add: _Families) -> tuple[Gauge, Counter]:
+    """``run --sharding``: the apps this replica owns, and the apps that moved to it."""
+    owned = add.gauge("shard_apps_owned", "Apps this replica has claimed and reconciles (run --sharding).")
+    moves = add.counter("shard_moves", "Apps this replica took over from another replica (run --sharding).")
+    return owned, moves
 
 
 def _webhook_families(add: _Families) -> tuple[Counter, Gauge]:

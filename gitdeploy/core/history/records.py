@@ -32,6 +32,7 @@ from typing import Any
 
 from gitdeploy.core.observed import record_name
 from gitdeploy.core.scaling.progress import ConditionReason
+from gitdeploy.core.sharding import ShardClaim
 from gitdeploy.errors import DamagedRecordError
 
 RECORD_VERSION = 1
@@ -227,6 +228,9 @@ class AppRecord:
     manifest is gone (kept here because git no longer says so then)."""
     prune_confirmed: str = ""
     """The commit whose held prune of this app a person confirmed (``gitdeploy prune --confirm``)."""
+    shard: ShardClaim | None = None
+    """With ``run --sharding``: the replica that claimed the app, the shard epoch, and whether it
+    released the app (see :mod:`gitdeploy.core.sharding`). Stored only when set."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Keys this version does not know, kept so that writing the record back loses nothing."""
 
@@ -288,6 +292,8 @@ class AppRecord:
                 "pruneConfirmed": self.prune_confirmed,
             }
         )
+        if self.shard is not None:
+            body["shard"] = _shard_to_json(self.shard)
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -311,6 +317,7 @@ class AppRecord:
                 "recovery",
                 "pruneProtected",
                 "pruneConfirmed",
+                "shard",
             }
             return cls(
                 revisions=tuple(_entry_from_json(e) for e in body.get("revisions") or []),
@@ -323,10 +330,24 @@ class AppRecord:
                 recovery=str(body.get("recovery", "")),
                 prune_protected=bool(body.get("pruneProtected", False)),
                 prune_confirmed=str(body.get("pruneConfirmed", "")),
+                shard=None if not body.get("shard") else _shard_from_json(body["shard"]),
                 extra={k: v for k, v in body.items() if k not in known},
             )
         except (ValueError, TypeError, KeyError, AttributeError) as bad:
             raise DamagedRecordError(f"the app record is damaged ({type(bad).__name__}: {bad})") from bad
+
+
+def _shard_to_json(claim: ShardClaim) -> dict[str, Any]:
+    return {"owner": claim.owner, "epoch": claim.epoch, "released": claim.released}
+
+
+def _shard_from_json(body: Mapping[str, Any]) -> ShardClaim:
+    """The shard claim as stored.
+
+    >>> _shard_from_json({"owner": "a", "epoch": 3, "released": True})
+    ShardClaim(owner='a', epoch=3, released=True)
+    """
+    return ShardClaim(str(body["owner"]), int(body["epoch"]), bool(body.get("released", False)))
 
 
 def is_emptied(payload: str) -> bool:

@@ -1,0 +1,212 @@
+"""Membership of ``gitdeploy run --sharding``: each replica's own member Lease, and the live members.
+
+:class:`Membership` renews this replica's member Lease (``gitdeploy-member-<hash of identity>``,
+labelled ``gitdeploy.io/member=true``) every retry period on its own thread, and lists the member
+Leases in the same namespace. The rules are :mod:`gitdeploy.core.lease` (a Lease is valid for its
+duration after *this process saw it change*; a holder of this machine that no longer runs is gone
+at once) and :mod:`gitdeploy.core.sharding` (who owns which app).
+
+Fencing: :meth:`Membership.fresh` is True only while this replica renewed its Lease within the
+renew deadline, by its own monotonic clock, and :attr:`Membership.term` grows each time that
+lapsed. The loop checks both before every write for an app: a replica paused (SIGSTOP) past its
+renew deadline refuses, on resume, the writes of the step it was in, even once its Lease is
+renewed. Because ``renew deadline < lease duration``, it stopped before any other replica could
+take its apps over.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+
+from gitdeploy.clock import Clock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.leader import process_runs
+from gitdeploy.core.lease import (
+    JITTER_FACTOR,
+    LeaseTimings,
+    ObservedLease,
+    decide_lease,
+    observed_since,
+    renew_deadline_passed,
+    same_machine_pid,
+)
+from gitdeploy.core.sharding import MEMBER_LABEL, SeenMember, live_members, member_lease_name
+from gitdeploy.errors import GitdeployError
+
+log = logging.getLogger("gitdeploy.sharding")
+
+
+class Membership:
+    """This replica's member Lease and its view of the live members. Thread-safe."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        namespace: str,
+        identity: str,
+        clock: Clock,
+        monotonic: Clock,
+        timings: LeaseTimings,
+        on_change: Callable[[frozenset[str]], None] | None = None,
+        runs: Callable[[int], bool] = process_runs,
+    ) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.identity = identity
+        self.name = member_lease_name(identity)
+        self.clock = clock
+        """Wall time, for the Lease's ``renewTime`` (what people read)."""
+        self.monotonic = monotonic
+        """This process's monotonic clock: validity of the Leases seen, and the renew deadline."""
+        self.timings = timings
+        self.on_change = on_change
+        """Called (on the membership thread) with the live members whenever they change."""
+        self._runs = runs
+        self._lock = threading.Lock()
+        self._own: ObservedLease | None = None
+        self._last_renewed: float | None = None
+        self._term = 0
+        """Grows each time the fence lapsed (a renewal came after the renew deadline had passed):
+        what this replica admitted before may have been taken over meanwhile."""
+        self._seen: dict[str, tuple[str, float, ObservedLease]] = {}
+        """Each member Lease by name: its resourceVersion, since when (monotonic) it is so, and it."""
+        self._live: frozenset[str] = frozenset()
+        self._told: frozenset[str] | None = None
+        self._problem = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def lease(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def fresh(self) -> bool:
+        """True while this replica renewed its member Lease within the renew deadline (fencing)."""
+        with self._lock:
+            last = self._last_renewed
+        return last is not None and not renew_deadline_passed(
+            last, self.monotonic.now(), self.timings.renew_deadline
+        )
+
+    @property
+    def term(self) -> int:
+        with self._lock:
+            return self._term
+
+    def members(self) -> frozenset[str]:
+        """The live members as last listed (this replica among them only while :meth:`fresh`)."""
+        with self._lock:
+            live = self._live
+        return live if self.fresh() else live - {self.identity}
+
+    # -- one try ---------------------------------------------------------------------------------
+
+    def step(self) -> None:
+        """Renew this replica's member Lease, then list the members."""
+        started = self.monotonic.now()
+        try:
+            self._renew(started)
+            listed = self.cluster.list_leases(
+                self.namespace, f"{MEMBER_LABEL}=true", timeout=self.timings.renew_deadline
+            )
+        except GitdeployError as problem:
+            if problem.message != self._problem:
+                self._problem = problem.message
+                log.warning("member lease %s: %s", self.lease, problem)
+            self._tell(self.members())
+            return
+        self._problem = ""
+        now = self.monotonic.now()
+        seen: dict[str, tuple[str, float, ObservedLease]] = {}
+        for name, lease in listed.items():
+            before = self._seen.get(name)
+            since = observed_since(before[:2] if before else None, lease.resource_version, now)
+            holder = lease.spec.holder
+            pid = same_machine_pid(holder, self.identity) if holder != self.identity else None
+            if pid is not None and not self._runs(pid):  # a replica of this machine that died
+                since = min(since, now - lease.spec.duration_seconds)
+            seen[name] = (lease.resource_version, since, lease)
+        live = live_members([SeenMember(entry[2].spec, entry[1]) for entry in seen.values()], now)
+        with self._lock:
+            self._seen = seen
+            self._live = live | ({self.identity} if self._own is not None else frozenset())
+        self._tell(self.members())
+
+    def _renew(self, started: float) -> None:
+        """Create or renew the member Lease (this replica's alone: a conflict means it was changed
+        by hand, and the next try reads it again)."""
+        now = self.clock.now()
+        own = self._own
+        if own is None:
+            own = self.cluster.read_lease(self.namespace, self.name, timeout=self.timings.renew_deadline)
+        decision = decide_lease(
+            own.spec if own else None,
+            identity=self.identity,
+            now=now,
+            observed_at=started,
+            lease_duration=self.timings.lease_seconds,
+        )
+        assert decision.write is not None  # a member Lease is named after its holder
+        try:
+            written = self.cluster.write_lease(
+                self.namespace,
+                self.name,
+                decision.write,
+                own.resource_version if own else None,
+                timeout=self.timings.renew_deadline,
+                labels={MEMBER_LABEL: "true"},
+            )
+        except GitdeployError:
+            self._own = None  # read it again at the next try
+            raise
+        with self._lock:
+            last = self._last_renewed
+            if last is not None and renew_deadline_passed(last, started, self.timings.renew_deadline):
+                self._term += 1  # paused or cut off past the deadline: earlier admissions are void
+            self._own = written
+            self._last_renewed = started  # when the try began: the Lease may be older than now
+
+    def _tell(self, live: frozenset[str]) -> None:
+        with self._lock:
+            previous, self._told = self._told, live
+        if live == previous:
+            return
+        log.info("members: %s", ", ".join(sorted(live)) or "none (this replica's Lease is not fresh)")
+        if self.on_change is not None:
+            self.on_change(live)
+
+    # -- in the background -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Renew and list every retry period on a daemon thread until :meth:`close`."""
+        self._thread = threading.Thread(target=self._run, name="membership", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.step()
+            self._stop.wait(self.timings.retry_period * random.uniform(1.0, JITTER_FACTOR) / JITTER_FACTOR)
+
+    def close(self) -> None:
+        """Stop renewing, and delete the member Lease (clean shutdown: the others take this
+        replica's apps over at their next try instead of after the Lease expired)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.timings.renew_deadline + self.timings.retry_period)
+        with self._lock:
+            own, self._own, self._last_renewed = self._own, None, None
+        if own is None:
+            return
+        try:
+            self.cluster.delete_lease(
+                self.namespace, self.name, own.resource_version, timeout=self.timings.retry_period
+            )
+        except GitdeployError as problem:
+            log.warning(
+                "could not delete the member lease %s (%s); it expires by itself", self.lease, problem
+            )
+            return
+        log.info("released the member lease %s", self.lease)

@@ -1,0 +1,256 @@
+"""Ownership of apps in the loop of ``gitdeploy run --sharding``: claim, act, release, fence.
+
+:meth:`ShardGate.admit` runs at the start of every pass over an app (:mod:`gitdeploy.controller.reconcile`)
+and decides, by :func:`~gitdeploy.core.sharding.decide_shard`, whether this replica acts on it:
+
+* it owns the app by the hash among the live members and its record names it: act;
+* it owns the app and the record names nobody, or an owner that released the app or whose member
+  Lease expired: claim it (write the record with the next shard epoch, naming the resourceVersion
+  read: of two claimers one gets a conflict), then act. A new app's record is created with this
+  replica's claim (creating is the claim: of two creators one finds it exists);
+* it claimed the app but no longer owns it: release it in the record (the step in progress is
+  over: a pass is one step) and leave it;
+* otherwise leave it (another replica's app, or the new owner waits for the old one to stop).
+
+Every write for an app is fenced twice: :meth:`ShardGate.fence` refuses it when this replica's
+member Lease is not fresh by its own monotonic clock (:meth:`Membership.fresh`) or lapsed since
+the pass began (a SIGSTOP past the renew deadline), and every step
+that changes anything writes the app record first, naming the resourceVersion the pass read, so a
+replica whose app was claimed by another since fails with a conflict before its step's actions.
+
+Leader-only work (orphan pruning, image stream polling) is not sharded: it stays with the holder
+of the leader Lease (``leading``). An app that left git is the leader's to claim, by the same rules
+(its old owner releases it once its own head says it left git, or its Lease expired), so a replica
+still behind in git never acts on an app the leader prunes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gitdeploy.clock import Clock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.membership import Membership
+from gitdeploy.core.history.records import AppRecord
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.observed import StoredRecord, record_name
+from gitdeploy.core.sharding import ShardAct, ShardClaim, decide_shard, owner_of
+from gitdeploy.errors import DamagedRecordError, GitdeployError, TransientError
+from gitdeploy.source.repo import ConfigRepo
+
+log = logging.getLogger("gitdeploy.sharding")
+
+RecordWriter = Callable[[AppKey, AppRecord, "str | None"], StoredRecord]
+
+
+class GitPosition:
+    """Whether this replica's git head is behind the commit an app's record names: then a new
+    owner waits for its poll to catch up instead of rolling the app back to an older commit (each
+    replica polls git by itself, so right after a move the new owner may not have the newest
+    commit yet). A commit it does not know is waited for at most ``patience`` seconds (it may
+    be gone from the branch, after a force push)."""
+
+    def __init__(
+        self, repo: ConfigRepo, head: Callable[[], str | None], clock: Clock, patience: float = 60.0
+    ) -> None:
+        self.repo = repo
+        self.head = head
+        self.clock = clock
+        self.patience = patience
+        self._unknown_since: dict[str, float] = {}
+
+    def behind(self, record: AppRecord) -> str:
+        """The commit of ``record`` this replica's head is behind ('' when it is not)."""
+        head = self.head()
+        latest = max(record.revisions, key=lambda e: e.revision, default=None)
+        named = {record.last_synced_commit, latest.commit.sha if latest is not None else ""} - {"", head}
+        for sha in sorted(named):
+            if head is None:
+                return sha
+            try:
+                newer = self.repo.is_ancestor(head, sha)
+            except GitdeployError:  # not fetched yet, or gone from the branch
+                first = self._unknown_since.setdefault(sha, self.clock.now())
+                if self.clock.now() - first < self.patience:
+                    return sha
+                continue
+            if newer:
+                return sha
+        return ""
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Whether this pass acts on the app, with the record it acts on (after a claim: as written)."""
+
+    act: bool
+    stored: StoredRecord | None = None
+    requeue_after: float | None = None
+    """When not acting: look again after this long (None: when something changes)."""
+
+
+class ShardGate:
+    """This replica's claims (see the module docstring). Thread-safe."""
+
+    def __init__(
+        self,
+        membership: Membership,
+        cluster: Cluster,
+        clock: Clock,
+        leading: Callable[[], bool] = lambda: True,
+        leader: Callable[[], str] = lambda: "",
+        position: GitPosition | None = None,
+    ) -> None:
+        self.membership = membership
+        self.identity = membership.identity
+        self.cluster = cluster
+        self.clock = clock
+        self.leading = leading
+        self.leader = leader
+        """The holder of the leader Lease, as this replica last saw it ('' when unknown)."""
+        self.position = position
+        """Where this replica's git head stands (None: never behind)."""
+        """Whether this replica holds the leader Lease (orphans are the leader's)."""
+        self._lock = threading.Lock()
+        self.claims: dict[AppKey, int] = {}
+        """The apps this replica claimed, with their shard epoch."""
+        self.moves = 0
+        """Apps this replica took over from another replica."""
+        self._told: dict[AppKey, str] = {}
+        """The commit each app last waited for (said once in the log)."""
+        self._admitted: dict[AppKey, int] = {}
+        """The membership term in which each app's pass under way was admitted."""
+        self.observers: list[Callable[[int, int], None]] = []
+        """(apps owned, moves so far) after every change of either."""
+        self.on_drop: list[Callable[[AppKey], None]] = []
+        """Told of every app this replica no longer holds (it released it, or another claimed it)."""
+
+    @property
+    def retry(self) -> float:
+        return self.membership.timings.lease_duration
+
+    def fence(self, key: AppKey) -> None:
+        """Refuse a write for ``key`` unless this replica's member Lease is fresh and did not lapse
+        since the pass was admitted (a pause past the renew deadline voids it)."""
+        with self._lock:
+            admitted = self._admitted.get(key)
+        if not self.membership.fresh() or admitted != self.membership.term:
+            raise TransientError(
+                f"[{key}] not written: this replica's member Lease {self.membership.lease} was not "
+                f"renewed within {self.membership.timings.renew_deadline:g} s, so another replica "
+                "may own the app now",
+                hint="it acts again once it renewed its Lease and still owns the app",
+                retry_after=self.membership.timings.retry_period,
+            )
+
+    def holds(self, key: AppKey) -> bool:
+        """Whether this replica holds ``key``: claimed, and admitted since its Lease last lapsed."""
+        with self._lock:
+            return key in self.claims and self._admitted.get(key) == self.membership.term
+
+    def before_write(self, key: AppKey, record: AppRecord, version: str | None) -> AppRecord:
+        """Fence a record write; a record this replica creates names it as the owner (epoch 1)."""
+        self.fence(key)
+        if version is not None or record.shard is not None:
+            return record
+        return dataclasses.replace(record, shard=ShardClaim(self.identity, 1))
+
+    def admit(
+        self, key: AppKey, stored: StoredRecord | None, write: RecordWriter, *, orphan: bool
+    ) -> Admission:
+        """Decide whether this pass acts on ``key`` (claiming or releasing it first if need be)."""
+        with self._lock:
+            self._admitted[key] = self.membership.term
+        if not self.membership.fresh():
+            return Admission(False, requeue_after=self.membership.timings.retry_period)
+        members = self.membership.members()
+        owner = owner_of(str(key), members)
+        if orphan:  # pruning is leader-only work: the leader claims orphans, as owners claim apps
+            owner = self.identity if self.leading() else (self.leader() or None)
+        try:
+            record = AppRecord.from_json(stored.payload) if stored is not None else None
+        except DamagedRecordError:  # nothing writes a damaged record: its owner reports it
+            return Admission(owner == self.identity, stored)
+        claim = record.shard if record is not None else None
+        decision = decide_shard(claim, identity=self.identity, owner=owner, live=members)
+        if decision.act is ShardAct.ACT:
+            assert claim is not None and record is not None
+            self._hold(key, claim.epoch)
+            if self._behind(key, record):
+                return Admission(False, requeue_after=self.membership.timings.retry_period)
+            return Admission(True, stored)
+        if decision.act is ShardAct.WAIT:
+            return Admission(False, requeue_after=self.retry)
+        if decision.act is ShardAct.IGNORE:
+            self._drop(key)
+            return Admission(False)
+        assert decision.write is not None
+        if stored is None or record is None:  # a new app: creating its record is the claim
+            return Admission(True, stored)
+        if decision.act is ShardAct.CLAIM and self._behind(key, record):
+            return Admission(False, requeue_after=self.membership.timings.retry_period)
+        written = write(key, dataclasses.replace(record, shard=decision.write), stored.resource_version)
+        if decision.act is ShardAct.RELEASE:
+            self._drop(key)
+            self._event(
+                key, written, "ShardReleased", f"released by {self.identity}: it now belongs to {owner}"
+            )
+            log.info("[%s] released: it now belongs to %s", key, owner)
+            return Admission(False)
+        self._claimed(key, written, claim, decision.write.epoch)
+        return Admission(True, written)
+
+    def _behind(self, key: AppKey, record: AppRecord) -> bool:
+        sha = self.position.behind(record) if self.position is not None else ""
+        if sha and self._told.get(key) != sha:
+            log.info("[%s] waits: its record names commit %s, newer than this replica's head", key, sha[:12])
+        self._told[key] = sha
+        return bool(sha)
+
+    def _claimed(self, key: AppKey, written: StoredRecord, claim: ShardClaim | None, epoch: int) -> None:
+        moved = claim is not None and claim.owner != self.identity
+        how = ""
+        if claim is not None and moved:
+            how = f" from {claim.owner} ({'released' if claim.released else 'its member Lease expired'})"
+        with self._lock:
+            self.moves += moved
+        self._hold(key, epoch)
+        self._event(key, written, "ShardClaimed", f"claimed by {self.identity}{how}, shard epoch {epoch}")
+        log.info("[%s] claimed%s, shard epoch %d", key, how, epoch)
+
+    def _hold(self, key: AppKey, epoch: int) -> None:
+        with self._lock:
+            changed = self.claims.get(key) != epoch
+            self.claims[key] = epoch
+        if changed:
+            self._tell()
+
+    def _drop(self, key: AppKey) -> None:
+        with self._lock:
+            changed = self.claims.pop(key, None) is not None
+        if changed:
+            for dropped in self.on_drop:
+                dropped(key)
+            self._tell()
+
+    def _tell(self) -> None:
+        with self._lock:
+            owned, moves = len(self.claims), self.moves
+        for observer in self.observers:
+            observer(owned, moves)
+
+    def _event(self, key: AppKey, written: StoredRecord, reason: str, message: str) -> None:
+        try:
+            self.cluster.record_event(
+                key.namespace,
+                ("ConfigMap", record_name(key.name), written.uid),
+                reason,
+                message,
+                now=self.clock.now(),
+            )
+        except GitdeployError as problem:  # an event is never worth failing a step for
+            log.warning("[%s] could not record event %s: %s", key, reason, problem)

@@ -1,0 +1,172 @@
+"""Apps sharded across ``gitdeploy run --sharding`` replicas: who owns an app, and when it may move
+(pure, no I/O, no clock: time is an argument).
+
+Each replica keeps a member Lease of its own (``coordination.k8s.io/v1``). The *live members* are
+the Leases whose holder renewed them within their duration, by the rule of
+:mod:`gitdeploy.core.lease`: a Lease is valid for ``leaseDurationSeconds`` after *this process saw
+it change* (its own clock, never the writer's ``renewTime``).
+
+Each app belongs to one live member by rendezvous (highest-random-weight) hashing: every member
+scores the app's key with a stable hash of (member, key), and the highest score owns it. A member
+that joins takes only the apps it now scores highest on (about 1/N of them); a member that leaves
+gives up only its own apps.
+
+Owning an app by the hash is not enough to act on it: the app record says who *claimed* it
+(:class:`ShardClaim`: owner, a shard epoch that every claim increments, and whether the owner
+released it). An app changes owner only after the old owner stopped acting on it: it released the
+app in the record, or its member Lease expired. A claim is a write of the record naming the
+resourceVersion it read, so of two replicas that claim at once one gets a conflict.
+
+Worked example: three members; ``c`` joins a fleet of ``a`` and ``b``.
+
+>>> before = frozenset({"a", "b"})
+>>> after = before | {"c"}
+>>> keys = [f"shop/app-{i}" for i in range(9)]
+>>> [owner_of(k, before) for k in keys]
+['b', 'b', 'b', 'b', 'b', 'b', 'a', 'b', 'a']
+>>> [owner_of(k, after) for k in keys]
+['b', 'c', 'c', 'c', 'c', 'c', 'a', 'b', 'c']
+
+Only apps that moved to ``c`` moved (five of nine here; about a third in a large fleet).
+``c`` may act on ``shop/app-1`` only once ``b`` released it or ``b``'s Lease expired;
+meanwhile ``b`` releases it after the step in progress:
+
+>>> held = ShardClaim("b", epoch=4)
+>>> decide_shard(held, identity="c", owner="c", live=after).act
+<ShardAct.WAIT: 'wait'>
+>>> decide_shard(held, identity="b", owner="c", live=after)
+ShardDecision(act=<ShardAct.RELEASE: 'release'>, write=ShardClaim(owner='b', epoch=4, released=True))
+>>> decide_shard(ShardClaim("b", 4, released=True), identity="c", owner="c", live=after)
+ShardDecision(act=<ShardAct.CLAIM: 'claim'>, write=ShardClaim(owner='c', epoch=5, released=False))
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from gitdeploy.core.lease import LeaseSpec
+
+MEMBER_LABEL = "gitdeploy.io/member"
+"""The label every member Lease carries (value ``true``), so that members can be listed."""
+MEMBER_PREFIX = "gitdeploy-member-"
+
+
+def member_lease_name(identity: str) -> str:
+    """The name of the member Lease of ``identity``: a DNS-1123 name made from a stable hash of
+    it (identities hold ``_`` and ``.``, and may be long).
+
+    >>> member_lease_name("web-0_1a2b3c4d.7_aa")
+    'gitdeploy-member-d312389ca6130e05'
+    """
+    return MEMBER_PREFIX + hashlib.blake2b(identity.encode(), digest_size=8).hexdigest()
+
+
+def weight(member: str, key: str) -> int:
+    """The rendezvous score of ``key`` for ``member``: 64 bits of blake2b of both (the same on
+    every machine and every run, unlike Python's ``hash()``).
+
+    >>> weight("a", "shop/web"), weight("b", "shop/web")
+    (15404821658235888624, 3253851077820888850)
+    """
+    digest = hashlib.blake2b(f"{member}\n{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def owner_of(key: str, members: Iterable[str]) -> str | None:
+    """The member that owns ``key``: the highest :func:`weight` (ties broken by name), or None
+    when there is no member.
+
+    >>> owner_of("shop/web", ["a", "b"]), owner_of("shop/web", [])
+    ('a', None)
+    """
+    return max(members, key=lambda m: (weight(m, key), m), default=None)
+
+
+@dataclass(frozen=True)
+class SeenMember:
+    """A member Lease as this process saw it: its spec, and when (this process's clock) it last
+    saw it change."""
+
+    spec: LeaseSpec
+    observed_at: float
+
+
+def live_members(seen: Iterable[SeenMember], now: float) -> frozenset[str]:
+    """The holders of member Leases that are valid now: held (a released one names nobody), and
+    seen changing less than ``leaseDurationSeconds`` ago.
+
+    >>> live_members(
+    ...     [SeenMember(LeaseSpec("a", 15), 100.0), SeenMember(LeaseSpec("b", 15), 80.0),
+    ...      SeenMember(LeaseSpec("", 1), 100.0)], now=110.0)
+    frozenset({'a'})
+    """
+    return frozenset(
+        m.spec.holder for m in seen if m.spec.holder and now < m.observed_at + m.spec.duration_seconds
+    )
+
+
+@dataclass(frozen=True)
+class ShardClaim:
+    """Who claimed an app, as its record keeps it. ``epoch`` grows with every claim; ``released``:
+    the owner stopped acting on the app (any member that owns it by the hash may claim it)."""
+
+    owner: str
+    epoch: int
+    released: bool = False
+
+
+class ShardAct(Enum):
+    ACT = "act"
+    """This replica claimed the app: reconcile it."""
+    CLAIM = "claim"
+    """Write ``write`` (naming the record's resourceVersion), then reconcile it."""
+    RELEASE = "release"
+    """This replica claimed the app but no longer owns it: write ``write`` and leave it."""
+    WAIT = "wait"
+    """This replica owns the app but its old owner has not stopped acting on it yet."""
+    IGNORE = "ignore"
+    """Another replica's app."""
+
+
+@dataclass(frozen=True)
+class ShardDecision:
+    act: ShardAct
+    write: ShardClaim | None = None
+
+
+def decide_shard(
+    claim: ShardClaim | None, *, identity: str, owner: str | None, live: frozenset[str]
+) -> ShardDecision:
+    """What ``identity`` does with an app whose record says ``claim`` (None: no record, or a record
+    nobody claimed) and that ``owner`` owns by the hash among the ``live`` members.
+
+    >>> decide_shard(None, identity="a", owner="a", live=frozenset({"a"}))
+    ShardDecision(act=<ShardAct.CLAIM: 'claim'>, write=ShardClaim(owner='a', epoch=1, released=False))
+    >>> decide_shard(ShardClaim("a", 3), identity="a", owner="a", live=frozenset({"a"})).act
+    <ShardAct.ACT: 'act'>
+    >>> decide_shard(ShardClaim("gone", 3), identity="a", owner="a", live=frozenset({"a"})).write
+    ShardClaim(owner='a', epoch=4, released=False)
+    """
+    if owner != identity:
+        if claim is not None and claim.owner == identity and not claim.released:
+            return ShardDecision(ShardAct.RELEASE, ShardClaim(identity, claim.epoch, released=True))
+        return ShardDecision(ShardAct.IGNORE)
+    if claim is None:
+        return ShardDecision(ShardAct.CLAIM, ShardClaim(identity, 1))
+    if claim.owner == identity and not claim.released:
+        return ShardDecision(ShardAct.ACT)
+    if claim.owner != identity and not claim.released and claim.owner in live:
+        return ShardDecision(ShardAct.WAIT)
+    return ShardDecision(ShardAct.CLAIM, ShardClaim(identity, claim.epoch + 1))
+
+
+def moved(before: frozenset[str], after: frozenset[str], keys: Iterable[str]) -> list[str]:
+    """The keys whose owner differs between two memberships.
+
+    >>> moved(frozenset({"a", "b"}), frozenset({"a", "b", "c"}), [f"k{i}" for i in range(8)])
+    ['k1', 'k4']
+    """
+    return [k for k in keys if owner_of(k, before) != owner_of(k, after)]

@@ -1,0 +1,196 @@
+"""Membership and ownership of ``run --sharding`` (controller/membership.py, controller/shards.py)
+against the embedded cluster over HTTP, on a fake clock: each ``step()`` is one renewal, so the
+scenarios decide who renews when, and a pause is the clock moving while a replica does nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.membership import Membership
+from gitdeploy.controller.shards import ShardGate
+from gitdeploy.core.history.records import AppRecord
+from gitdeploy.core.lease import LeaseTimings
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.observed import StoredRecord
+from gitdeploy.core.sharding import ShardClaim, member_lease_name, owner_of
+from gitdeploy.errors import ConflictError, TransientError
+
+NAMESPACE = "gitdeploy-system"
+TIMINGS = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
+A, B = "a_1", "b_2"
+
+
+@pytest.fixture
+def adapter(kube_client: Any) -> Cluster:
+    cluster = Cluster(kube_client, "embedded")
+    cluster.ensure_namespace(NAMESPACE)
+    cluster.ensure_namespace("shop")
+    return cluster
+
+
+def member(adapter: Cluster, identity: str, clock: FakeClock) -> Membership:
+    return Membership(adapter, NAMESPACE, identity, clock, clock, TIMINGS, runs=lambda _pid: True)
+
+
+def app_owned_by(identity: str, members: list[str]) -> AppKey:
+    """An app the hash gives to ``identity`` among ``members``."""
+    return next(
+        AppKey("shop", f"app-{i}") for i in range(100) if owner_of(f"shop/app-{i}", members) == identity
+    )
+
+
+def write(adapter: Cluster) -> Any:
+    def writer(key: AppKey, record: AppRecord, version: str | None) -> StoredRecord:
+        return adapter.write_app_record(key.namespace, key.name, record.to_json(), version)
+
+    return writer
+
+
+def record_of(adapter: Cluster, key: AppKey) -> tuple[AppRecord, StoredRecord]:
+    stored = adapter.read_app_record(key.namespace, key.name)
+    assert stored is not None
+    return AppRecord.from_json(stored.payload), stored
+
+
+def test_members_are_the_leases_renewed_within_their_duration_on_my_clock(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
+    a.step()
+    b.step()
+    a.step()
+    assert a.members() == b.members() == {A, B}
+    assert adapter.read_lease(NAMESPACE, member_lease_name(A)) is not None
+
+    # When a stops renewing: b still counts it for 15 s after it last saw a's Lease change
+    fake_clock.advance(14)
+    b.step()
+    assert b.members() == {A, B}
+    assert not a.fresh()  # a's own fence lapsed after 10 s without a renewal
+    assert a.members() == {B}
+    fake_clock.advance(1)
+    b.step()
+    assert b.members() == {B}
+
+    # When b shuts down cleanly, its Lease is gone: a sees it gone at its next renewal
+    b.close()
+    assert adapter.read_lease(NAMESPACE, member_lease_name(B)) is None
+    a.step()
+    assert a.members() == {A}
+
+
+def test_a_paused_replica_refuses_the_writes_of_the_step_it_was_in_even_after_renewing(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a = member(adapter, A, fake_clock)
+    a.step()
+    gate = ShardGate(a, adapter, fake_clock)
+    key = AppKey("shop", "web")
+    admitted = gate.admit(key, None, write(adapter), orphan=False)
+    assert admitted.act
+    gate.fence(key)  # fresh: may write
+
+    # When the replica is paused past its renew deadline in the middle of the step
+    fake_clock.advance(10)
+    with pytest.raises(TransientError, match="not renewed within 10 s"):
+        gate.fence(key)
+    # ... and on resume its membership thread renews first: the step's writes are still refused
+    a.step()
+    assert a.fresh()
+    with pytest.raises(TransientError):
+        gate.fence(key)
+    # Then a new pass is admitted again (and decides anew from the record)
+    assert gate.admit(key, None, write(adapter), orphan=False).act
+    gate.fence(key)
+
+
+def test_a_record_created_by_a_replica_names_it_and_two_claimers_conflict(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
+    b.step()  # b sees only itself
+    a.step()  # a sees both
+    assert b.members() == {B} and a.members() == {A, B}
+    key = app_owned_by(A, [A, B])
+    gate_a, gate_b = ShardGate(a, adapter, fake_clock), ShardGate(b, adapter, fake_clock)
+
+    # Given a record claimed by a replica that is gone
+    adapter.write_app_record(
+        key.namespace, key.name, AppRecord(shard=ShardClaim("gone_9", 4)).to_json(), None
+    )
+    _, stored = record_of(adapter, key)
+
+    # When both claim it from the same read (their views of the members differ)
+    claimed = gate_a.admit(key, stored, write(adapter), orphan=False)
+    assert claimed.act
+    with pytest.raises(ConflictError):
+        gate_b.admit(key, stored, write(adapter), orphan=False)
+
+    # Then one claim went through, with the next epoch
+    record, _ = record_of(adapter, key)
+    assert record.shard == ShardClaim(A, 5)
+    assert gate_a.claims == {key: 5} and gate_b.claims == {}
+    # ... and a record a replica creates (a new app) names it, at epoch 1
+    assert gate_a.before_write(key, AppRecord(), None).shard == ShardClaim(A, 1)
+    assert gate_a.before_write(key, AppRecord(), "7").shard is None  # a replace keeps what it read
+
+
+def test_an_app_moves_only_after_its_owner_released_it(adapter: Cluster, fake_clock: FakeClock) -> None:
+    a = member(adapter, A, fake_clock)
+    a.step()
+    gate_a = ShardGate(a, adapter, fake_clock)
+    key = app_owned_by(B, [A, B])
+    adapter.write_app_record(key.namespace, key.name, AppRecord(shard=ShardClaim(A, 1)).to_json(), None)
+    _, stored = record_of(adapter, key)
+    assert gate_a.admit(key, stored, write(adapter), orphan=False).act  # a alone: a's app
+    assert gate_a.holds(key)
+
+    # When b joins, the hash gives the app to b; b waits while a has not released it
+    b = member(adapter, B, fake_clock)
+    b.step()
+    gate_b = ShardGate(b, adapter, fake_clock)
+    waiting = gate_b.admit(key, stored, write(adapter), orphan=False)
+    assert not waiting.act and waiting.requeue_after == 15
+
+    # When a sees b and passes over the app: it releases it (and acts no more)
+    a.step()
+    released = gate_a.admit(key, stored, write(adapter), orphan=False)
+    assert not released.act
+    record, stored = record_of(adapter, key)
+    assert record.shard == ShardClaim(A, 1, released=True) and gate_a.claims == {}
+    assert not gate_a.holds(key)  # the new owner's changes to its ReplicaSets are no hand's
+
+    # Then b claims it, with the next epoch
+    assert gate_b.admit(key, stored, write(adapter), orphan=False).act
+    record, _ = record_of(adapter, key)
+    assert record.shard == ShardClaim(B, 2)
+    events = [e for e in adapter.list_events("shop") if e.get("reason", "").startswith("Shard")]
+    assert [e["reason"] for e in events] == ["ShardReleased", "ShardClaimed"]
+
+
+def test_an_app_that_left_git_is_the_leaders_once_its_owner_released_it(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
+    a.step()
+    b.step()
+    a.step()
+    leader = ShardGate(a, adapter, fake_clock, leading=lambda: True, leader=lambda: A)
+    owner = ShardGate(b, adapter, fake_clock, leading=lambda: False, leader=lambda: A)
+    key = app_owned_by(B, [A, B])
+    adapter.write_app_record(key.namespace, key.name, AppRecord(shard=ShardClaim(B, 1)).to_json(), None)
+    _, stored = record_of(adapter, key)
+
+    # The leader waits while the app's owner still holds it
+    assert not leader.admit(key, stored, write(adapter), orphan=True).act
+    # When the owner's head says the app left git too, it releases it to the leader
+    assert not owner.admit(key, stored, write(adapter), orphan=True).act
+    record, stored = record_of(adapter, key)
+    assert record.shard == ShardClaim(B, 1, released=True)
+    # Then the leader claims it (and prunes it)
+    assert leader.admit(key, stored, write(adapter), orphan=True).act
+    assert record_of(adapter, key)[0].shard == ShardClaim(A, 2)

@@ -1,0 +1,188 @@
+"""Sharding rules (gitdeploy.core.sharding): rendezvous ownership, live members, claim and handoff."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitdeploy.core import sharding
+from gitdeploy.core.history.records import AppRecord
+from gitdeploy.core.lease import LeaseSpec
+from gitdeploy.core.sharding import (
+    SeenMember,
+    ShardAct,
+    ShardClaim,
+    ShardDecision,
+    decide_shard,
+    live_members,
+    member_lease_name,
+    moved,
+    owner_of,
+    weight,
+)
+
+A, B, C = "a_1", "b_2", "c_3"
+ALL = frozenset({A, B, C})
+
+
+@pytest.mark.parametrize(
+    ("claim", "identity", "owner", "live", "expected"),
+    [
+        pytest.param(None, A, A, ALL, ShardDecision(ShardAct.CLAIM, ShardClaim(A, 1)), id="no claim, mine"),
+        pytest.param(None, A, B, ALL, ShardDecision(ShardAct.IGNORE), id="no claim, theirs"),
+        pytest.param(ShardClaim(A, 2), A, A, ALL, ShardDecision(ShardAct.ACT), id="claimed by me, mine"),
+        pytest.param(
+            ShardClaim(A, 2),
+            A,
+            B,
+            ALL,
+            ShardDecision(ShardAct.RELEASE, ShardClaim(A, 2, released=True)),
+            id="claimed by me, theirs now: release (same epoch)",
+        ),
+        pytest.param(
+            ShardClaim(A, 2, released=True), A, B, ALL, ShardDecision(ShardAct.IGNORE), id="released, theirs"
+        ),
+        pytest.param(
+            ShardClaim(A, 2, released=True),
+            A,
+            A,
+            ALL,
+            ShardDecision(ShardAct.CLAIM, ShardClaim(A, 3)),
+            id="I released it, mine again: claim anew (epoch + 1)",
+        ),
+        pytest.param(
+            ShardClaim(B, 7), A, A, ALL, ShardDecision(ShardAct.WAIT), id="old owner live, not released: wait"
+        ),
+        pytest.param(
+            ShardClaim(B, 7, released=True),
+            A,
+            A,
+            ALL,
+            ShardDecision(ShardAct.CLAIM, ShardClaim(A, 8)),
+            id="old owner released: claim",
+        ),
+        pytest.param(
+            ShardClaim(B, 7),
+            A,
+            A,
+            frozenset({A, C}),
+            ShardDecision(ShardAct.CLAIM, ShardClaim(A, 8)),
+            id="old owner's Lease expired: claim",
+        ),
+        pytest.param(
+            ShardClaim(B, 7), C, A, ALL, ShardDecision(ShardAct.IGNORE), id="a third member: ignore"
+        ),
+    ],
+)
+def test_decide_shard(
+    claim: ShardClaim | None, identity: str, owner: str, live: frozenset[str], expected: ShardDecision
+) -> None:
+    assert decide_shard(claim, identity=identity, owner=owner, live=live) == expected
+
+
+@pytest.mark.parametrize(
+    ("seen", "now", "expected"),
+    [
+        pytest.param([], 0.0, frozenset(), id="nobody"),
+        pytest.param([SeenMember(LeaseSpec(A, 15), 100.0)], 114.9, frozenset({A}), id="0.1 s before expiry"),
+        pytest.param([SeenMember(LeaseSpec(A, 15), 100.0)], 115.0, frozenset(), id="expired on my clock"),
+        pytest.param(
+            [SeenMember(LeaseSpec(A, 15, renew_time=1.0), 500.0)],
+            501.0,
+            frozenset({A}),
+            id="renewTime long past but seen changing just now: live (no trust in other clocks)",
+        ),
+        pytest.param([SeenMember(LeaseSpec("", 1), 100.0)], 100.0, frozenset(), id="released"),
+    ],
+)
+def test_live_members(seen: list[SeenMember], now: float, expected: frozenset[str]) -> None:
+    assert live_members(seen, now) == expected
+
+
+def test_weight_is_stable_across_processes() -> None:
+    # blake2b, not hash(): the same on every replica (hash() of str is salted per process)
+    assert weight("a", "shop/web") == 15404821658235888624
+    assert member_lease_name("x").startswith("gitdeploy-member-") and len(member_lease_name("x")) == 33
+
+
+members = st.lists(
+    st.text("abcdefghij_.0123456789", min_size=1, max_size=12), min_size=1, max_size=8, unique=True
+)
+app_keys = st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=60, unique=True)
+
+
+@given(members, app_keys)
+def test_every_app_has_exactly_one_owner_among_the_members(fleet: list[str], keys: list[str]) -> None:
+    for key in keys:
+        owner = owner_of(key, fleet)
+        assert owner in fleet
+        assert owner_of(key, reversed(fleet)) == owner  # order of the members does not matter
+
+
+@given(members, app_keys, st.text("klmnop", min_size=1, max_size=6))
+def test_a_member_joining_moves_only_apps_to_it(fleet: list[str], keys: list[str], joiner: str) -> None:
+    before = frozenset(fleet)
+    after = before | {joiner}
+    for key in moved(before, after, keys):
+        assert owner_of(key, after) == joiner
+
+
+@given(members.filter(lambda f: len(f) >= 2), app_keys, st.data())
+def test_a_member_leaving_moves_only_its_apps(fleet: list[str], keys: list[str], data: st.DataObject) -> None:
+    leaver = data.draw(st.sampled_from(fleet))
+    before = frozenset(fleet)
+    after = before - {leaver}
+    for key in moved(before, after, keys):
+        assert owner_of(key, before) == leaver
+    for key in keys:
+        if owner_of(key, before) != leaver:
+            assert owner_of(key, after) == owner_of(key, before)
+
+
+@settings(max_examples=20)
+@given(st.integers(min_value=2, max_value=6))
+def test_a_joining_member_takes_about_one_in_n_of_the_apps(n: int) -> None:
+    keys = [f"ns-{i % 7}/app-{i}" for i in range(3000)]
+    before = frozenset(f"replica-{i}" for i in range(n))
+    after = before | {"replica-new"}
+    share = len(moved(before, after, keys)) / len(keys)
+    assert abs(share - 1 / (n + 1)) < 0.05, share
+
+
+@given(st.sampled_from([None, ShardClaim(A, 1), ShardClaim(B, 4), ShardClaim(C, 2, released=True)]), members)
+def test_of_two_replicas_with_one_view_at_most_one_acts_or_claims(
+    claim: ShardClaim | None, fleet: list[str]
+) -> None:
+    live = frozenset(fleet)
+    for key in ("shop/web", "shop/api", "db/pg"):
+        owner = owner_of(key, live)
+        acting = [
+            m
+            for m in live
+            if decide_shard(claim, identity=m, owner=owner, live=live).act in (ShardAct.ACT, ShardAct.CLAIM)
+        ]
+        assert len(acting) <= 1
+        assert not acting or acting == [owner]
+
+
+@given(st.sampled_from([ShardClaim(A, 1), ShardClaim(B, 4), ShardClaim(C, 2, released=True)]))
+def test_a_claim_always_raises_the_epoch(claim: ShardClaim) -> None:
+    for identity in (A, B, C):
+        decision = decide_shard(claim, identity=identity, owner=identity, live=frozenset({identity}))
+        if decision.act is ShardAct.CLAIM:
+            assert decision.write is not None and decision.write.epoch == claim.epoch + 1
+
+
+def test_docstring_examples() -> None:
+    result = doctest.testmod(sharding)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_app_record_keeps_the_shard_claim_only_when_set() -> None:
+    claimed = AppRecord(shard=ShardClaim(A, 3, released=True))
+    assert AppRecord.from_json(claimed.to_json()) == claimed
+    assert '"shard"' not in AppRecord().to_json()  # records of unsharded runs are unchanged
+    assert AppRecord.from_json(AppRecord().to_json()).shard is None
