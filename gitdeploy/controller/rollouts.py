@@ -207,7 +207,8 @@ class RolloutRunner:
         sync status there, so that it costs no write of its own); ``watched``: a watch of the
         app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
         now = self.clock.now()
-        snapshot, relabelled = self._relabel_hidden(target, measured(target, snapshot, now, self.clock))
+        snapshot = measured(target, snapshot, now, self.clock, self.cluster)
+        snapshot, relabelled = self._relabel_hidden(target, snapshot)
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
