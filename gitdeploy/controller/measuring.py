@@ -25,6 +25,7 @@ from gitdeploy.core.rollout.analysisjobs import (
     JobSlot,
     canary_job_slots,
     job_measurement,
+    job_progress,
     stale_analysis_pods,
 )
 from gitdeploy.core.rollout.canarywalk import canary_due_measurements
@@ -66,16 +67,17 @@ def measured(target: Target, snapshot: Snapshot, now: float, clock: Clock, clust
 
 
 def _by_pod(target: Target, snapshot: Snapshot, slot: JobSlot, cluster: Cluster, now: float) -> Measurement:
-    """The measurement of a job metric: its pod's, or the pod created now (in flight)."""
-    found = next((p for p in snapshot.pods if p.name == slot.pod.name), None)
-    if found is not None:
-        return job_measurement(found, now)
+    """The measurement of a job metric from its pods, with the pod it needs created now (its
+    first, or the next attempt after a failed one)."""
+    measurement, wanted = job_progress(slot, snapshot.pods, now)
+    if wanted is None:
+        return measurement
     try:
-        created = cluster.create_pod(slot.pod)
+        created = cluster.create_pod(wanted)
     except AlreadyExistsError:  # made by a pass whose snapshot was read before (or still going)
-        return Measurement(AnalysisPhase.RUNNING, now, now, f"pod {slot.pod.name} exists")
+        return Measurement(AnalysisPhase.RUNNING, now, now, f"pod {wanted.name} exists")
     except PermanentError as refused:
-        why = f"pod {slot.pod.name} of metric {slot.metric.name!r} was refused: {refused.message}"
+        why = f"pod {wanted.name} of metric {slot.metric.name!r} was refused: {refused.message}"
         return Measurement(AnalysisPhase.ERROR, now, now, message=why)
-    log.info("[%s] analysis metric %s: pod %s started", target.app.key, slot.metric.name, slot.pod.name)
+    log.info("[%s] analysis metric %s: pod %s started", target.app.key, slot.metric.name, wanted.name)
     return job_measurement(created, now)

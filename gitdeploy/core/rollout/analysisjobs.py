@@ -8,12 +8,15 @@ controller, and deploy/'s Role then needs nothing beyond the pods it already cre
   ``metadata``, on the pod), its ``restartPolicy`` as written (``Never`` or ``OnFailure``, as a Job
   requires), the Job's ``activeDeadlineSeconds`` on the pod (a pod past it is Failed, as a Job past
   it), and the securityContext defaults of hook pods (Pod Security "restricted");
-* one pod per measurement: a failed pod is a failed measurement at once, as a Job with
-  ``backoffLimit: 0``. ``backoffLimit`` is read and not used: tolerate failures with the metric's
-  ``failureLimit`` (each failure counts), or with ``restartPolicy: OnFailure`` (the kubelet restarts
-  the container inside the same pod until it succeeds or the deadline stops it);
+* ``backoffLimit`` (6 by default, as a Job's) as a Job with ``restartPolicy: Never`` honours it: a
+  pod that fails is followed by another (``...-retry2``, ``...-retry3``: the attempt is also the
+  pod's ``gitdeploy.io/attempt``) after the Job controller's back-off (10 s, doubled each time, at
+  most 6 min), until ``backoffLimit`` pods after the first failed: the measurement is then Failed.
+  With ``restartPolicy: OnFailure`` the kubelet restarts the container inside the same pod, and the
+  measurement ends with the pod (Succeeded, or Failed at its deadline); those restarts are not
+  counted against ``backoffLimit`` as a Job would count them;
 * the pod is named after the canary's ReplicaSet, a digest of the run (revision, step, run start,
-  metric) and the measurement's number (:func:`analysis_pod_name`), labelled
+  metric), the measurement's number and the attempt (:func:`analysis_pod_name`), labelled
   ``gitdeploy.io/pod-role: analysis`` (never taken for a hook or for one of the ReplicaSet's pods) and
   owned by the canary's ReplicaSet (garbage-collected with it).
 
@@ -35,8 +38,10 @@ canary aborted or replaced) are deleted while they run; finished ones stay for t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +63,11 @@ ANALYSIS_ANNOTATION = "gitdeploy.io/analysis"
 KEPT_PODS = MEASUREMENT_HISTORY_LIMIT
 """The finished pods kept per metric and run (for their logs), as its measurements are."""
 _OUR_LABELS = (TEMPLATE_HASH_LABEL,)
+DEFAULT_BACKOFF_LIMIT = 6
+"""A Job's ``backoffLimit`` when it sets none."""
+BACKOFF_SECONDS = 10.0
+MAX_BACKOFF_SECONDS = 360.0
+_NAME = re.compile(r"^(.*)-([0-9]+)(?:-retry([0-9]+))?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,18 +78,42 @@ class JobSlot:
     step: int
     metric: Metric
     pod: PodSpec
+    """Its first attempt (:func:`attempt_of` makes the others)."""
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT
 
 
 def analysis_pod_name(
     replica_set: str, revision: int, step: int, run_started: float, metric: str, index: int
 ) -> str:
-    """``<replica set>-analysis-<digest of the run and metric>-<measurement number>``.
+    """``<replica set>-analysis-<digest of the run and metric>-<measurement number>`` (its first
+    attempt; the next ones add ``-retry<attempt>``).
 
     >>> analysis_pod_name("web-abc", 2, 1, 100.0, "smoke", 3)
     'web-abc-analysis-8740e8-3'
     """
     digest = hashlib.sha256(f"{revision}:{step}:{run_started:.0f}:{metric}".encode()).hexdigest()[:6]
     return f"{replica_set}-{ANALYSIS_ROLE}-{digest}-{index}"
+
+
+def attempt_of(first: PodSpec, attempt: int) -> PodSpec:
+    """The pod of ``attempt`` (1: ``first`` itself).
+
+    >>> from gitdeploy.core.observed import PodSpec
+    >>> first = PodSpec("ns", "web-a-analysis-8740e8-3", "web", "analysis", 2, 1, 0.0, "web-a", "u", "{}")
+    >>> attempt_of(first, 2).name
+    'web-a-analysis-8740e8-3-retry2'
+    """
+    if attempt == 1:
+        return first
+    return dataclasses.replace(first, name=f"{first.name}-retry{attempt}", attempt=attempt)
+
+
+def _parts(name: str) -> tuple[str, int, int] | None:
+    """``(run and metric, measurement number, attempt)`` of an analysis pod's name."""
+    match = _NAME.match(name)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2)), int(match.group(3) or 1)
 
 
 def _metadata(provider: JobProvider, template: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
@@ -167,7 +201,8 @@ def canary_job_slots(target: Target, snapshot: Snapshot, now: float) -> tuple[Jo
             metric=metric.name,
             index=result.count + result.error + 1,
         )
-        slots.append(JobSlot(revision, step, metric, pod))
+        limit = json.loads(metric.provider.spec_json).get("backoffLimit", DEFAULT_BACKOFF_LIMIT)
+        slots.append(JobSlot(revision, step, metric, pod, int(limit)))
     return tuple(slots)
 
 
@@ -191,13 +226,67 @@ def job_measurement(pod: ObservedPod, now: float) -> Measurement:
     return Measurement(AnalysisPhase.RUNNING, pod.created_at, pod.created_at, f"pod {pod.name} {pod.phase}")
 
 
+def backoff_seconds(failed: int) -> float:
+    """The Job controller's wait before the pod after ``failed`` failed ones.
+
+    >>> [backoff_seconds(n) for n in (1, 2, 3, 7)]
+    [10.0, 20.0, 40.0, 360.0]
+    """
+    return float(min(BACKOFF_SECONDS * 2 ** (failed - 1), MAX_BACKOFF_SECONDS))
+
+
+def job_progress(
+    slot: JobSlot, pods: Sequence[ObservedPod], now: float
+) -> tuple[Measurement, PodSpec | None]:
+    """Where the measurement of ``slot`` stands, from its pods, and the pod to create now if
+    any: the first; the next attempt once the last failed, its back-off is over and
+    ``backoffLimit`` allows it. In flight (Running) until a pod succeeded or the last allowed
+    one failed.
+
+    >>> from gitdeploy.core.observed import PodSpec
+    >>> slot = JobSlot(2, 1, Metric("smoke", JobProvider("{}")),
+    ...     PodSpec("ns", "w-analysis-d-1", "web", ANALYSIS_ROLE, 2, 1, 0.0, "w", "u", "{}"), backoff_limit=1)
+    >>> def failed(name, attempt): return ObservedPod("ns", name, ANALYSIS_ROLE, "Failed", 2, attempt,
+    ...     created_at=5.0, finished_at=8.0, exit_code=1)
+    >>> job_progress(slot, [], 9.0)[1].name
+    'w-analysis-d-1'
+    >>> once = [failed("w-analysis-d-1", 1)]
+    >>> [(m.phase.value, p and p.name) for t in (9.0, 18.0) for m, p in (job_progress(slot, once, t),)]
+    [('Running', None), ('Running', 'w-analysis-d-1-retry2')]
+    >>> job_progress(slot, [failed("w-analysis-d-1", 1), failed("w-analysis-d-1-retry2", 2)], 30.0)[0].value
+    'pod w-analysis-d-1-retry2 Failed (exit code 1), 2 pods failed (backoffLimit 1)'
+    """
+    mine = sorted(
+        (attempt, p)
+        for p in pods
+        if (parts := _parts(p.name)) is not None and p.role == ANALYSIS_ROLE
+        for _, _, attempt in (parts,)
+        if attempt_of(slot.pod, attempt).name == p.name
+    )
+    if not mine:
+        return Measurement(AnalysisPhase.RUNNING, now, now, "starting"), slot.pod
+    attempt, last = mine[-1]
+    measured = job_measurement(last, now)
+    first = mine[0][1].created_at
+    if measured.phase is AnalysisPhase.SUCCESSFUL:
+        return dataclasses.replace(measured, started_at=first), None
+    if measured.phase is not AnalysisPhase.FAILED:
+        return measured, None
+    if attempt > slot.backoff_limit:
+        why = f", {attempt} pods failed (backoffLimit {slot.backoff_limit})" if attempt > 1 else ""
+        return dataclasses.replace(measured, started_at=first, value=measured.value + why), None
+    waiting = Measurement(AnalysisPhase.RUNNING, first, first, f"{measured.value}, retried")
+    retry_at = (last.finished_at or last.created_at) + backoff_seconds(attempt)
+    return waiting, attempt_of(slot.pod, attempt + 1) if now >= retry_at else None
+
+
 def _exit(code: int | None) -> str:
     return "" if code is None else f"exit code {code}"
 
 
 def stale_analysis_pods(pods: Sequence[ObservedPod], wanted: Iterable[str]) -> tuple[str, ...]:
     """The analysis pods to delete: those running that no measurement wants (``wanted``: the
-    names of the pods of the measurements due), and the finished ones beyond the last
+    first pods of the measurements due; their retries are wanted too), and the finished ones beyond the last
     :data:`KEPT_PODS` of their metric's run. Pods already going are left to go.
 
     >>> def pod(name, phase): return ObservedPod("shop", name, ANALYSIS_ROLE, phase, 2)
@@ -208,14 +297,15 @@ def stale_analysis_pods(pods: Sequence[ObservedPod], wanted: Iterable[str]) -> t
     >>> stale_analysis_pods([pod("web-a-analysis-bbbbbb-1", "Pending")], ["web-a-analysis-bbbbbb-1"])
     ()
     """
-    keep = set(wanted)
-    mine = [p for p in pods if p.role == ANALYSIS_ROLE and not p.deleting]
-    doomed = [p.name for p in mine if not p.terminal and p.name not in keep]
-    runs: dict[str, list[tuple[int, str]]] = {}
-    for p in mine:
-        base, _, number = p.name.rpartition("-")
-        if p.terminal and number.isdigit():
-            runs.setdefault(base, []).append((int(number), p.name))
+    keep = {parts[:2] for name in wanted if (parts := _parts(name)) is not None}
+    mine = [
+        (p, parts) for p in pods if p.role == ANALYSIS_ROLE and not p.deleting and (parts := _parts(p.name))
+    ]
+    doomed = [p.name for p, parts in mine if not p.terminal and parts[:2] not in keep]
+    runs: dict[str, list[tuple[int, int, str]]] = {}
+    for p, (base, number, attempt) in mine:
+        if p.terminal:
+            runs.setdefault(base, []).append((number, attempt, p.name))
     for finished in runs.values():
-        doomed += [name for _, name in sorted(finished)[:-KEPT_PODS]]
+        doomed += [name for _, _, name in sorted(finished)[:-KEPT_PODS]]
     return tuple(doomed)

@@ -178,3 +178,54 @@ def test_an_abort_while_the_job_runs_deletes_its_pod(world: World) -> None:
     steps = world.roll(v2, V2, check=check, tick=1)
     assert steps[-1].phase is AppPhase.FAILED and sizes(world, v2, v1) == (0, 4)
     assert world.violations == []
+
+
+def test_backoff_limit_retries_a_failed_pod_after_the_jobs_back_off(world: World) -> None:
+    world.set_crashing_images(BROKEN)
+    retrying = TEMPLATE.replace("backoffLimit: 0", "backoffLimit: 2").replace("{image}", BROKEN)
+    v1 = load_app(canary_rollout("nginx:1.25", steps=STEPS) + retrying)
+    world.roll(v1, commit("Deploy web", 1))
+    v2 = load_app(canary_rollout("nginx:1.26", steps=STEPS) + retrying)
+    check_every_write(world, canary_bounds(v2))
+    check = canary_bounds(v2)
+
+    # When the job's first pod failed, and its image is fixed before the retry
+    def first_failed(_: object) -> bool:
+        return any(p.status.phase == "Failed" for p in analysis_pods(world))
+
+    world.roll(v2, V2, check=check, tick=1, until=first_failed)
+    (first,) = analysis_pods(world)
+    failed_at = first.status.container_statuses[0].state.terminated.finished_at.timestamp()
+    world.set_crashing_images()
+    steps = world.roll(v2, V2, check=check, tick=1)
+
+    # Then a second pod ran no sooner than the Job controller's 10 s back-off, and succeeded
+    assert steps[-1].phase is AppPhase.COMPLETE and sizes(world, v2, v1) == (4, 0)
+    pods = analysis_pods(world)
+    assert [(p.metadata.name, p.status.phase) for p in pods] == [
+        (first.metadata.name, "Failed"),
+        (f"{first.metadata.name}-retry2", "Succeeded"),
+    ]
+    assert pods[1].metadata.annotations["gitdeploy.io/attempt"] == "2"
+    assert pods[1].metadata.creation_timestamp.timestamp() >= failed_at + 10
+    assert world.violations == []
+
+
+def test_a_job_whose_pods_all_fail_fails_after_backoff_limit_retries(world: World) -> None:
+    world.set_crashing_images(BROKEN)
+    retrying = TEMPLATE.replace("backoffLimit: 0", "backoffLimit: 1").replace("{image}", BROKEN)
+    v1 = load_app(canary_rollout("nginx:1.25", steps=STEPS) + retrying)
+    world.roll(v1, commit("Deploy web", 1))
+    v2 = load_app(canary_rollout("nginx:1.26", steps=STEPS) + retrying)
+    check_every_write(world, canary_bounds(v2))
+
+    world.roll(v2, V2, check=canary_bounds(v2), tick=1)
+
+    # Then two pods failed (the first, one retry), and the canary aborted naming both
+    first, second = analysis_pods(world)
+    assert (first.status.phase, second.status.phase) == ("Failed", "Failed")
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.reason == FailureReason.ROLLOUT_ABORTED
+    failed = f"Failed pod {second.metadata.name} Failed (exit code 1, Error), 2 pods failed (backoffLimit 1)"
+    assert failed in entry.message, entry.message
+    assert sizes(world, v2, v1) == (0, 4) and world.violations == []

@@ -20,10 +20,13 @@ from gitdeploy.core.observed import ObservedPod
 from gitdeploy.core.rollout.analysisjobs import (
     ANALYSIS_ANNOTATION,
     ANALYSIS_ROLE,
+    DEFAULT_BACKOFF_LIMIT,
     KEPT_PODS,
+    JobSlot,
     build_analysis_pod,
     canary_job_slots,
     job_measurement,
+    job_progress,
     stale_analysis_pods,
 )
 from gitdeploy.core.rollout.canaryanalysis import JOB_POLL_SECONDS, SOON_SECONDS
@@ -129,6 +132,18 @@ STALE: list[tuple[str, list[ObservedPod], list[str], tuple[str, ...]]] = [
     ("one already going is left to go", [named("x-analysis-a-1", "Running", deleting=True)], [], ()),
     ("a finished pod stays for its log", [named("x-analysis-a-1", "Succeeded")], [], ()),
     ("hooks and deployers are not analysis pods", [named("x-hook-pre", "Running", role="hook-pre")], [], ()),
+    (
+        "a retry of a wanted measurement stays",
+        [named("x-analysis-a-1-retry2", "Running")],
+        ["x-analysis-a-1"],
+        (),
+    ),
+    (
+        "a retry of another goes",
+        [named("x-analysis-a-2-retry2", "Running")],
+        ["x-analysis-a-1"],
+        ("x-analysis-a-2-retry2",),
+    ),
     (
         "the oldest finished beyond the kept ones go, by number",
         [*reversed(FINISHED), named("web-b-analysis-bbbbbb-1", "Succeeded")],
@@ -274,3 +289,137 @@ def test_a_measurement_in_flight_is_not_counted_and_looked_at_again_in_a_second(
     assert "smoke: not measured yet, measuring" in step.message
     # without it in flight, the due measurement is wanted at once
     assert canary_pass(JOB_APP, stable(), canary, now=T0 + 105).requeue_after == SOON_SECONDS
+
+
+FIRST = "w-analysis-d-1"
+SLOT = JobSlot(
+    2,
+    1,
+    SMOKE,
+    dataclasses.replace(
+        build_analysis_pod(
+            JobProvider(json.dumps(JOB)),
+            namespace="shop",
+            app="web",
+            replica_set="w",
+            owner_uid="u",
+            revision=2,
+            step=1,
+            run_started=T0,
+            metric="smoke",
+            index=1,
+        ),
+        name=FIRST,
+    ),
+    backoff_limit=2,
+)
+
+
+def attempt(n: int, phase: str, finished: float | None = None) -> ObservedPod:
+    name = FIRST if n == 1 else f"{FIRST}-retry{n}"
+    return ObservedPod("shop", name, ANALYSIS_ROLE, phase, 2, n, created_at=10.0 * n, finished_at=finished)
+
+
+# (id, pods, now, phase, value, pod to create)
+PROGRESS: list[tuple[str, list[ObservedPod], float, AnalysisPhase, str, str | None]] = [
+    ("no pod: the first is created", [], 5.0, P.RUNNING, "starting", FIRST),
+    ("the first runs", [attempt(1, "Running")], 15.0, P.RUNNING, f"pod {FIRST} Running", None),
+    ("the first succeeded", [attempt(1, "Succeeded", 12.0)], 15.0, P.SUCCESSFUL, "pod Succeeded", None),
+    (
+        "the first failed: its back-off (10 s) is not over",
+        [attempt(1, "Failed", 12.0)],
+        21.9,
+        P.RUNNING,
+        f"pod {FIRST} Failed, retried",
+        None,
+    ),
+    (
+        "the first failed: after its back-off, the second",
+        [attempt(1, "Failed", 12.0)],
+        22.0,
+        P.RUNNING,
+        f"pod {FIRST} Failed, retried",
+        f"{FIRST}-retry2",
+    ),
+    (
+        "the second failed: 20 s back-off",
+        [attempt(1, "Failed", 12.0), attempt(2, "Failed", 30.0)],
+        49.0,
+        P.RUNNING,
+        f"pod {FIRST}-retry2 Failed, retried",
+        None,
+    ),
+    (
+        "the third created once it is over",
+        [attempt(1, "Failed", 12.0), attempt(2, "Failed", 30.0)],
+        50.0,
+        P.RUNNING,
+        f"pod {FIRST}-retry2 Failed, retried",
+        f"{FIRST}-retry3",
+    ),
+    (
+        "a retry that succeeds: Successful from the first pod's start",
+        [attempt(1, "Failed", 12.0), attempt(2, "Succeeded", 30.0)],
+        31.0,
+        P.SUCCESSFUL,
+        "pod Succeeded",
+        None,
+    ),
+    (
+        "backoffLimit 2: the third failure fails it",
+        [attempt(3, "Failed", 45.0), attempt(1, "Failed", 12.0), attempt(2, "Failed", 30.0)],
+        99.0,
+        P.FAILED,
+        f"pod {FIRST}-retry3 Failed, 3 pods failed (backoffLimit 2)",
+        None,
+    ),
+    (
+        "the failed ones deleted (kept pods): the attempt number still counts",
+        [attempt(3, "Failed", 45.0)],
+        99.0,
+        P.FAILED,
+        f"pod {FIRST}-retry3 Failed, 3 pods failed (backoffLimit 2)",
+        None,
+    ),
+    (
+        "another measurement's pods are not this one's",
+        [ObservedPod("shop", "w-analysis-d-2", ANALYSIS_ROLE, "Failed", 2)],
+        5.0,
+        P.RUNNING,
+        "starting",
+        FIRST,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pods", "now", "phase", "value", "created"), [c[1:] for c in PROGRESS], ids=[c[0] for c in PROGRESS]
+)
+def test_a_job_measurement_retries_as_a_job_with_its_backoff_limit(
+    pods: list[ObservedPod], now: float, phase: AnalysisPhase, value: str, created: str | None
+) -> None:
+    measured, wanted = job_progress(SLOT, pods, now)
+    assert (measured.phase, measured.value) == (phase, value)
+    assert (wanted.name if wanted is not None else None) == created
+    if wanted is not None and created is not None:
+        assert wanted.attempt == (1 if created == FIRST else int(created.rsplit("retry", 1)[1]))
+    if phase is P.SUCCESSFUL:
+        assert measured.started_at == 10.0  # the first pod's creation
+
+
+def test_backoff_limit_is_a_jobs_default_when_unset() -> None:
+    canary = canary_rs(annotations=AT_ANALYSIS)
+    canary = after(canary_pass(JOB_APP, stable(), canary, now=T0 + 100.5), canary)
+    (slot,) = canary_job_slots(make_target(JOB_APP), snap(stable(), canary), T0 + 101)
+    assert slot.backoff_limit == 2  # JOB's
+    unset = {k: v for k, v in JOB.items() if k != "backoffLimit"}
+    app = canary_app(
+        (SetWeight(50), AnalysisStep(AnalysisRef(("success-rate",)))),
+        templates=(
+            dataclasses.replace(
+                TEMPLATE, args=(), metrics=(Metric("smoke", JobProvider(json.dumps(unset))),)
+            ),
+        ),
+    )
+    (slot,) = canary_job_slots(make_target(app), snap(stable(), canary), T0 + 101)
+    assert slot.backoff_limit == DEFAULT_BACKOFF_LIMIT == 6
