@@ -229,3 +229,33 @@ def test_a_job_whose_pods_all_fail_fails_after_backoff_limit_retries(world: Worl
     failed = f"Failed pod {second.metadata.name} Failed (exit code 1, Error), 2 pods failed (backoffLimit 1)"
     assert failed in entry.message, entry.message
     assert sizes(world, v2, v1) == (0, 4) and world.violations == []
+
+
+def test_a_job_pod_the_api_refuses_is_an_error_and_aborts_after_the_error_limit(world: World) -> None:
+    # Given a namespace that enforces Pod Security "restricted", and a Job whose pod runs as root
+    world.core.create_namespace(
+        {"metadata": {"name": "shop", "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+    )
+    as_root = "".join(
+        f"{' ' * indent}{line}\n"
+        for indent, line in ((14, "securityContext:"), (16, "runAsNonRoot: true"), (16, "runAsUser: 1000"))
+    )
+    assert as_root in TEMPLATE
+    rooted = TEMPLATE.replace(as_root, "").replace("{image}", GOOD)
+    v1 = load_app(canary_rollout("nginx:1.25", steps=STEPS) + rooted)
+    world.roll(v1, commit("Deploy web", 1))
+    v2 = load_app(canary_rollout("nginx:1.26", steps=STEPS) + rooted)
+    check_every_write(world, canary_bounds(v2))
+
+    world.roll(v2, V2, check=canary_bounds(v2), tick=1)
+
+    # Then no pod ran; five refusals in a row (consecutiveErrorLimit 4) aborted the canary, saying why
+    assert analysis_pods(world) == []
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.reason == FailureReason.ROLLOUT_ABORTED
+    assert (
+        "metric 'smoke' assessed Error due to consecutiveErrors (5) > consecutiveErrorLimit (4)"
+        in entry.message
+    )
+    assert "refused by Pod Security admission" in entry.message, entry.message
+    assert sizes(world, v2, v1) == (0, 4) and world.violations == []
