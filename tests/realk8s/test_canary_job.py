@@ -86,6 +86,22 @@ def _analysis_pods(control_plane: ControlPlane, namespace: str) -> list[dict[str
     return list(found["items"])
 
 
+def _pods_told(control_plane: ControlPlane, namespace: str) -> str:
+    """The analysis pods as they are (name, phase, container states): what a failure shows."""
+    return json.dumps(
+        [
+            (
+                p["metadata"]["name"],
+                p["status"].get("phase"),
+                p["spec"].get("nodeName"),
+                p["status"].get("containerStatuses"),
+            )
+            for p in _analysis_pods(control_plane, namespace)
+        ],
+        indent=1,
+    )
+
+
 def _last(gitdeploy: RunCli, namespace: str) -> dict[str, Any]:
     entries: list[dict[str, Any]] = json.loads(
         gitdeploy("history", "web", "-n", namespace, "-o", "json").stdout
@@ -119,7 +135,10 @@ def test_a_job_that_succeeds_on_its_retry_walks_the_canary_on(
     # 3, the retry (backoffLimit 1) exits 0
     _deploy(git_remote, namespace, "2", 3, 2)
     with ReplicaSetWatch(namespace, control_plane.admin_kubeconfig, check=_within_surge) as watched:
-        synced(gitdeploy, git_remote, timeout="150s")
+        try:
+            synced(gitdeploy, git_remote, timeout="150s")
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}\nanalysis pods: {_pods_told(control_plane, namespace)}") from None
 
     # Then the canary walked on to full size, revision 2 Complete
     assert _sizes(control_plane, namespace) == {"1": 0, "2": 2}

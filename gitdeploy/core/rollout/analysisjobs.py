@@ -50,6 +50,7 @@ from gitdeploy.core.analysis.phases import AnalysisPhase
 from gitdeploy.core.analysis.runs import MEASUREMENT_HISTORY_LIMIT, Measurement
 from gitdeploy.core.analysistemplates import JobProvider, Metric
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
+from gitdeploy.core.models import App
 from gitdeploy.core.observed import ObservedPod, PodPhase, PodSpec
 from gitdeploy.core.rollout.canaryanalysis import stored_run
 from gitdeploy.core.rollout.canarywalk import canary_due_measurements
@@ -80,6 +81,14 @@ class JobSlot:
     pod: PodSpec
     """Its first attempt (:func:`attempt_of` makes the others)."""
     backoff_limit: int = DEFAULT_BACKOFF_LIMIT
+
+
+def runs_analysis_pods(app: App) -> bool:
+    """Whether a pass over ``app`` may have analysis pods to look at: a canary whose analysis
+    templates have a job metric (the loop then lists the app's pods, as for hooks)."""
+    params = app.strategy.canary
+    templates = params.templates if params is not None else ()
+    return any(isinstance(m.provider, JobProvider) for t in templates for m in t.metrics)
 
 
 def analysis_pod_name(

@@ -27,6 +27,7 @@ from gitdeploy.core.rollout.analysisjobs import (
     canary_job_slots,
     job_measurement,
     job_progress,
+    runs_analysis_pods,
     stale_analysis_pods,
 )
 from gitdeploy.core.rollout.canaryanalysis import JOB_POLL_SECONDS, SOON_SECONDS
@@ -423,3 +424,11 @@ def test_backoff_limit_is_a_jobs_default_when_unset() -> None:
     )
     (slot,) = canary_job_slots(make_target(app), snap(stable(), canary), T0 + 101)
     assert slot.backoff_limit == DEFAULT_BACKOFF_LIMIT == 6
+
+
+def test_the_loop_lists_the_pods_of_a_canary_with_a_job_metric_only() -> None:
+    assert runs_analysis_pods(JOB_APP)
+    assert not runs_analysis_pods(canary_app((SetWeight(50), AnalysisStep(AnalysisRef(("success-rate",))))))
+    assert not runs_analysis_pods(
+        dataclasses.replace(JOB_APP, strategy=dataclasses.replace(JOB_APP.strategy, canary=None))
+    )
