@@ -98,7 +98,6 @@ _.settle  # Scheduler.settle: tests and benchmarks drive the loop on a fake cloc
 # manifests by tests/unit/manifests/test_rollouts.py and test_analysistemplates.py. Analysis is
 # refused at load time until the analysis runner exists; it will read these.
 _.PUT  # WebMethod.PUT, reached by value (WebMethod("PUT"))
-_.metadata_json  # JobProvider
 _.json_path  # WebProvider
 _.initial_delay_seconds  # Metric
 _.success_condition  # Metric

@@ -124,11 +124,13 @@ class HookPods:
                 "name": spec.name,
                 "namespace": spec.namespace,
                 "labels": {
+                    **json.loads(spec.labels_json),
                     APP_LABEL: spec.app,
                     POD_ROLE_LABEL: spec.role,
                     MANAGED_BY_LABEL: MANAGED_BY_VALUE,
                 },
                 "annotations": {
+                    **json.loads(spec.annotations_json),
                     REVISION_ANNOTATION: str(spec.revision),
                     ATTEMPT_ANNOTATION: str(spec.attempt),
                     FIRST_ATTEMPT_AT_ANNOTATION: format_timestamp(spec.first_attempt_at),

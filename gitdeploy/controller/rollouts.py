@@ -242,8 +242,8 @@ class RolloutRunner:
         """Plan and execute one pass. ``amend`` may change the record to write (the loop adds its
         sync status there, so that it costs no write of its own); ``watched``: a watch of the
         app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
-        now = self.clock.now()
-        snapshot, relabelled = self._relabel_hidden(target, measured(target, snapshot, now, self.clock))
+        now, clock, cluster = self.clock.now(), self.clock, self.cluster
+        snapshot, relabelled = self._relabel_hidden(target, measured(target, snapshot, now, clock, cluster))
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)

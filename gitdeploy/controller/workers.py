@@ -19,6 +19,7 @@ from gitdeploy.controller.reconcile import AppReport, Listed, Reconciler, Result
 from gitdeploy.core.models import App, AppKey, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus
 from gitdeploy.core.rollout import wants_pod_census
+from gitdeploy.core.rollout.analysisjobs import runs_analysis_pods
 from gitdeploy.errors import GitdeployError
 
 PER_APP_LISTS_BELOW = 4
@@ -121,9 +122,11 @@ class Workers:
         return self._apps_per_namespace[namespace]
 
     def _wants_pods(self, key: AppKey) -> bool:
-        """Whether the app may have hook or deployer pods to look at."""
+        """Whether the app may have hook, deployer or analysis pods to look at."""
         app = self._apps().get(key)
-        return app is not None and (bool(app.strategy.hooks) or app.strategy.type is StrategyType.CUSTOM)
+        if app is None:
+            return False
+        return bool(app.strategy.hooks) or app.strategy.type is StrategyType.CUSTOM or runs_analysis_pods(app)
 
     def _wants_census(self, key: AppKey) -> bool:
         """Whether the app's pods must be counted (:func:`wants_pod_census`)."""

@@ -207,6 +207,9 @@ class PodSpec:
     owner_uid: str
     spec_json: str
     """The pod ``spec`` as canonical JSON."""
+    labels_json: str = "{}"
+    annotations_json: str = "{}"
+    """More labels and annotations for the pod, as JSON objects (gitdeploy's own win)."""
 
     def spec(self) -> dict[str, Any]:
         loaded = json.loads(self.spec_json)

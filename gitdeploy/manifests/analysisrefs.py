@@ -1,7 +1,6 @@
 """A Rollout's analyses (its ``analysis`` steps, and the background ``strategy.canary.analysis``)
 as far as gitdeploy runs them: their templates found in the repo (the Rollout's namespace), their
-arguments given, their metrics measured by a provider gitdeploy has (web, prometheus). What it
-does not run yet, the job provider, is refused where the analysis is written."""
+arguments given (job, web and prometheus metrics alike), checked where the analysis is written."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from gitdeploy.core.analysis.templates import TemplateError, resolve_args, run_metrics
-from gitdeploy.core.analysistemplates import AnalysisTemplate, ProviderKind
+from gitdeploy.core.analysistemplates import AnalysisTemplate
 from gitdeploy.core.canarysteps import AnalysisRef, AnalysisStep
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.models import App, AppKey
@@ -19,7 +18,6 @@ from gitdeploy.manifests.problems import get_field
 from gitdeploy.manifests.rollouts import CANARY_PATH
 
 BACKGROUND_INDEX = -1
-JOB_PROVIDER_NOT_SUPPORTED = "the job provider is not supported yet"
 
 
 def read_rollout_analysis(doc: Document, analysis: Analysis) -> Analysis:
@@ -61,15 +59,6 @@ def _step_problems(
             )
             continue
         found.append(template)
-        for metric in template.metrics:
-            if metric.provider.kind is ProviderKind.JOB:
-                problems.append(
-                    problem(
-                        f"{JOB_PROVIDER_NOT_SUPPORTED}: metric '{metric.name}' of analysis template "
-                        f"'{name}' ({template.location}) runs a Job",
-                        "measure it with the web or prometheus provider, or leave this app to Argo Rollouts",
-                    )
-                )
     if problems:
         return problems, found
     names = [m.name for t in found for m in t.metrics]

@@ -19,10 +19,17 @@ arguments the step gives (or the templates' defaults), as upstream resolves an A
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Mapping, Sequence
 
-from gitdeploy.core.analysistemplates import AnalysisTemplate, Metric, PrometheusProvider, WebProvider
+from gitdeploy.core.analysistemplates import (
+    AnalysisTemplate,
+    JobProvider,
+    Metric,
+    PrometheusProvider,
+    WebProvider,
+)
 from gitdeploy.core.canarysteps import AnalysisArg, AnalysisRef
 
 _ARG = re.compile(r"\{\{\s*args\.([A-Za-z0-9_.-]+)\s*\}\}")
@@ -91,6 +98,13 @@ def _resolved(metric: Metric, args: Mapping[str, str]) -> Metric:
     elif isinstance(provider, PrometheusProvider):
         provider = dataclasses.replace(
             provider, address=substitute(provider.address, args), query=substitute(provider.query, args)
+        )
+    elif isinstance(provider, JobProvider):  # inside JSON strings, as upstream resolves the Job
+        quoted = {name: json.dumps(value)[1:-1] for name, value in args.items()}
+        provider = dataclasses.replace(
+            provider,
+            spec_json=substitute(provider.spec_json, quoted),
+            metadata_json=substitute(provider.metadata_json, quoted),
         )
     return dataclasses.replace(
         metric,

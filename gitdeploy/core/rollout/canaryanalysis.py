@@ -17,9 +17,10 @@ rollout aborts by itself, its reason naming the metric and its measurements
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from gitdeploy.core.analysis.phases import AnalysisPhase
-from gitdeploy.core.analysis.runs import AnalysisRun, advance, due_metrics, next_due_at
+from gitdeploy.core.analysis.runs import AnalysisRun, StepMeasurement, advance, due_metrics, next_due_at
 from gitdeploy.core.analysis.stored import decode_run
 from gitdeploy.core.analysis.templates import TemplateError, resolve_args, run_metrics
 from gitdeploy.core.analysistemplates import Metric
@@ -37,6 +38,9 @@ BACKGROUND = BACKGROUND_RUN_KEY
 """The key of the background analysis's run (a step's run has the step's index)."""
 SOON_SECONDS = 0.1
 """The requeue of a pass whose run has a measurement due at once (the controller takes it)."""
+JOB_POLL_SECONDS = 1.0
+"""How soon a pass looks again at a measurement in flight (a job metric's pod that runs, as a
+running hook pod is looked at)."""
 
 
 def analysis_ref(params: CanaryParams, key: int) -> AnalysisRef | None:
@@ -105,20 +109,37 @@ def step_run(
     except TemplateError as problem:
         return AnalysisRun(started, phase=AnalysisPhase.ERROR, message=str(problem))
     fresh = {
-        m.metric: m.measurement for m in snapshot.measurements if (m.revision, m.step) == (revision, key)
+        m.metric: m.measurement
+        for m in snapshot.measurements
+        if (m.revision, m.step) == (revision, key) and m.measurement.phase is not AnalysisPhase.RUNNING
     }
     return advance(metrics, run, fresh)
 
 
-def requeue_after(params: CanaryParams, key: int, run: AnalysisRun, now: float) -> float | None:
-    """Seconds until the run's next measurement (at least :data:`SOON_SECONDS`)."""
+def in_flight(measurements: Sequence[StepMeasurement], revision: int, key: int) -> frozenset[str]:
+    """The metrics of the run ``key`` of ``revision`` whose measurement is in flight (a job
+    metric's pod still runs: the controller hands it over as a Running measurement)."""
+    return frozenset(
+        m.metric
+        for m in measurements
+        if (m.revision, m.step) == (revision, key) and m.measurement.phase is AnalysisPhase.RUNNING
+    )
+
+
+def requeue_after(
+    params: CanaryParams, key: int, run: AnalysisRun, now: float, running: frozenset[str] = frozenset()
+) -> float | None:
+    """Seconds until the run's next measurement (at least :data:`SOON_SECONDS`); ``running``:
+    the metrics whose measurement is in flight, looked at again in :data:`JOB_POLL_SECONDS`."""
     ref = analysis_ref(params, key)
     if ref is None or run.phase.completed:
         return None
     try:
-        due = next_due_at(_metrics(params, ref, run), run)
+        due = next_due_at([m for m in _metrics(params, ref, run) if m.name not in running], run)
     except TemplateError:
         return None
+    polled = now + JOB_POLL_SECONDS if running else None
+    due = min((at for at in (due, polled) if at is not None), default=None)
     return None if due is None else max(due - now, SOON_SECONDS)
 
 
@@ -161,18 +182,24 @@ def describe_run(params: CanaryParams, key: int) -> str:
     return f"{'background ' if key == BACKGROUND else ''}analysis {', '.join(ref.templates)}"
 
 
-def progress(run: AnalysisRun) -> str:
-    """What a running analysis has measured so far, for the status message.
+def progress(run: AnalysisRun, running: frozenset[str] = frozenset()) -> str:
+    """What a running analysis has measured so far, for the status message (``running``: the
+    metrics whose measurement is in flight).
 
     >>> from gitdeploy.core.analysis.runs import MetricResult
     >>> progress(AnalysisRun(0.0, (MetricResult("rate", count=2, successful=2), MetricResult("up"))))
     'analysis running (rate: 2 measured, 2 successful; up: not measured yet)'
+    >>> progress(AnalysisRun(0.0, (MetricResult("smoke"),)), frozenset({"smoke"}))
+    'analysis running (smoke: not measured yet, measuring)'
     """
     parts = [
-        f"{r.name}: {r.count} measured, {r.successful} successful"
-        + (f", {r.error} errors" if r.error else "")
-        if r.count or r.error
-        else f"{r.name}: not measured yet"
+        (
+            f"{r.name}: {r.count} measured, {r.successful} successful"
+            + (f", {r.error} errors" if r.error else "")
+            if r.count or r.error
+            else f"{r.name}: not measured yet"
+        )
+        + (", measuring" if r.name in running else "")
         for r in run.metrics
     ]
     return f"analysis running ({'; '.join(parts)})"

@@ -53,6 +53,7 @@ from gitdeploy.core.rollout.canaryanalysis import (
     due_now,
     failure_summary,
     in_background,
+    in_flight,
     progress,
     requeue_after,
     step_run,
@@ -291,11 +292,18 @@ def canary(ctx: RolloutContext) -> Step:
         return past_deadline(ctx, stable, older, f"step {walk.step + 1}/{len(steps)}: {late}", now)
     waiting = wait_at_step(ctx, walk, runs.get(walk.step), background, now)
     starts = background is None and in_background(params, walk.step)  # this pass reached its start
-    return with_background(waiting, params, background, ctx.now, starts=starts)
+    running = in_flight(ctx.snapshot.measurements, new.revision, BACKGROUND)
+    return with_background(waiting, params, background, ctx.now, starts=starts, running=running)
 
 
 def with_background(
-    waiting: Step, params: CanaryParams, background: AnalysisRun | None, now: float, *, starts: bool = False
+    waiting: Step,
+    params: CanaryParams,
+    background: AnalysisRun | None,
+    now: float,
+    *,
+    starts: bool = False,
+    running: frozenset[str] = frozenset(),
 ) -> Step:
     """``waiting`` looked at again by the next measurement of the background analysis, or soon
     when it ``starts``: the walk reached its starting step in this pass, the next pass starts
@@ -303,7 +311,7 @@ def with_background(
     if starts:
         soon: float | None = SOON_SECONDS
     else:
-        soon = requeue_after(params, BACKGROUND, background, now) if background is not None else None
+        soon = requeue_after(params, BACKGROUND, background, now, running) if background is not None else None
     if soon is None or (waiting.requeue_after is not None and waiting.requeue_after <= soon):
         return waiting
     return dataclasses.replace(waiting, requeue_after=soon)
@@ -324,8 +332,9 @@ def wait_at_step(
     steps = params.steps
     where = f"revision {new.revision}: step {walk.step + 1}/{len(steps)} ({steps[walk.step].describe()})"
     if run is not None and not ctx.scaled and not run.phase.completed:
-        wait = requeue_after(params, walk.step, run, ctx.now) or DEFAULT_REQUEUE_SECONDS
-        return ctx.step(AppPhase.PROGRESSING, f"{where}, {progress(run)}", wait, now)
+        running = in_flight(ctx.snapshot.measurements, new.revision, walk.step)
+        wait = requeue_after(params, walk.step, run, ctx.now, running) or DEFAULT_REQUEUE_SECONDS
+        return ctx.step(AppPhase.PROGRESSING, f"{where}, {progress(run, running)}", wait, now)
     if ctx.scaled or not (walk.waits_for_promote or walk.wait is not None):
         return ctx.step(AppPhase.PROGRESSING, f"{where}, {ctx.pods_message()}", DEFAULT_REQUEUE_SECONDS, now)
     if walk.waits_for_promote:  # Suspended, as Argo CD tells a paused Rollout

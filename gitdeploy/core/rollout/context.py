@@ -22,6 +22,7 @@ from gitdeploy.core.observed import (
     ObservedPod,
     ObservedReplicaSet,
 )
+from gitdeploy.core.rollout.hooks import runs_the_rollout
 from gitdeploy.core.rollout.inputs import Snapshot, Target, counts_terminating_pods, starts_rollout
 from gitdeploy.core.rollout.outputs import Action, AppPhase, CreateReplicaSet, Event, PatchReplicaSet, Step
 from gitdeploy.core.scaling.progress import DeploymentStatus
@@ -277,7 +278,9 @@ class RolloutContext:
             return []
         prefix = f"{self.new.name}-"
         return [
-            p for p in self.snapshot.pods if p.name.startswith(prefix) and p.revision == self.new.revision
+            p
+            for p in self.snapshot.pods
+            if runs_the_rollout(p) and p.name.startswith(prefix) and p.revision == self.new.revision
         ]
 
     def pod(self, role: str) -> ObservedPod | None:

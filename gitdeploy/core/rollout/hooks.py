@@ -63,6 +63,17 @@ def hook_role(phase: HookPhase) -> str:
     return f"hook-{phase}"
 
 
+def runs_the_rollout(pod: ObservedPod) -> bool:
+    """A hook or deployer pod (one of the rollout's own steps), not an analysis pod (a job
+    metric's measurement) that shares its ReplicaSet's name prefix.
+
+    >>> roles = ("hook-pre", "deployer", "analysis")
+    >>> [runs_the_rollout(ObservedPod("ns", f"web-a-{r}", r, "Running", 2)) for r in roles]
+    [True, True, False]
+    """
+    return pod.role.startswith("hook-") or pod.role == DEPLOYER_ROLE
+
+
 def hook_pod_name(replica_set: str, phase: HookPhase) -> str:
     """``web-abc-hook-pre``."""
     return f"{replica_set}-hook-{phase}"

@@ -19,7 +19,7 @@ from gitdeploy.core.history.recovery import revision_entry_of
 from gitdeploy.core.models import FailurePolicy, HookPhase
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedPod, ObservedReplicaSet, PodPhase
 from gitdeploy.core.rollout.context import DEFAULT_REQUEUE_SECONDS, RolloutContext
-from gitdeploy.core.rollout.hooks import HookVerdict
+from gitdeploy.core.rollout.hooks import HookVerdict, runs_the_rollout
 from gitdeploy.core.rollout.outputs import AppPhase, DeleteReplicaSet, Event, Step
 from gitdeploy.core.scaling.progress import DeploymentStatus
 from gitdeploy.core.scaling.retention import select_replica_sets_to_delete
@@ -45,7 +45,7 @@ def entry_for(ctx: RolloutContext, rs: ObservedReplicaSet, outcome: Outcome) -> 
             exit_code=p.exit_code,
         )
         for p in ctx.snapshot.pods
-        if p.name.startswith(f"{rs.name}-") and p.revision == rs.state.revision
+        if runs_the_rollout(p) and p.name.startswith(f"{rs.name}-") and p.revision == rs.state.revision
     )
     ended = (PodPhase.SUCCEEDED, PodPhase.FAILED, HookVerdict.IGNORED)
     ctx.log_pods += [h.pod for h in hooks if h.outcome in ended]

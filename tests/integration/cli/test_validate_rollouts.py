@@ -1,11 +1,14 @@
 """`gitdeploy validate` of Argo Rollouts manifests through the installed command: a Rollout
-without analysis is valid, an analysis whose template runs a job (not run yet) or is not in the
-repo is refused at its file and line, and an AnalysisTemplate is checked as any manifest is."""
+without analysis is valid, so is one whose template runs a job; a job spec gitdeploy cannot run, or
+an analysis whose template is not in the repo, is refused at its file and line, and an
+AnalysisTemplate is checked as any manifest is."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from tests.fixtures.argorollouts import ROLLOUT, STEP_ANALYSIS_ONLY, TEMPLATE, WITHOUT_ANALYSIS
 from tests.fixtures.cli import RunCli
@@ -23,17 +26,66 @@ def test_an_analysis_of_a_template_not_in_the_repo_is_refused_at_its_line(
     assert f"{tmp_path}/web.yaml:35:9: default/web: {missing}" in done.stderr
 
 
-def test_a_step_whose_template_runs_a_job_is_refused_at_the_step(run_cli: RunCli, tmp_path: Path) -> None:
+def test_a_step_whose_template_runs_a_job_is_valid(run_cli: RunCli, tmp_path: Path) -> None:
     (tmp_path / "web.yaml").write_text(
-        STEP_ANALYSIS_ONLY.replace("  name: web\n", "  name: web\n  namespace: shop\n")
+        STEP_ANALYSIS_ONLY.replace("  name: web\n", "  name: web\n  namespace: shop\n").replace(
+            "          - name: hash\n",
+            "          - name: service\n            value: web\n          - name: hash\n",
+        )
     )
-    (tmp_path / "analysis.yaml").write_text(TEMPLATE)
+    (tmp_path / "analysis.yaml").write_text(TEMPLATE.replace("{{args.token}}", "{{args.service}}"))
+    done = run_cli("validate", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 app(s) valid, 1 analysis template(s)" in done.stdout
+
+
+# (id, replaced, replacement, line, message fragment, hint fragment): a job spec gitdeploy cannot run
+BAD_JOBS = [
+    ("no-restart-policy", "              restartPolicy: Never\n", "", 31, "restartPolicy'", "Never"),
+    (
+        "parallel",
+        "          backoffLimit: 1\n",
+        "          parallelism: 3\n",
+        29,
+        "parallelism must be at most 1",
+        "one pod",
+    ),
+    (
+        "ttl",
+        "          backoffLimit: 1\n",
+        "          ttlSecondsAfterFinished: 60\n",
+        29,
+        "ttlSeconds",
+        "known",
+    ),
+    (
+        "no-containers",
+        "              containers:\n",
+        "              initContainers:\n",
+        31,
+        "containers'",
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "message", "hint"), [c[1:] for c in BAD_JOBS], ids=[c[0] for c in BAD_JOBS]
+)
+def test_a_job_spec_gitdeploy_cannot_run_is_refused_at_its_line(
+    run_cli: RunCli, tmp_path: Path, old: str, new: str, line: int, message: str, hint: str
+) -> None:
+    assert old in TEMPLATE
+    (tmp_path / "analysis.yaml").write_text(TEMPLATE.replace(old, new, 1))
     done = run_cli("validate", str(tmp_path), "-o", "json")
     assert done.returncode == 1
     (error,) = json.loads(done.stdout)["errors"]
-    assert (error["file"], error["line"], error["app"]) == (f"{tmp_path}/web.yaml", 29, "shop/web")
-    assert error["message"].startswith("the job provider is not supported yet: metric 'smoke'")
-    assert "analysis.yaml:1" in error["message"] and "web or prometheus" in error["hint"]
+    assert (error["file"], error["line"], error["app"]) == (
+        f"{tmp_path}/analysis.yaml",
+        line,
+        "shop/error-rate",
+    ), error
+    assert message in error["message"] and hint in error["hint"], error
 
 
 def test_a_rollout_without_analysis_is_valid(run_cli: RunCli, tmp_path: Path) -> None:
