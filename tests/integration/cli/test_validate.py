@@ -15,7 +15,15 @@ from tests.fixtures.cli import EXAMPLES, RunCli
 def test_examples_validate(run_cli: RunCli) -> None:
     done = run_cli("validate", "examples/")
     assert done.returncode == 0, done.stderr
-    apps = ("nginx-deployment", "frontend", "api", "worker", "reports", "rollouts-demo", "example-rollout")
+    apps: tuple[str, ...] = (
+        "nginx-deployment",
+        "frontend",
+        "api",
+        "worker",
+        "reports",
+        "rollouts-demo",
+        "example-rollout",
+    )
     apps += ("guestbook", "checkout")  # a canary with analysis, background analysis
     for app in apps:
         assert f"demo/{app}" in done.stdout
