@@ -38,14 +38,15 @@ DEPLOYER_RULES: dict[tuple[str, str], set[str]] = {
     ("", "events"): {"create", "patch"},
 }
 LEADER_RULES = [
-    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
     {
         "apiGroups": ["coordination.k8s.io"],
         "resources": ["leases"],
-        "resourceNames": ["gitdeploy"],
-        "verbs": ["get", "update"],
+        "verbs": ["create", "get", "list", "update", "delete"],
     },
 ]
+"""The leader Lease and the member Leases of ``run --sharding`` (``gitdeploy-member-<hash>``, names
+unknown beforehand, so not limited by name): no watch, no patch, gitdeploy's namespace alone."""
+
 
 Doc = dict[str, Any]
 
@@ -118,7 +119,7 @@ def test_role_grants_exactly_the_least_privilege_set() -> None:
     assert rules_of(only("Role", "gitdeploy")) == EXPECTED_RULES
 
 
-def test_leader_election_role_reads_and_renews_only_gitdeploys_lease_in_its_own_namespace() -> None:
+def test_leader_election_role_manages_leases_only_in_gitdeploys_own_namespace() -> None:
     role = only("Role", "gitdeploy-leader-election")
     binding = only("RoleBinding", "gitdeploy-leader-election")
     home = only("Deployment")["metadata"]["namespace"]
