@@ -38,14 +38,15 @@ DEPLOYER_RULES: dict[tuple[str, str], set[str]] = {
     ("", "events"): {"create", "patch"},
 }
 LEADER_RULES = [
-    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
     {
         "apiGroups": ["coordination.k8s.io"],
         "resources": ["leases"],
-        "resourceNames": ["gitdeploy"],
-        "verbs": ["get", "update"],
+        "verbs": ["create", "get", "list", "update", "delete"],
     },
 ]
+"""The leader Lease and the member Leases of ``run --sharding`` (``gitdeploy-member-<hash>``, names
+unknown beforehand, so not limited by name): no watch, no patch, gitdeploy's namespace alone."""
+
 
 Doc = dict[str, Any]
 
@@ -118,7 +119,7 @@ def test_role_grants_exactly_the_least_privilege_set() -> None:
     assert rules_of(only("Role", "gitdeploy")) == EXPECTED_RULES
 
 
-def test_leader_election_role_reads_and_renews_only_gitdeploys_lease_in_its_own_namespace() -> None:
+def test_leader_election_role_manages_leases_only_in_gitdeploys_own_namespace() -> None:
     role = only("Role", "gitdeploy-leader-election")
     binding = only("RoleBinding", "gitdeploy-leader-election")
     home = only("Deployment")["metadata"]["namespace"]
@@ -199,13 +200,21 @@ def container() -> Doc:
     return found
 
 
+def run_options() -> list[click.Option]:
+    run = cli.get_command(click.Context(cli), "run")
+    assert run is not None
+    return [param for param in run.params if isinstance(param, click.Option)]
+
+
 def flags() -> dict[str, str]:
+    """``run``'s flags in the Deployment: ``--name=value``, or a bare switch (``--sharding``)."""
     args = container()["args"]
     assert args[0] == "run"
+    switches = {opt for option in run_options() if option.is_flag for opt in option.opts}
     parsed: dict[str, str] = {}
     for arg in args[1:]:
         name, sep, value = arg.partition("=")
-        assert sep, f"write flags as --name=value: {arg}"
+        assert sep or name in switches, f"write flags as --name=value: {arg}"
         parsed[name] = value
     return parsed
 
@@ -298,9 +307,20 @@ def test_service_reaches_the_pods_on_the_http_port() -> None:
     assert [(p["name"], p["targetPort"]) for p in service["spec"]["ports"]] == [("http", "http")]
 
 
+def test_three_replicas_share_the_apps_with_leases_in_gitdeploys_namespace() -> None:
+    deployment = only("Deployment")
+
+    assert deployment["spec"]["replicas"] == 3
+    assert "--sharding" in flags()
+    # member Leases go to the pod's own namespace, where leader-election.yaml's Role is
+    assert "--lease-namespace" not in flags() and "--no-leader-elect" not in flags()
+    assert (
+        only("Role", "gitdeploy-leader-election")["metadata"]["namespace"]
+        == deployment["metadata"]["namespace"]
+    )
+
+
 def test_run_flags_exist_once_the_run_command_does() -> None:
-    run = cli.get_command(click.Context(cli), "run")
-    assert run is not None
-    known = {opt for param in run.params if isinstance(param, click.Option) for opt in param.opts}
+    known = {opt for option in run_options() for opt in option.opts}
 
     assert set(flags()) <= known, set(flags()) - known
