@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -30,6 +29,7 @@ from gitdeploy.core.history.records import Outcome, RevisionEntry
 from gitdeploy.core.history.wording import describe_age, describe_cause, describe_outcome
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.sync.commitwait import Reached
+from gitdeploy.core.timestamps import format_timestamp
 from gitdeploy.errors import NotFoundError
 
 
@@ -220,7 +220,7 @@ def _diff_json(diff: TemplateDiff) -> dict[str, Any]:
 def _when(at: float | None) -> str:
     if at is None:
         return "-"
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") + f" ({age(at)} ago)"
+    return f"{format_timestamp(at)} ({age(at)} ago)"
 
 
 def _print_revision(
