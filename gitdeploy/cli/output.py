@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -13,8 +14,6 @@ from typing import Any, TypeVar
 import click
 import yaml
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.core.timestamps import format_timestamp
@@ -32,15 +31,20 @@ class _YamlDumper(yaml.SafeDumper):
 _YamlDumper.add_multi_representer(StrEnum, lambda dumper, state: dumper.represent_str(state.value))
 
 
+WIDE = "wide"
+"""``-o wide``: the table with its extra columns, lines never cut (as ``kubectl get -o wide``)."""
+
+
 def output_option(*extra: str) -> Callable[[F], F]:
     """``-o/--output text|json|yaml`` (plus ``extra`` formats), the same on every command."""
+    more = " (wide: the table with more columns, never cut)" if WIDE in extra else ""
     return click.option(
         "-o",
         "--output",
         type=click.Choice(["text", *MACHINE_FORMATS, *extra]),
         default="text",
         show_default=True,
-        help="Output format: a table for people, or JSON/YAML for machines (same fields).",
+        help=f"Output format: a table for people, or JSON/YAML for machines (same fields){more}.",
     )
 
 
@@ -57,21 +61,57 @@ def console(err: bool = False) -> Console:
     )
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, whole: bool = False) -> None:
     """An aligned table in the style of ``kubectl get``: upper-case headers, no borders. On a
-    terminal, fitted to its width (no header or cell is wrapped: the widest cells are cut with
-    ``…``); piped, whole lines without trailing spaces, for ``grep``, ``awk`` and ``cut``."""
-    if not sys.stdout.isatty():
-        click.echo(
-            plain_table([h.upper() for h in headers], [[str(c) for c in row] for row in rows]), nl=False
-        )
+    terminal, fitted to its width (:func:`fit_table`: no header or name is cut or wrapped, the
+    widest cells are cut with ``…``); piped, or ``whole`` (``-o wide``, as kubectl's), whole
+    lines without trailing spaces, for ``grep``, ``awk`` and ``cut``."""
+    upper = [h.upper() for h in headers]
+    cells = [[str(c) for c in row] for row in rows]
+    if whole or not sys.stdout.isatty():
+        click.echo(plain_table(upper, cells), nl=False)
         return
-    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
-    for header in headers:
-        table.add_column(header.upper(), no_wrap=True, overflow="ellipsis")
-    for row in rows:
-        table.add_row(*(Text(str(cell)) for cell in row))  # cells are data, never markup
-    console().print(table)
+    text = fit_table(upper, cells, shutil.get_terminal_size().columns)
+    header, _, body = text.partition("\n")
+    color = get_context(click.get_current_context()).color
+    click.echo(click.style(header, bold=True) if color else header)
+    click.echo(body, nl=False)
+
+
+def fit_table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
+    """:func:`plain_table` in at most ``width`` columns: the widest cells are cut (with ``…``),
+    never below their header, and never the first column (the name); when that is not enough,
+    the rightmost columns are left out.
+
+    >>> rows = [["shop/web", "Synced", "revision 3 is complete and all pods are ready"]]
+    >>> print(fit_table(["APP", "SYNC", "MESSAGE"], rows, 40), end="")
+    APP        SYNC     MESSAGE
+    shop/web   Synced   revision 3 is compl…
+    >>> print(fit_table(["APP", "SYNC", "MESSAGE"], rows, 20), end="")
+    APP        SYNC
+    shop/web   Synced
+    """
+    columns = len(headers)
+    while True:
+        widths = [max(len(line[i]) for line in [headers, *rows]) for i in range(columns)]
+        floor = [max(len(headers[i]), 10) if i else widths[0] for i in range(columns)]
+        over = sum(widths) + 3 * (columns - 1) - width
+        for i in sorted(range(columns), key=lambda c: widths[c] - floor[c], reverse=True):
+            if over <= 0:
+                break
+            cut = min(over, max(0, widths[i] - floor[i]))
+            widths[i] -= cut
+            over -= cut
+        if over <= 0 or columns == 1:
+            break
+        columns -= 1
+    return plain_table(
+        list(headers[:columns]), [[_cut(row[i], widths[i]) for i in range(columns)] for row in rows]
+    )
+
+
+def _cut(cell: str, width: int) -> str:
+    return cell if len(cell) <= width else cell[: width - 1] + "…"
 
 
 def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

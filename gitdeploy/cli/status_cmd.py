@@ -11,7 +11,7 @@ import click
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.durations import Duration
-from gitdeploy.cli.output import console, output_option, print_data, print_table
+from gitdeploy.cli.output import MACHINE_FORMATS, WIDE, console, output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.cluster.adapter import Cluster
@@ -66,17 +66,20 @@ NAMESPACE_HELP = "The app's namespace (or write APP as namespace/name)."
 @click.command("status")
 @click.argument("app", required=False)
 @click.option("-n", "--namespace", default=None, help="Only this namespace.")
-@output_option()
+@output_option(WIDE)
 @click.pass_context
 def status(ctx: click.Context, app: str | None, namespace: str | None, output: str) -> None:
     """What each app runs, whether it matches git (SYNC), how well it runs (HEALTH), and why.
 
-    Reads the cluster only, so it works from any machine. Exit codes: 0 listed (whatever the
-    apps' state), 1 APP not found or the cluster cannot be read.
+    Reads the cluster only, so it works from any machine. The table fits 80 columns; -o wide
+    adds the pods up to date and available, the commit with its subject, the template hash and
+    the images. Exit codes: 0 listed (whatever the apps' state), 1 APP not found or the cluster
+    cannot be read.
 
     \b
     Examples:
       gitdeploy status
+      gitdeploy status -o wide
       gitdeploy status shop/web -o json
       gitdeploy status -n shop -o yaml
     """
@@ -85,30 +88,47 @@ def status(ctx: click.Context, app: str | None, namespace: str | None, output: s
     views = list_app_views(cluster, ns, name)
     if app and not views:
         raise NotFoundError(f"no app {app!r}", hint="`gitdeploy status` lists the apps gitdeploy runs")
-    if output != "text":
-        print_data([{**dataclasses.asdict(v), "key": str(v.key)} for v in views], output)
+    if output in MACHINE_FORMATS:
+        print_data([_view_json(v) for v in views], output)
         return
     if not views:
         click.echo(
             "No apps yet: `gitdeploy run --repo ...` or `gitdeploy sync --repo ...` deploys a config repo."
         )
         return
-    print_table(
-        ["app", "ready", "up-to-date", "available", "revision", "commit", "sync", "health", "message"],
-        [_status_row(v) for v in views],
-    )
+    wide = output == WIDE
+    print_table(STATUS_WIDE if wide else STATUS, [_status_row(v, wide) for v in views], whole=wide)
 
 
-def _status_row(v: AppView) -> list[str]:
+STATUS = ["app", "ready", "revision", "sync", "health", "message"]
+STATUS_WIDE = [
+    "app", "ready", "up-to-date", "available", "revision", "commit", "sync", "health", "hash", "images",
+    "message",
+]  # fmt: skip
+
+
+def _view_json(v: AppView) -> dict[str, Any]:
+    return {
+        **dataclasses.asdict(v),
+        "key": str(v.key),
+        "images": [{"container": c, "image": i} for c, i in v.images],
+    }
+
+
+def _status_row(v: AppView, wide: bool) -> list[str]:
+    if not wide:
+        return [str(v.key), f"{v.ready}/{v.replicas}", str(v.revision), v.sync, v.health, v.message]
     return [
         str(v.key),
         f"{v.ready}/{v.replicas}",
         str(v.up_to_date),
         str(v.available),
         str(v.revision),
-        v.commit,
+        f"{v.commit} {v.subject}".strip() or "-",
         v.sync,
         v.health,
+        v.template_hash or "-",
+        ", ".join(image for _, image in v.images) or "-",
         v.message,
     ]
 
@@ -128,7 +148,7 @@ def _status_row(v: AppView) -> list[str]:
 @click.option(
     "--branch", default=None, help="With --repo: the branch to fetch (default: the repo's default)."
 )
-@output_option()
+@output_option(WIDE)
 @click.pass_context
 def history(
     ctx: click.Context,
@@ -141,14 +161,17 @@ def history(
 ) -> None:
     """The app's revisions, each tied to the commit that caused it.
 
-    With --revision N: the whole record (commit, cause, ReplicaSet, times, images, hooks), the
-    full commit message and what changed in the pod template since the revision before.
+    The table fits 80 columns; -o wide adds the images, the template hash, the start time and
+    the whole commit subject. With --revision N: the whole record (commit, cause, ReplicaSet,
+    times, images, hooks), the full commit message and what changed in the pod template since
+    the revision before.
 
     Exit codes: 0 shown, 1 no such app or revision, or the cluster cannot be read.
 
     \b
     Examples:
       gitdeploy history web
+      gitdeploy history web -o wide
       gitdeploy history shop/web --revision 3
       gitdeploy history shop/web --revision 3 --repo https://github.com/acme/deploy -o yaml
     """
@@ -157,10 +180,10 @@ def history(
     key = find_app(cluster, app, namespace)
     entries, record = revision_history(cluster, key)
     if revision is None:
-        if output != "text":
+        if output in MACHINE_FORMATS:
             print_data([_entry_json(e) for e in entries], output)
             return
-        _print_history(entries)
+        _print_history(entries, wide=output == WIDE)
         suspended = suspended_triggers(key, record)
         if suspended:
             click.echo(f"\n{key}: {suspended}")
@@ -170,16 +193,19 @@ def history(
         raise NotFoundError(f"{key} has no revision {revision}", hint=f"`gitdeploy history {key}` lists them")
     message = commit_message(cli.state_dir, entry.commit.sha, repo, branch) if entry.commit.sha else None
     diff = template_diff(cluster, key, entries, revision)
-    if output != "text":
+    if output in MACHINE_FORMATS:
         print_data({**_entry_json(entry), "message": message, "diff": _diff_json(diff)}, output)
         return
     _print_revision(key, entry, message, diff, repo)
 
 
-def _print_history(entries: list[RevisionEntry]) -> None:
+def _print_history(entries: list[RevisionEntry], *, wide: bool) -> None:
+    """The revisions; ``wide`` adds the images, the template hash and the start time (and, as
+    every wide table, never cuts a cell: the whole subject)."""
     canaries = any(e.canary for e in entries)  # the column only for an app that had a canary
+    extra = ["images", "hash", "started"] if wide else []
     print_table(
-        ["revision", "commit", "author", "age", "cause", "status", "images", *(["canary"] * canaries)],
+        ["revision", "commit", "author", "age", "cause", "status", *extra, *(["canary"] * canaries)],
         [
             [
                 str(e.revision),
@@ -188,12 +214,18 @@ def _print_history(entries: list[RevisionEntry]) -> None:
                 age(e.started_at),
                 describe_cause(e),
                 describe_outcome(e),
-                ", ".join(image for _, image in e.images),
+                *(_history_extra(e) if wide else []),
                 *([e.canary or "-"] * canaries),
             ]
             for e in entries
         ],
+        whole=wide,
     )
+
+
+def _history_extra(e: RevisionEntry) -> list[str]:
+    started = format_timestamp(e.started_at) if e.started_at is not None else "-"
+    return [", ".join(image for _, image in e.images) or "-", e.template_hash or "-", started]
 
 
 def _entry_json(e: RevisionEntry) -> dict[str, Any]:

@@ -67,12 +67,15 @@ class AppView:
     its ReplicaSet's annotations and pods; empty when the current revision is no canary."""
     canary_steady: str = ""
     """``canary`` without a timed pause's countdown: what ``rollout status`` prints."""
+    template_hash: str = ""
+    """The current revision's pod-template hash (its ReplicaSet is ``<app>-<hash>``)."""
+    images: tuple[tuple[str, str], ...] = ()
+    """``(container, image)`` of the current revision as deployed (digests when resolved)."""
 
 
-def _commit_of(record: AppRecord, revision: int) -> tuple[str, str]:
-    """``(author, subject)`` of ``revision``'s commit in the record's log, empty if it is not there."""
-    entry = next((e for e in reversed(record.revisions) if e.revision == revision), None)
-    return (entry.commit.author, entry.commit.subject) if entry is not None else ("", "")
+def _entry_of(record: AppRecord, revision: int) -> RevisionEntry | None:
+    """``revision``'s entry in the record's log (None if it is not there)."""
+    return next((e for e in reversed(record.revisions) if e.revision == revision), None)
 
 
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
@@ -183,7 +186,7 @@ def app_views(
         if problem is not None:
             sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
         revision = current.state.revision if current is not None else record.latest_revision
-        author, subject = _commit_of(record, revision)
+        entry = _entry_of(record, revision)
         views.append(
             AppView(
                 key=key,
@@ -200,10 +203,12 @@ def app_views(
                 location=status.location if status is not None else "",
                 triggers_suspended=bool(suspended),
                 suspended_reason=record.suspended_reason if suspended else "",
-                author=author,
-                subject=subject,
+                author=entry.commit.author if entry is not None else "",
+                subject=entry.commit.subject if entry is not None else "",
                 canary=live,
                 canary_steady=steady,
+                template_hash=current.state.template_hash if current is not None else "",
+                images=entry.images if entry is not None else (),
             )
         )
     return views
