@@ -35,9 +35,6 @@ from gitdeploy.core.sync.commitwait import CommitProgress, commit_progress
 from gitdeploy.core.sync.syncstate import Health, Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import DamagedRecordError, NotFoundError
-from gitdeploy.source.gitcmd import GitFailure, GitRunner
-from gitdeploy.source.history import read_commit
-from gitdeploy.source.repo import CommitNotFoundError, ConfigRepo
 
 
 @dataclass(frozen=True)
@@ -364,6 +361,11 @@ def commit_message(
     """The full message of commit ``sha``: from ``repo`` (fetched at ``branch``) when given, else from
     the repo mirrors ``run``/``sync`` left in ``state_dir``. None when none of them has the commit.
     """
+    # Imported here: git is read only for a revision's message, never by `status`'s start-up.
+    from gitdeploy.source.gitcmd import GitFailure, GitRunner
+    from gitdeploy.source.history import read_commit
+    from gitdeploy.source.repo import CommitNotFoundError, ConfigRepo
+
     if repo is not None:
         with ConfigRepo(repo, ref=branch, state_dir=state_dir) as source:
             source.poll()
