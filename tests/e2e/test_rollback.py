@@ -43,7 +43,7 @@ def test_rollback_to_the_previous_revision_sticks_until_the_manifest_changes(
     assert done.returncode == 0, done.stderr
     assert "revision 3 -> revision 2's template" in done.stdout
     assert "image: nginx:1.27 -> nginx:1.26" in done.stdout
-    assert f"reuses ReplicaSet {before[1]['replica_set']}" in done.stdout
+    assert f"reuses ReplicaSet {before[1]['replicaSet']}" in done.stdout
 
     sync_and_wait(run_cli, git_remote)
     last = web_history(run_cli)[-1]
