@@ -161,10 +161,10 @@ def history(
 ) -> None:
     """The app's revisions, each tied to the commit that caused it.
 
-    The table fits 80 columns; -o wide adds the images, the template hash, the start time and
-    the whole commit subject. With --revision N: the whole record (commit, cause, ReplicaSet,
-    times, images, hooks), the full commit message and what changed in the pod template since
-    the revision before.
+    The table fits 80 columns; -o wide adds the images, the template hash, the start time, the
+    message (why a revision failed) and the whole commit subject. With --revision N: the whole
+    record (commit, cause, ReplicaSet, times, images, hooks), the full commit message and what
+    changed in the pod template since the revision before.
 
     Exit codes: 0 shown, 1 no such app or revision, or the cluster cannot be read.
 
@@ -200,12 +200,22 @@ def history(
 
 
 def _print_history(entries: list[RevisionEntry], *, wide: bool) -> None:
-    """The revisions; ``wide`` adds the images, the template hash and the start time (and, as
-    every wide table, never cuts a cell: the whole subject)."""
+    """The revisions; ``wide`` adds the images, the template hash, the start time and the
+    message (why a revision failed) and, as every wide table, never cuts a cell."""
     canaries = any(e.canary for e in entries)  # the column only for an app that had a canary
     extra = ["images", "hash", "started"] if wide else []
     print_table(
-        ["revision", "commit", "author", "age", "cause", "status", *extra, *(["canary"] * canaries)],
+        [
+            "revision",
+            "commit",
+            "author",
+            "age",
+            "cause",
+            "status",
+            *extra,
+            *(["canary"] * canaries),
+            *(["message"] * wide),
+        ],
         [
             [
                 str(e.revision),
@@ -216,6 +226,7 @@ def _print_history(entries: list[RevisionEntry], *, wide: bool) -> None:
                 describe_outcome(e),
                 *(_history_extra(e) if wide else []),
                 *([e.canary or "-"] * canaries),
+                *([e.message or "-"] * wide),
             ]
             for e in entries
         ],

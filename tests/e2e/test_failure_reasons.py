@@ -53,6 +53,8 @@ def test_a_revision_failed_by_its_deadline_says_what_held_its_pods(
     assert says in web_status(run_cli)["message"]
     rollout = run_cli("rollout", "status", "shop/web", "--timeout", "5s")
     assert rollout.returncode == 1 and says in rollout.stderr, rollout.stderr
+    wide = run_cli("history", "shop/web", "-o", "wide").stdout.splitlines()
+    assert wide[2].startswith("2 ") and wide[2].endswith(failed["message"]), wide
     table = run_cli("history", "shop/web", "--revision", "2")
     status_line = "Status:        Failed (ProgressDeadlineExceeded): " + failed["message"]
     assert f"{status_line}\n" in table.stdout, table.stdout

@@ -96,7 +96,7 @@ def test_status_and_history_fit_80_columns_and_wide_adds_the_rest(
     ):
         # and history the images, the hash, the start time and the whole subject, nothing cut
         assert lines[0].split() == [
-            "REVISION", "COMMIT", "AUTHOR", "AGE", "CAUSE", "STATUS", "IMAGES", "HASH", "STARTED",
+            "REVISION", "COMMIT", "AUTHOR", "AGE", "CAUSE", "STATUS", "IMAGES", "HASH", "STARTED", "MESSAGE",
         ]  # fmt: skip
         assert LONG_SUBJECT in lines[2] and "nginx:1.26" in lines[2] and second["templateHash"] in lines[2]
         assert second["startedAt"] in lines[2]
