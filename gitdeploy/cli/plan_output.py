@@ -24,7 +24,8 @@ from gitdeploy.core.planning.changes import (
     describe_commit,
 )
 
-JSON_VERSION = 1
+JSON_VERSION = 2
+"""2: field names in camelCase, as Kubernetes writes them (1 had snake_case)."""
 
 
 @dataclass(frozen=True)
@@ -135,10 +136,12 @@ def _app_json(a: AppPlan) -> dict[str, Any]:
 
 def plan_to_json(plan: Plan, refs: PlanRefs) -> dict[str, Any]:
     """The plan as a JSON object; the shape is stable (``version`` changes if it ever must).
+    Field names are written here as printed: :func:`~gitdeploy.cli.output.machine_form` turns
+    the snake_case keys below into camelCase.
 
     Top level::
 
-        version   1
+        version   2
         base      {"ref": str, "sha": str}           what the head is compared with; with --live
                                                      the cluster: "ref" describes it, "sha" is ""
         live      bool                               true: compared with what the cluster runs
@@ -146,8 +149,8 @@ def plan_to_json(plan: Plan, refs: PlanRefs) -> dict[str, Any]:
         valid     bool                               false: some app or file is invalid (exit 1)
         changed   bool                               true: at least one app is not unchanged
         summary   {kind: int}                        every kind below; "unchanged" counts the apps
-                                                     read (see untouched_files)
-        untouched_files  int                         .yaml/.yml/.json files the change does not touch:
+                                                     read (see untouchedFiles)
+        untouchedFiles  int                          .yaml/.yml/.json files the change does not touch:
                                                      not read, every app in them is unchanged
         apps      [app]                              apps that change, in kind order, then by app
         errors    [error]                            problems not tied to a listed app
@@ -164,21 +167,21 @@ def plan_to_json(plan: Plan, refs: PlanRefs) -> dict[str, Any]:
         change                          one of the kinds
         reason                          one line, as in the text and markdown summaries
         file, line                      the manifest at the head (at the base when removed)
-        template_hash                   {"before": str|null, "after": str|null}
+        templateHash                   {"before": str|null, "after": str|null}
         replicas                        {"before": int|null, "after": int|null}  (null: not set)
-        template_changes                [{"scope", "field", "before", "after"}]; scope is
+        templateChanges                [{"scope", "field", "before", "after"}]; scope is
                                         "container <name>", "init container <name>" or "pod";
                                         before/after are strings, null when absent
-        settings_changes                [{"field", "before", "after"}] (replicas, strategy, triggers...)
+        settingsChanges                [{"field", "before", "after"}] (replicas, strategy, triggers...)
         strategy                        null, or for a new template how it rolls out: {"type",
-                                        "replicas", "max_surge", "max_unavailable", "surge_pods",
-                                        "unavailable_pods", "custom_image", "description",
-                                        "hooks": [{"phase", "container", "failure_policy", "command"}],
+                                        "replicas", "maxSurge", "maxUnavailable", "surgePods",
+                                        "unavailablePods", "customImage", "description",
+                                        "hooks": [{"phase", "container", "failurePolicy", "command"}],
                                         "steps": [str]: a canary's timeline, a line per step with
                                         the pods at each weight, then the full size}
-        rollback_to                     null, or {"sha", "author", "email", "subject", "revision"}:
+        rollbackTo                     null, or {"sha", "author", "email", "subject", "revision"}:
                                         the earlier commit whose template the head returns to
-        manual_reasons                  why a new template does not roll out by itself
+        manualReasons                  why a new template does not roll out by itself
         prune                           for "remove": whether the app is deleted (else null)
         errors                          [error] for "invalid"
         commits                         [{"sha", "author", "email", "subject"}] between base and

@@ -17,6 +17,8 @@ def waiting_line(v: AppView) -> str:
     it is at (a line per step, as ``kubectl argo rollouts status`` prints)."""
     if v.canary_steady:
         return f"Waiting for rollout to finish: {v.canary_steady}..."
+    if not v.phase:  # no ReplicaSet yet: a new app
+        return "Waiting for rollout to start..."
     if v.up_to_date < v.replicas:
         done = f"{v.up_to_date} out of {v.replicas}"
         return f"Waiting for rollout to finish: {done} new replicas have been updated..."
@@ -24,7 +26,12 @@ def waiting_line(v: AppView) -> str:
         return (
             f"Waiting for rollout to finish: {v.available} of {v.replicas} updated replicas are available..."
         )
-    return f"Waiting for rollout to finish: {v.ready - v.up_to_date} old replicas are pending termination..."
+    if v.ready > v.up_to_date:
+        old = v.ready - v.up_to_date
+        return f"Waiting for rollout to finish: {old} old replicas are pending termination..."
+    return (
+        f"Waiting for rollout to finish: {v.message}..." if v.message else "Waiting for rollout to finish..."
+    )
 
 
 class RolloutProgress:

@@ -11,6 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -20,7 +21,7 @@ from gitdeploy.cli.context import get_context
 from gitdeploy.cli.dashboard_cmd import dashboard_token_option
 from gitdeploy.cli.durations import Duration
 from gitdeploy.cli.image_options import image_options, image_settings
-from gitdeploy.cli.output import output_option, print_data, print_table
+from gitdeploy.cli.output import camel_case, output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.target import open_cluster, resolve_target
 from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
@@ -180,15 +181,16 @@ class _TextFormatter(logging.Formatter):
 
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        at = datetime.fromtimestamp(record.created, UTC)
         body = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "time": at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z",  # RFC 3339
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
         }
         for key in ("commit", "revision", "previous_commit"):
             if hasattr(record, key):
-                body[key] = getattr(record, key)
+                body[camel_case(key)] = getattr(record, key)
         return json.dumps(body)
 
 

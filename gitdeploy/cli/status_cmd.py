@@ -5,14 +5,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.durations import Duration
-from gitdeploy.cli.output import console, output_option, print_data, print_table
+from gitdeploy.cli.output import MACHINE_FORMATS, WIDE, console, output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.target import open_cluster
 from gitdeploy.cluster.adapter import Cluster
@@ -30,6 +29,7 @@ from gitdeploy.core.history.records import Outcome, RevisionEntry
 from gitdeploy.core.history.wording import describe_age, describe_cause, describe_outcome
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.sync.commitwait import Reached
+from gitdeploy.core.timestamps import format_timestamp
 from gitdeploy.errors import NotFoundError
 
 
@@ -66,17 +66,20 @@ NAMESPACE_HELP = "The app's namespace (or write APP as namespace/name)."
 @click.command("status")
 @click.argument("app", required=False)
 @click.option("-n", "--namespace", default=None, help="Only this namespace.")
-@output_option()
+@output_option(WIDE)
 @click.pass_context
 def status(ctx: click.Context, app: str | None, namespace: str | None, output: str) -> None:
     """What each app runs, whether it matches git (SYNC), how well it runs (HEALTH), and why.
 
-    Reads the cluster only, so it works from any machine. Exit codes: 0 listed (whatever the
-    apps' state), 1 APP not found or the cluster cannot be read.
+    Reads the cluster only, so it works from any machine. The table fits 80 columns; -o wide
+    adds the pods up to date and available, the commit with its subject, the template hash and
+    the images. Exit codes: 0 listed (whatever the apps' state), 1 APP not found or the cluster
+    cannot be read.
 
     \b
     Examples:
       gitdeploy status
+      gitdeploy status -o wide
       gitdeploy status shop/web -o json
       gitdeploy status -n shop -o yaml
     """
@@ -85,34 +88,53 @@ def status(ctx: click.Context, app: str | None, namespace: str | None, output: s
     views = list_app_views(cluster, ns, name)
     if app and not views:
         raise NotFoundError(f"no app {app!r}", hint="`gitdeploy status` lists the apps gitdeploy runs")
-    if output != "text":
-        print_data([{**dataclasses.asdict(v), "key": str(v.key)} for v in views], output)
+    if output in MACHINE_FORMATS:
+        print_data([_view_json(v) for v in views], output)
         return
     if not views:
         click.echo(
             "No apps yet: `gitdeploy run --repo ...` or `gitdeploy sync --repo ...` deploys a config repo."
         )
         return
+    wide = output == WIDE
     sharded = any(v.owner for v in views)  # run --sharding: which replica acts on each app
-    print_table(
-        ["app", "ready", "up-to-date", "available", "revision", "commit", "sync", "health"]
-        + (["owner"] if sharded else [])
-        + ["message"],
-        [_status_row(v, sharded) for v in views],
-    )
+    columns = STATUS_WIDE if wide else STATUS
+    if sharded:
+        columns = [*columns[:-1], "owner", columns[-1]]
+    print_table(columns, [_status_row(v, wide, sharded) for v in views], whole=wide)
 
 
-def _status_row(v: AppView, sharded: bool = False) -> list[str]:
+STATUS = ["app", "ready", "revision", "sync", "health", "message"]
+STATUS_WIDE = [
+    "app", "ready", "up-to-date", "available", "revision", "commit", "sync", "health", "hash", "images",
+    "message",
+]  # fmt: skip
+
+
+def _view_json(v: AppView) -> dict[str, Any]:
+    return {
+        **dataclasses.asdict(v),
+        "key": str(v.key),
+        "images": [{"container": c, "image": i} for c, i in v.images],
+    }
+
+
+def _status_row(v: AppView, wide: bool, sharded: bool) -> list[str]:
+    owner = [v.owner or "-"] if sharded else []
+    if not wide:
+        return [str(v.key), f"{v.ready}/{v.replicas}", str(v.revision), v.sync, v.health, *owner, v.message]
     return [
         str(v.key),
         f"{v.ready}/{v.replicas}",
         str(v.up_to_date),
         str(v.available),
         str(v.revision),
-        v.commit,
+        f"{v.commit} {v.subject}".strip() or "-",
         v.sync,
         v.health,
-        *([v.owner or "-"] if sharded else []),
+        v.template_hash or "-",
+        ", ".join(image for _, image in v.images) or "-",
+        *owner,
         v.message,
     ]
 
@@ -132,7 +154,7 @@ def _status_row(v: AppView, sharded: bool = False) -> list[str]:
 @click.option(
     "--branch", default=None, help="With --repo: the branch to fetch (default: the repo's default)."
 )
-@output_option()
+@output_option(WIDE)
 @click.pass_context
 def history(
     ctx: click.Context,
@@ -145,14 +167,17 @@ def history(
 ) -> None:
     """The app's revisions, each tied to the commit that caused it.
 
-    With --revision N: the whole record (commit, cause, ReplicaSet, times, images, hooks), the
-    full commit message and what changed in the pod template since the revision before.
+    The table fits 80 columns; -o wide adds the images, the template hash, the start time, the
+    message (why a revision failed) and the whole commit subject. With --revision N: the whole
+    record (commit, cause, ReplicaSet, times, images, hooks), the full commit message and what
+    changed in the pod template since the revision before.
 
     Exit codes: 0 shown, 1 no such app or revision, or the cluster cannot be read.
 
     \b
     Examples:
       gitdeploy history web
+      gitdeploy history web -o wide
       gitdeploy history shop/web --revision 3
       gitdeploy history shop/web --revision 3 --repo https://github.com/acme/deploy -o yaml
     """
@@ -161,10 +186,10 @@ def history(
     key = find_app(cluster, app, namespace)
     entries, record = revision_history(cluster, key)
     if revision is None:
-        if output != "text":
+        if output in MACHINE_FORMATS:
             print_data([_entry_json(e) for e in entries], output)
             return
-        _print_history(entries)
+        _print_history(entries, wide=output == WIDE)
         suspended = suspended_triggers(key, record)
         if suspended:
             click.echo(f"\n{key}: {suspended}")
@@ -174,16 +199,29 @@ def history(
         raise NotFoundError(f"{key} has no revision {revision}", hint=f"`gitdeploy history {key}` lists them")
     message = commit_message(cli.state_dir, entry.commit.sha, repo, branch) if entry.commit.sha else None
     diff = template_diff(cluster, key, entries, revision)
-    if output != "text":
+    if output in MACHINE_FORMATS:
         print_data({**_entry_json(entry), "message": message, "diff": _diff_json(diff)}, output)
         return
     _print_revision(key, entry, message, diff, repo)
 
 
-def _print_history(entries: list[RevisionEntry]) -> None:
+def _print_history(entries: list[RevisionEntry], *, wide: bool) -> None:
+    """The revisions; ``wide`` adds the images, the template hash, the start time and the
+    message (why a revision failed) and, as every wide table, never cuts a cell."""
     canaries = any(e.canary for e in entries)  # the column only for an app that had a canary
+    extra = ["images", "hash", "started"] if wide else []
     print_table(
-        ["revision", "commit", "author", "age", "cause", "status", "images", *(["canary"] * canaries)],
+        [
+            "revision",
+            "commit",
+            "author",
+            "age",
+            "cause",
+            "status",
+            *extra,
+            *(["canary"] * canaries),
+            *(["message"] * wide),
+        ],
         [
             [
                 str(e.revision),
@@ -192,12 +230,19 @@ def _print_history(entries: list[RevisionEntry]) -> None:
                 age(e.started_at),
                 describe_cause(e),
                 describe_outcome(e),
-                ", ".join(image for _, image in e.images),
+                *(_history_extra(e) if wide else []),
                 *([e.canary or "-"] * canaries),
+                *([e.message or "-"] * wide),
             ]
             for e in entries
         ],
+        whole=wide,
     )
+
+
+def _history_extra(e: RevisionEntry) -> list[str]:
+    started = format_timestamp(e.started_at) if e.started_at is not None else "-"
+    return [", ".join(image for _, image in e.images) or "-", e.template_hash or "-", started]
 
 
 def _entry_json(e: RevisionEntry) -> dict[str, Any]:
@@ -224,7 +269,7 @@ def _diff_json(diff: TemplateDiff) -> dict[str, Any]:
 def _when(at: float | None) -> str:
     if at is None:
         return "-"
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") + f" ({age(at)} ago)"
+    return f"{format_timestamp(at)} ({age(at)} ago)"
 
 
 def _print_revision(

@@ -35,6 +35,7 @@ from gitdeploy.core.observed import (
     ReplicaSetSpec,
     StoredRecord,
 )
+from gitdeploy.core.podstates import PodState
 from gitdeploy.core.rollout.labeldrift import NamedReplicaSet
 from gitdeploy.core.rollout.templatedrift import TemplatePod
 
@@ -129,6 +130,9 @@ class Cluster:
         self, namespace: str, app: str | None = None
     ) -> tuple[list[ObservedPod], dict[str, PodCensus]]:
         return self.pods.list_pods_with_census(namespace, app)
+
+    def list_pod_states(self, namespace: str, app: str, template_hash: str) -> list[PodState]:
+        return self.pods.list_pod_states(namespace, app, template_hash)
 
     def create_pod(self, spec: PodSpec) -> ObservedPod:
         return self.pods.create_pod(spec)

@@ -15,6 +15,7 @@ from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
 from gitdeploy.cluster.rawapi import RawApi, discard, int_annotation, labels_of, timestamp
+from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.history.records import LOG_WINDOW_BYTES, MAX_LOG_BYTES, log_tail
 from gitdeploy.core.observed import (
     APP_LABEL,
@@ -29,6 +30,7 @@ from gitdeploy.core.observed import (
     PodPhase,
     PodSpec,
 )
+from gitdeploy.core.podstates import ContainerState, PodState
 from gitdeploy.core.timestamps import format_timestamp, parse_timestamp
 from gitdeploy.errors import GitdeployError, NotFoundError, PermanentError
 from gitdeploy.quantities import quantities_as_text
@@ -68,6 +70,36 @@ def to_observed_pod(raw: Mapping[str, Any]) -> ObservedPod:
         exit_code=exit_code,
         reason=reason,
         deleting=meta.get("deletionTimestamp") is not None,
+    )
+
+
+def to_pod_state(raw: Mapping[str, Any]) -> PodState:
+    """An app pod as JSON → what it tells of why it is not ready (:mod:`gitdeploy.core.podstates`)."""
+    status = raw.get("status") or {}
+    conditions = {str(c.get("type")): c for c in status.get("conditions") or []}
+    scheduled = conditions.get("PodScheduled") or {}
+    unschedulable = None
+    if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+        unschedulable = str(scheduled.get("message") or "")
+    containers = []
+    for c in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        state = c.get("state") or {}
+        terminated = state.get("terminated") or (c.get("lastState") or {}).get("terminated") or {}
+        code = terminated.get("exitCode")
+        containers.append(
+            ContainerState(
+                container=str(c.get("name", "")),
+                image=str(c.get("image", "")),
+                waiting=str((state.get("waiting") or {}).get("reason") or ""),
+                exit_code=int(code) if isinstance(code, int) else None,
+                ready=bool(c.get("ready")),
+            )
+        )
+    return PodState(
+        name=str((raw.get("metadata") or {}).get("name", "")),
+        ready=(conditions.get("Ready") or {}).get("status") == "True",
+        unschedulable=unschedulable,
+        containers=tuple(containers),
     )
 
 
@@ -115,6 +147,16 @@ class HookPods:
             if owner is not None:
                 counts.setdefault(labels_of(item).get(APP_LABEL, ""), Counter())[str(owner.get("name"))] += 1
         return hook_pods, {name: PodCensus(tuple(sorted(found.items()))) for name, found in counts.items()}
+
+    def list_pod_states(self, namespace: str, app: str, template_hash: str) -> list[PodState]:
+        """The app's pods of one ReplicaSet (by its template hash), as :class:`PodState`."""
+        raw = self.kube.list_json(
+            self.kube.core.list_namespaced_pod,
+            f"list pods of {namespace}/{app}",
+            namespace=namespace,
+            label_selector=f"{APP_LABEL}={app},{TEMPLATE_HASH_LABEL}={template_hash},!{POD_ROLE_LABEL}",
+        )
+        return [to_pod_state(item) for item in raw]
 
     def create_pod(self, spec: PodSpec) -> ObservedPod:
         body = {

@@ -14,13 +14,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Final, TypeVar
+from urllib.parse import quote
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from gitdeploy.cluster.apierrors import translated
 from gitdeploy.errors import AlreadyExistsError, ExpiredError, TransientError
+
+_QUERY_NAMES: Final = {
+    "label_selector": "labelSelector",
+    "field_selector": "fieldSelector",
+    "_continue": "continue",
+    "resource_version": "resourceVersion",
+    "timeout_seconds": "timeoutSeconds",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+}
+"""The generated list methods' keywords → the API's query parameters (others are the same)."""
 
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
 """Seconds to connect, and to wait for each read of an answer, for every API call."""
@@ -68,11 +81,64 @@ class RawApi:
         self.api = api
         self.timeout = request_timeout
         """``(connect, read)`` seconds of every call (:data:`REQUEST_TIMEOUT`)."""
-        # Typed as Any on purpose: gitdeploy calls the API with _preload_content=False and reads
-        # raw JSON, which the client's model-typed signatures do not describe.
-        self.core: Any = client.CoreV1Api(api)
-        self.apps: Any = client.AppsV1Api(api)
-        self.leases: Any = client.CoordinationV1Api(api)
+
+    # The client's generated API classes, built when first used: importing them (thousands of
+    # pydantic-checked methods) is most of the start-up of a command such as `gitdeploy status`,
+    # which lists through :meth:`lister` instead. Typed as Any on purpose: gitdeploy calls them
+    # with _preload_content=False and reads raw JSON, which their model-typed signatures do not
+    # describe.
+
+    @cached_property
+    def core(self) -> Any:
+        return client.CoreV1Api(self.api)
+
+    @cached_property
+    def apps(self) -> Any:
+        return client.AppsV1Api(self.api)
+
+    @cached_property
+    def leases(self) -> Any:
+        return client.CoordinationV1Api(self.api)
+
+    def lister(self, prefix: str, plural: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """``(everywhere, in_namespace)``: list (or watch) requests of ``plural`` under ``prefix``
+        (``/api/v1``, ``/apis/apps/v1``), made as the generated ``list_*_for_all_namespaces`` and
+        ``list_namespaced_*`` make them (:meth:`ApiClient.param_serialize` and
+        :meth:`~ApiClient.call_api`), with the keywords they take, answering as they do with
+        ``_preload_content=False``: the HTTP response, unread; an error status raises the
+        client's ``ApiException``."""
+
+        def everywhere(**kwargs: Any) -> Any:
+            return self._get(f"{prefix}/{plural}", **kwargs)
+
+        def in_namespace(namespace: str, **kwargs: Any) -> Any:
+            return self._get(f"{prefix}/namespaces/{quote(namespace, safe='')}/{plural}", **kwargs)
+
+        return everywhere, in_namespace
+
+    def read_namespaced(self, prefix: str, plural: str, namespace: str, name: str) -> Any:
+        """One object, read as the generated ``read_namespaced_*`` reads it with
+        ``_preload_content=False`` (see :meth:`lister`)."""
+        path = f"{prefix}/namespaces/{quote(namespace, safe='')}/{plural}/{quote(name, safe='')}"
+        return self._get(path, _request_timeout=self.timeout)
+
+    def _get(
+        self, path: str, *, _preload_content: bool = False, _request_timeout: Any = None, **query: Any
+    ) -> Any:
+        assert not _preload_content, "lister answers are read as raw JSON"
+        params = [(_QUERY_NAMES.get(name, name), value) for name, value in query.items() if value is not None]
+        request = self.api.param_serialize(
+            method="GET",
+            resource_path=path,
+            query_params=params,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        answer: Any = self.api.call_api(*request, _request_timeout=_request_timeout)
+        if not 200 <= answer.status <= 299:
+            answer.read()
+            raise ApiException.from_response(http_resp=answer, body=None, data=None)
+        return answer.response
 
     def watch_timeout(self, timeout_seconds: int) -> tuple[float, float]:
         """A watch's client timeout: the server ends it after ``timeout_seconds``; a read that

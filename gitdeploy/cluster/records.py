@@ -60,9 +60,7 @@ class _ConfigMaps:
     def read_config_map(self, namespace: str, name: str, what: str) -> dict[str, Any] | None:
         try:
             with translated(what):
-                response = self.kube.core.read_namespaced_config_map(
-                    name, namespace, _preload_content=False, _request_timeout=self.kube.timeout
-                )
+                response = self.kube.read_namespaced("/api/v1", "configmaps", namespace, name)
                 loaded: dict[str, Any] = json.loads(response.data)
         except NotFoundError:
             return None
@@ -101,8 +99,7 @@ class AppRecords(_ConfigMaps):
     def list_app_records(self, namespace: str | None = None, app: str | None = None) -> list[StoredRecord]:
         """Every app record (or ``app``'s), in one namespace (or all), in one list call."""
         raw = self.kube.list_selected(
-            self.kube.core.list_config_map_for_all_namespaces,
-            self.kube.core.list_namespaced_config_map,
+            *self.kube.lister("/api/v1", "configmaps"),
             "list app records",
             namespace,
             f"{RECORD_LABEL}=true" + (f",{APP_LABEL}={app}" if app else ""),

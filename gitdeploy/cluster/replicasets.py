@@ -141,8 +141,7 @@ class ReplicaSets:
         ``app``, or (read from the whole list) only those of ``of_apps``."""
         selector = MANAGED_SELECTOR + (f",{APP_LABEL}={app}" if app else "")
         raw = self.kube.list_selected(
-            self.kube.apps.list_replica_set_for_all_namespaces,
-            self.kube.apps.list_namespaced_replica_set,
+            *self.kube.lister("/apis/apps/v1", "replicasets"),
             "list ReplicaSets",
             namespace,
             selector,

@@ -35,9 +35,6 @@ from gitdeploy.core.sync.commitwait import CommitProgress, commit_progress
 from gitdeploy.core.sync.syncstate import Health, Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
 from gitdeploy.errors import DamagedRecordError, NotFoundError
-from gitdeploy.source.gitcmd import GitFailure, GitRunner
-from gitdeploy.source.history import read_commit
-from gitdeploy.source.repo import CommitNotFoundError, ConfigRepo
 
 
 @dataclass(frozen=True)
@@ -72,12 +69,15 @@ class AppView:
     released the app to another); empty when no replica claimed it."""
     shard_epoch: int = 0
     """With ``run --sharding``: how many times the app was claimed (see :mod:`gitdeploy.core.sharding`)."""
+    template_hash: str = ""
+    """The current revision's pod-template hash (its ReplicaSet is ``<app>-<hash>``)."""
+    images: tuple[tuple[str, str], ...] = ()
+    """``(container, image)`` of the current revision as deployed (digests when resolved)."""
 
 
-def _commit_of(record: AppRecord, revision: int) -> tuple[str, str]:
-    """``(author, subject)`` of ``revision``'s commit in the record's log, empty if it is not there."""
-    entry = next((e for e in reversed(record.revisions) if e.revision == revision), None)
-    return (entry.commit.author, entry.commit.subject) if entry is not None else ("", "")
+def _entry_of(record: AppRecord, revision: int) -> RevisionEntry | None:
+    """``revision``'s entry in the record's log (None if it is not there)."""
+    return next((e for e in reversed(record.revisions) if e.revision == revision), None)
 
 
 def _phase(current: ObservedReplicaSet | None, record: AppRecord) -> str:
@@ -188,7 +188,7 @@ def app_views(
         if problem is not None:
             sync, message = Sync.RECORD_DAMAGED.value, _damaged_message(key, problem, replica_sets)
         revision = current.state.revision if current is not None else record.latest_revision
-        author, subject = _commit_of(record, revision)
+        entry = _entry_of(record, revision)
         views.append(
             AppView(
                 key=key,
@@ -205,12 +205,14 @@ def app_views(
                 location=status.location if status is not None else "",
                 triggers_suspended=bool(suspended),
                 suspended_reason=record.suspended_reason if suspended else "",
-                author=author,
-                subject=subject,
+                author=entry.commit.author if entry is not None else "",
+                subject=entry.commit.subject if entry is not None else "",
                 canary=live,
                 canary_steady=steady,
                 owner=_owner(record),
                 shard_epoch=record.shard.epoch if record.shard is not None else 0,
+                template_hash=current.state.template_hash if current is not None else "",
+                images=entry.images if entry is not None else (),
             )
         )
     return views
@@ -373,6 +375,11 @@ def commit_message(
     """The full message of commit ``sha``: from ``repo`` (fetched at ``branch``) when given, else from
     the repo mirrors ``run``/``sync`` left in ``state_dir``. None when none of them has the commit.
     """
+    # Imported here: git is read only for a revision's message, never by `status`'s start-up.
+    from gitdeploy.source.gitcmd import GitFailure, GitRunner
+    from gitdeploy.source.history import read_commit
+    from gitdeploy.source.repo import CommitNotFoundError, ConfigRepo
+
     if repo is not None:
         with ConfigRepo(repo, ref=branch, state_dir=state_dir) as source:
             source.poll()

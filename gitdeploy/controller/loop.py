@@ -51,6 +51,7 @@ from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
 from gitdeploy.core.pruning import PruneLimit
 from gitdeploy.core.rollout.labeldrift import app_by_name
+from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.errors import GitdeployError
 from gitdeploy.manifests.loader import LoadResult
 from gitdeploy.source.repo import ConfigRepo
@@ -66,6 +67,24 @@ __all__ = [
 ]
 
 log = logging.getLogger("gitdeploy.loop")
+
+WARNED = frozenset({Sync.INVALID_MANIFEST, Sync.INVALID_SETTINGS, Sync.RECORD_DAMAGED})
+"""Sync states logged as warnings (so is a Degraded app): git or the record needs a person."""
+
+
+def _log_state(report: AppReport, head: str | None) -> None:
+    """One line for an app's new state; a warning when it needs a person (:data:`WARNED`)."""
+    warned = report.sync in WARNED or report.health == Health.DEGRADED
+    log.log(
+        logging.WARNING if warned else logging.INFO,
+        "[%s] %s/%s: %s",
+        report.key,
+        report.sync,
+        report.health,
+        report.message,
+        extra={"commit": head, "revision": report.revision},
+    )
+
 
 RESYNC_SECONDS = 300.0
 """How often every app is looked at again when nothing told gitdeploy it changed (`run --resync-interval`)."""
@@ -293,14 +312,7 @@ class Controller:
             report.health,
             report.phase,
         ):
-            log.info(
-                "[%s] %s/%s: %s",
-                report.key,
-                report.sync,
-                report.health,
-                report.message,
-                extra={"commit": self.source.head, "revision": report.revision},
-            )
+            _log_state(report, self.source.head)
         with self._lock:
             self.reports[report.key] = report
             delay = jitter(requeue_after) if requeue_after is not None else None

@@ -18,7 +18,7 @@ from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.measuring import measured
 from gitdeploy.controller.restore import restore_settings
-from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, is_emptied, load_record
+from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, Outcome, is_emptied, load_record
 from gitdeploy.core.models import App, AppKey, PodTemplate
 from gitdeploy.core.observed import (
     ObservedPod,
@@ -28,6 +28,7 @@ from gitdeploy.core.observed import (
     StoredRecord,
     record_name,
 )
+from gitdeploy.core.podstates import PodState
 from gitdeploy.core.rollout import (
     Action,
     CreatePod,
@@ -175,6 +176,57 @@ def tell(observers: Iterable[Callable[[_News], None]], news: Iterable[_News], ke
                 observer(item)
             except Exception:  # an observer's bug must not stop rollouts
                 log.exception("[%s] %s observer failed", key, type(item).__name__)
+SCALING_REASON = "ScalingReplicaSet"
+
+
+def _log_scales(key: AppKey, snapshot: Snapshot, step: Step, events: Iterable[Event]) -> None:
+    """A scale of a revision that is complete (a commit that changed only ``replicas``) is a
+    state change of its own: logged. The scales of a rollout under way are debug lines (the
+    rollout's own states are logged)."""
+    entry = snapshot.record.entry(step.revision)
+    settled = entry is not None and entry.outcome is Outcome.COMPLETE
+    for event in events:
+        if event.reason == SCALING_REASON:
+            revision = step.revision
+            level = logging.INFO if settled else logging.DEBUG
+            log.log(level, "[%s] revision %d: %s", key, revision, event.message, extra={"revision": revision})
+
+
+def plan_explained(
+    cluster: Cluster,
+    target: Target,
+    snapshot: Snapshot,
+    now: float,
+    previous: DeploymentStatus | None,
+    watched: bool,
+) -> tuple[Snapshot, Step]:
+    """:func:`plan_pass`; a step that fails a revision its pods can explain is planned again with
+    them (:attr:`Step.explain_with_pods`). The snapshot planned with, and the step."""
+    step = plan_pass(target, snapshot, now, previous, watched=watched)
+    if step.explain_with_pods and snapshot.new_pods is None:
+        snapshot = dataclasses.replace(snapshot, new_pods=_pod_states(cluster, target.app, step))
+        step = plan_pass(target, snapshot, now, previous, watched=watched)
+    return snapshot, step
+
+
+def _pod_states(cluster: Cluster, app: App, step: Step) -> tuple[PodState, ...]:
+    """The pods of the ReplicaSet ``step`` fails, read to say why (none if they cannot be read:
+    the revision fails all the same, its message without the pods' reasons)."""
+    try:
+        return tuple(cluster.list_pod_states(app.namespace, app.name, step.explain_with_pods))
+    except GitdeployError as problem:
+        log.warning(
+            "[%s] could not read the pods to say why revision %d failed: %s", app.key, step.revision, problem
+        )
+        return ()
+
+
+def template_pods(cluster: Cluster, check: TemplateCheck) -> list[TemplatePod] | None:
+    """The pods of the current ReplicaSet while its hand-edited template is being repaired."""
+    rs = check.rs
+    if rs is None or not check.wants_pods:
+        return None
+    return cluster.list_replica_set_pods(rs.namespace, rs.app, rs.state.template_hash)
 
 
 class RolloutRunner:
@@ -246,11 +298,12 @@ class RolloutRunner:
         snapshot, relabelled = self._relabel_hidden(target, measured(target, snapshot, now, clock, cluster))
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
-        step = plan_pass(target, snapshot, now, self.statuses.get(target.app.key), watched=watched)
+        previous = self.statuses.get(target.app.key)
+        snapshot, step = plan_explained(self.cluster, target, snapshot, now, previous, watched)
         for name, changes in relabelled:
             step = told_relabelled(step, name, changes)
         check = check_template(target, snapshot)
-        step, repair = plan_template_repair(target, check, step, self._template_pods(check))
+        step, repair = plan_template_repair(target, check, step, template_pods(self.cluster, check))
         record = step.record or snapshot.record
         if amend is not None and not step.create_record:
             record = amend(step, record)
@@ -334,13 +387,6 @@ class RolloutRunner:
 
     # -- execution -----------------------------------------------------------------------------------
 
-    def _template_pods(self, check: TemplateCheck) -> list[TemplatePod] | None:
-        """The pods of the current ReplicaSet while its hand-edited template is being repaired."""
-        rs = check.rs
-        if rs is None or not check.wants_pods:
-            return None
-        return self.cluster.list_replica_set_pods(rs.namespace, rs.app, rs.state.template_hash)
-
     def _repair(self, app: App, repair: TemplateRepair | None) -> None:
         """Carry out a :class:`TemplateRepair`: the template first, then its digest (and the mark
         of pods being replaced), then the pods made from the edited template."""
@@ -394,6 +440,7 @@ class RolloutRunner:
                 events.insert(0, relabelled)
         for event in events:
             self._record_event(app, record_uid, event)
+        _log_scales(app.key, snapshot, step, events)
         if step.actions or step.record is not None:
             log.debug("[%s] %s: %s", app.key, step.phase, step.message)
 

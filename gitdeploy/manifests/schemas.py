@@ -179,8 +179,13 @@ def _expected_types(expected: Any) -> str:
 
 
 def iter_violations(kind: str, data: Any) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
-    """Every violation of the kind's schema, most specific first, as (path, message, hint)."""
+    """Every violation of the kind's schema, most specific first, as (path, message, hint); each
+    once (a schema may require a field in two places: the manifest misses it once)."""
     errors = sorted(validator_for(kind).iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
+    said: set[tuple[tuple[str | int, ...], str]] = set()
     for error in errors:
         path, message, hint = describe_violation(error)
+        if (path, message) in said:
+            continue
+        said.add((path, message))
         yield path, message, hint or f"the fields and their forms are in schemas/{SCHEMA_FILES[kind]}"

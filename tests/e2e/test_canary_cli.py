@@ -112,7 +112,7 @@ def test_promote_and_abort_a_canary_with_the_cli(
     assert (last["revision"], last["outcome"]) == (3, "Failed")
     assert "aborted by" in last["message"]
     assert "; aborted by" in last["canary"]
-    names = {e["revision"]: e["replica_set"] for e in web_history(run_cli)}
+    names = {e["revision"]: e["replicaSet"] for e in web_history(run_cli)}
     sizes = {name: size for name, (size, _) in replica_sets(tmp_path).items()}
     assert (sizes[names[1]], sizes[names[2]], sizes[names[3]]) == (0, 2, 0)
     assert git_remote.remote_sha() == pushed

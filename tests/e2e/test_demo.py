@@ -103,7 +103,7 @@ def test_demo_fast_runs_every_step_and_keeps_its_repo_when_asked(run_cli: RunCli
     rollback = step[HEADINGS[5]]
     assert "$ gitdeploy rollback demo/frontend --to-revision 1" in rollback
     assert "image triggers: suspended" in rollback
-    assert _row(rollback, "demo/frontend", "5/5", "5", "5", "3"), rollback
+    assert _row(rollback, "demo/frontend", "5/5", "3", "Pinned", "Healthy"), rollback
     assert "Pinned" in rollback and "pinned to revision 1's template by rollback" in rollback
 
     resumed = step[HEADINGS[6]]

@@ -43,13 +43,13 @@ def test_rollback_to_the_previous_revision_sticks_until_the_manifest_changes(
     assert done.returncode == 0, done.stderr
     assert "revision 3 -> revision 2's template" in done.stdout
     assert "image: nginx:1.27 -> nginx:1.26" in done.stdout
-    assert f"reuses ReplicaSet {before[1]['replica_set']}" in done.stdout
+    assert f"reuses ReplicaSet {before[1]['replicaSet']}" in done.stdout
 
     sync_and_wait(run_cli, git_remote)
     last = web_history(run_cli)[-1]
     assert (last["revision"], last["cause"], last["outcome"]) == (4, "Rollback", "Complete")
-    assert (last["rolled_back_from"], last["rolled_back_to"]) == (3, 2)
-    assert last["replica_set"] == before[1]["replica_set"]
+    assert (last["rolledBackFrom"], last["rolledBackTo"]) == (3, 2)
+    assert last["replicaSet"] == before[1]["replicaSet"]
     assert last["by"] and "@" in last["by"]
     assert last["images"] == [{"container": "web", "image": "nginx:1.26"}]
     assert last["commit"]["sha"] == before[1]["commit"]["sha"]
@@ -113,7 +113,7 @@ def test_rollback_to_a_chosen_revision_dry_run_and_refusals(
     assert (plan["from"], plan["to"], plan["applied"]) == (3, 1, True)
     sync_and_wait(run_cli, git_remote)
     last = web_history(run_cli)[-1]
-    assert (last["revision"], last["rolled_back_to"], last["images"]) == (
+    assert (last["revision"], last["rolledBackTo"], last["images"]) == (
         4,
         1,
         [{"container": "web", "image": "nginx:1.25"}],
@@ -135,14 +135,14 @@ def test_rollback_after_the_history_limit_removed_the_replica_set_rebuilds_it_fr
     assert "rebuilt from git" in done.stdout
     sync_and_wait(run_cli, git_remote)
     last = web_history(run_cli)[-1]
-    assert (last["revision"], last["cause"], last["outcome"], last["rolled_back_to"]) == (
+    assert (last["revision"], last["cause"], last["outcome"], last["rolledBackTo"]) == (
         4,
         "Rollback",
         "Complete",
         1,
     )
     assert last["images"] == [{"container": "web", "image": "nginx:1.25"}]
-    assert last["template_hash"] == first["template_hash"]
+    assert last["templateHash"] == first["templateHash"]
 
 
 def test_deploy_latest_releases_the_pin_and_rolls_forward_to_git(
@@ -158,7 +158,7 @@ def test_deploy_latest_releases_the_pin_and_rolls_forward_to_git(
     assert "released the pin to revision 2" in latest.stdout
     sync_and_wait(run_cli, git_remote)
     last = web_history(run_cli)[-1]
-    assert (last["revision"], last["images"], last["returns_to"]) == (
+    assert (last["revision"], last["images"], last["returnsTo"]) == (
         5,
         [{"container": "web", "image": "nginx:1.27"}],
         3,

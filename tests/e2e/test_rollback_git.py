@@ -81,13 +81,13 @@ def test_git_revert_prints_the_commit_then_pushes_it_and_the_loop_deploys_it(
     # And the loop deploys it as a config change that returns to revision 2's ReplicaSet; no pin
     sync_and_wait(run_cli, git_remote)
     last = web_history(run_cli)[-1]
-    assert (last["revision"], last["cause"], last["outcome"], last["returns_to"]) == (
+    assert (last["revision"], last["cause"], last["outcome"], last["returnsTo"]) == (
         4,
         "ConfigChange",
         "Complete",
         2,
     )
-    assert last["replica_set"] == before[1]["replica_set"]
+    assert last["replicaSet"] == before[1]["replicaSet"]
     assert last["commit"]["sha"] == new
     assert web_status(run_cli)["sync"] == "Synced"
     record = read_record()
@@ -197,7 +197,7 @@ def _deploy_recreate_then_rolling(git_remote: GitRemote, run_cli: RunCli) -> tup
     sync_and_wait(run_cli, git_remote)
     git_remote.commit_and_push("v2", {"apps/web.yaml": _web("RollingUpdate", 2, "nginx:1.26")})
     sync_and_wait(run_cli, git_remote)
-    first, second = (e["replica_set"] for e in web_history(run_cli))
+    first, second = (e["replicaSet"] for e in web_history(run_cli))
     return first, second
 
 
@@ -228,7 +228,7 @@ def test_change_flags_restore_the_strategy_and_the_replicas_of_the_target(
     # Then the rollout is a Recreate one (the running ReplicaSet goes down first) to 3 replicas
     assert _scaling_events(tmp_path)[seen:] == [f"down {second} 0", f"up {first} 3"]
     last = web_history(run_cli)[-1]
-    assert (last["revision"], last["cause"], last["outcome"], last["replica_set"]) == (
+    assert (last["revision"], last["cause"], last["outcome"], last["replicaSet"]) == (
         3,
         "Rollback",
         "Complete",

@@ -89,7 +89,7 @@ def test_rollback_suspends_image_triggers_until_they_are_enabled_again(
     _sync(run_cli, git_remote, registry)
     # Then revision 2 rolls out B as an image change
     assert _revisions(run_cli)[-1] == (2, "ImageChange", _web(f"{repo}@{digest_b}"))
-    assert _pod_template_images(tmp_path, web_history(run_cli)[-1]["replica_set"]) == [f"{repo}@{digest_b}"]
+    assert _pod_template_images(tmp_path, web_history(run_cli)[-1]["replicaSet"]) == [f"{repo}@{digest_b}"]
 
     # When web is rolled back, then synced
     rolled = run_cli("rollback", "web", "-n", "shop", "-m", "B breaks checkout")
@@ -98,7 +98,7 @@ def test_rollback_suspends_image_triggers_until_they_are_enabled_again(
     # Then revision 3 runs A again and the app is pinned
     last = web_history(run_cli)[-1]
     assert (last["revision"], last["cause"], last["images"]) == (3, "Rollback", _web(image_a))
-    assert _pod_template_images(tmp_path, last["replica_set"]) == [image_a]
+    assert _pod_template_images(tmp_path, last["replicaSet"]) == [image_a]
     assert web_status(run_cli)["sync"] == "Pinned"
 
     # When digest C is pushed on the tag, then synced
@@ -116,5 +116,5 @@ def test_rollback_suspends_image_triggers_until_they_are_enabled_again(
     # Then the newest digest, C, rolls out as revision 4
     last = web_history(run_cli)[-1]
     assert (last["revision"], last["images"]) == (4, _web(f"{repo}@{digest_c}"))
-    assert _pod_template_images(tmp_path, last["replica_set"]) == [f"{repo}@{digest_c}"]
+    assert _pod_template_images(tmp_path, last["replicaSet"]) == [f"{repo}@{digest_c}"]
     assert web_status(run_cli)["sync"] == "Synced"

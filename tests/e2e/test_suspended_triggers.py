@@ -76,8 +76,8 @@ def test_triggers_suspended_by_a_rollback_are_shown_with_the_reason_and_the_way_
     # Then status is Synced Healthy and says the triggers are suspended, why, and the way out
     view = _status_json(run_cli)
     assert (view["sync"], view["health"]) == ("Synced", "Healthy")
-    assert view["triggers_suspended"] is True
-    assert "B breaks checkout" in view["suspended_reason"]
+    assert view["triggersSuspended"] is True
+    assert "B breaks checkout" in view["suspendedReason"]
     assert "image triggers suspended" in view["message"] and WAY_OUT in view["message"]
     # and so do the status table, status APP, history and plan --live
     for name, text in _shown(run_cli, git_remote).items():
@@ -94,7 +94,7 @@ def test_triggers_suspended_by_a_rollback_are_shown_with_the_reason_and_the_way_
     # Then nothing says they are suspended, before any pass and after one
     for _ in range(2):
         view = _status_json(run_cli)
-        assert (view["triggers_suspended"], view["suspended_reason"]) == (False, "")
+        assert (view["triggersSuspended"], view["suspendedReason"]) == (False, "")
         for name, text in _shown(run_cli, git_remote).items():
             assert "triggers suspended" not in text, name
         sync_and_wait(run_cli, git_remote)
@@ -120,6 +120,6 @@ def test_a_plain_deployment_rolled_back_says_nothing_of_image_triggers(
     sync_and_wait(run_cli, git_remote)
 
     # Then nothing it shows mentions image triggers
-    assert _status_json(run_cli)["triggers_suspended"] is False
+    assert _status_json(run_cli)["triggersSuspended"] is False
     for name, text in _shown(run_cli, git_remote).items():
         assert "image trigger" not in text, name

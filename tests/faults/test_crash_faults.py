@@ -269,7 +269,7 @@ def history(bench: Bench, namespace: str, commits: list[str]) -> list[dict[str, 
 
 def normalised(value: Any, commits: list[str]) -> Any:
     if isinstance(value, dict):
-        return {k: normalised(v, commits) for k, v in value.items() if k not in ("started_at", "finished_at")}
+        return {k: normalised(v, commits) for k, v in value.items() if k not in ("startedAt", "finishedAt")}
     if isinstance(value, list):
         return [normalised(v, commits) for v in value]
     if isinstance(value, str) and value in commits:

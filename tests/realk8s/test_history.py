@@ -72,7 +72,7 @@ def test_rollback_pins_the_old_template_and_git_revert_reuses_the_old_replica_se
     synced(gitdeploy, git_remote)
     last = history(gitdeploy, f"{namespace}/web")[-1]
     assert (last["revision"], last["cause"], last["outcome"]) == (4, "Rollback", "Complete")
-    assert last["replica_set"] == before[1]["replica_set"]
+    assert last["replicaSet"] == before[1]["replicaSet"]
     assert running_images(control_plane, namespace) == {"registry.test/web:2"}
     assert status(gitdeploy, namespace)["sync"] == "Pinned"
 
@@ -83,7 +83,7 @@ def test_rollback_pins_the_old_template_and_git_revert_reuses_the_old_replica_se
     git_remote.push()
     synced(gitdeploy, git_remote)
     revisions = history(gitdeploy, f"{namespace}/web")
-    assert revisions[-1]["replica_set"] == before[2]["replica_set"]
+    assert revisions[-1]["replicaSet"] == before[2]["replicaSet"]
     assert running_images(control_plane, namespace) == {"registry.test/web:3"}
     replica_sets: Any = control_plane.get_json("replicasets", "-n", namespace)
     assert len(replica_sets["items"]) == 4, "a revert reuses a ReplicaSet instead of making a new one"

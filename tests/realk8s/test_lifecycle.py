@@ -114,7 +114,7 @@ def assert_rolled_back_without_hooks(revisions: list[dict[str, Any]]) -> None:
         "AutoRollback",
         "Complete",
     ), rollback
-    assert rollback["replica_set"] == revisions[0]["replica_set"]
+    assert rollback["replicaSet"] == revisions[0]["replicaSet"]
     assert rollback["hooks"] == [], rollback["hooks"]
 
 
@@ -155,7 +155,7 @@ def test_an_image_that_cannot_be_pulled_is_rolled_back_automatically_at_the_dead
         (4, "AutoRollback", "Complete"),
     ], summary
     assert revisions[2]["reason"] == "ProgressDeadlineExceeded"
-    assert revisions[3]["replica_set"] == revisions[1]["replica_set"], "the rollback made a new ReplicaSet"
+    assert revisions[3]["replicaSet"] == revisions[1]["replicaSet"], "the rollback made a new ReplicaSet"
     assert running_images(control_plane, namespace, "web") == {"registry.test/web:2"}
     assert status(gitdeploy, namespace)["sync"] == "Pinned"
 
@@ -190,7 +190,7 @@ def test_a_rollback_suspends_image_triggers_until_they_are_enabled_again(
     ], "a moved tag rolled out while the triggers were suspended"  # fmt: skip
     assert running_images(control_plane, namespace, "web") == {f"registry.test/web@{DIGEST_A}"}
     said = status(gitdeploy, namespace)
-    assert said["sync"] == "Pinned" and said["triggers_suspended"], said
+    assert said["sync"] == "Pinned" and said["triggersSuspended"], said
     assert f"`gitdeploy deploy {namespace}/web --enable-triggers` resumes them" in said["message"], said
     told = gitdeploy("history", f"{namespace}/web")
     assert told.returncode == 0, told.stderr

@@ -107,7 +107,7 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
     git_remote.commit_and_push("Add the apps", apps("registry.test/web:1"))
     wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1), timeout=120)
     owners = {name: owner_of(f"{namespace}/{name}", identities) for name in views(gitdeploy, namespace)}
-    claimed = {name: (v["owner"], v["shard_epoch"]) for name, v in views(gitdeploy, namespace).items()}
+    claimed = {name: (v["owner"], v["shardEpoch"]) for name, v in views(gitdeploy, namespace).items()}
     assert claimed == {name: (owner, 1) for name, owner in owners.items()}
     assert len(set(owners.values())) >= 2, f"one replica owns all {APPS} apps: {owners}"
     # ... and each app's record and ReplicaSets were written by its owner alone (the audit log)
@@ -132,7 +132,7 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
 
     def moved() -> bool:
         found = views(gitdeploy, namespace)
-        return {name: (v["owner"], v["shard_epoch"]) for name, v in found.items()} == expected
+        return {name: (v["owner"], v["shardEpoch"]) for name, v in found.items()} == expected
 
     wait_for(f"the survivors to claim the victim's {len(its_apps)} apps", moved, timeout=60)
     events: Any = control_plane.get_json("events", "-n", namespace, "--field-selector", "reason=ShardClaimed")

@@ -161,6 +161,8 @@ class RolloutContext:
     """The record to write, when this step changes it."""
     log_pods: list[str] = field(default_factory=list)
     """Hook and deployer pods whose log tail goes to the record."""
+    explain_with_pods: str = ""
+    """See :attr:`Step.explain_with_pods`."""
 
     @classmethod
     def of(
@@ -206,6 +208,7 @@ class RolloutContext:
             record=self.record,
             requeue_after=requeue,
             log_pods=tuple(self.log_pods),
+            explain_with_pods=self.explain_with_pods,
         )
 
     def replica_annotations(self) -> tuple[tuple[str, str], ...]:

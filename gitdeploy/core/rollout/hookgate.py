@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gitdeploy.core.history.records import Cause, FailureReason
 from gitdeploy.core.models import Hook, HookPhase, PodTemplate
-from gitdeploy.core.observed import POD_DEADLINE_EXCEEDED, PodSpec
+from gitdeploy.core.observed import POD_DEADLINE_EXCEEDED, ObservedPod, PodSpec
 from gitdeploy.core.rollout.context import RolloutContext, intervals
 from gitdeploy.core.rollout.hooks import HookStatus, HookVerdict, build_hook_pod, evaluate_hook, hook_role
 from gitdeploy.core.rollout.outcome import fail
@@ -27,14 +27,33 @@ def hook_gate(
     if verdict.verdict.done:
         return None
     if verdict.verdict is HookVerdict.FAILED:
-        pod = ctx.pod(hook_role(phase))
-        hung = pod is not None and (not pod.terminal or pod.reason == POD_DEADLINE_EXCEEDED)
-        what = f"did not finish within its deadline ({ctx.deadline_seconds()} s)" if hung else "failed"
+        what = describe_hook_failure(ctx.pod(hook_role(phase)), ctx.deadline_seconds())
         policy = hook.failure_policy.value
         return fail(ctx, FailureReason.HOOK_FAILED, f"the {phase} hook {what} ({policy} policy)", status)
     return ctx.step(
         AppPhase.PROGRESSING, f"revision {ctx.new.revision}: {phase} hook running", requeue, status
     )
+
+
+def describe_hook_failure(pod: ObservedPod | None, deadline_seconds: int) -> str:
+    """How a hook's pod failed: its exit code, or what it waited for when its deadline passed.
+
+    >>> import dataclasses
+    >>> exited = ObservedPod("shop", "web-5d8f-pre", "hook-pre", "Failed", 2, exit_code=3, reason="Error")
+    >>> describe_hook_failure(exited, 600)
+    'failed with exit code 3'
+    >>> pulling = dataclasses.replace(exited, phase="Pending", exit_code=None, reason="ImagePullBackOff")
+    >>> describe_hook_failure(pulling, 600)
+    'did not finish within its deadline (600 s; its pod: ImagePullBackOff)'
+    """
+    hung = pod is not None and (not pod.terminal or pod.reason == POD_DEADLINE_EXCEEDED)
+    if hung:
+        assert pod is not None
+        waited = f"; its pod: {pod.reason}" if pod.reason and pod.reason != POD_DEADLINE_EXCEEDED else ""
+        return f"did not finish within its deadline ({deadline_seconds} s{waited})"
+    if pod is not None and pod.exit_code is not None:
+        return f"failed with exit code {pod.exit_code}"
+    return "failed"
 
 
 def run_hook(

@@ -10,6 +10,7 @@ from gitdeploy.core.analysis.runs import StepMeasurement
 from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, Pin
 from gitdeploy.core.models import App, PodReplacementPolicy, PodTemplate, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus
+from gitdeploy.core.podstates import PodState
 from gitdeploy.core.scaling.replicasets import split_replica_sets
 
 
@@ -49,6 +50,10 @@ class Snapshot:
     measurements: tuple[StepMeasurement, ...] = ()
     """The analysis measurements the controller took for this pass (a canary's analysis step:
     see :func:`~gitdeploy.core.rollout.canarywalk.canary_due_measurements`)."""
+    new_pods: tuple[PodState, ...] | None = None
+    """The pods of the new ReplicaSet, read only when a pass asked for them
+    (:attr:`~gitdeploy.core.rollout.outputs.Step.explain_with_pods`): a revision failing by its
+    progress deadline says what held its pods. None when not read."""
 
 
 def wants_pod_census(app: App) -> bool:

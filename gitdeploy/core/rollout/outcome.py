@@ -18,6 +18,7 @@ from gitdeploy.core.history.records import (
 from gitdeploy.core.history.recovery import revision_entry_of
 from gitdeploy.core.models import FailurePolicy, HookPhase
 from gitdeploy.core.observed import PHASE_ANNOTATION, ObservedPod, ObservedReplicaSet, PodPhase
+from gitdeploy.core.podstates import summarise_pod_states
 from gitdeploy.core.rollout.context import DEFAULT_REQUEUE_SECONDS, RolloutContext
 from gitdeploy.core.rollout.hooks import HookVerdict, runs_the_rollout
 from gitdeploy.core.rollout.outputs import AppPhase, DeleteReplicaSet, Event, Step
@@ -82,6 +83,11 @@ def fail(ctx: RolloutContext, reason: FailureReason, message: str, status: Deplo
     assert ctx.new is not None
     if ctx.current_outcome() is Outcome.FAILED:  # already recorded: keep waiting, write nothing
         return ctx.step(AppPhase.FAILED, f"revision {ctx.new.revision} failed: {message}", None, status)
+    if reason is FailureReason.PROGRESS_DEADLINE_EXCEEDED:
+        if ctx.snapshot.new_pods is None:
+            ctx.explain_with_pods = ctx.new.template_hash
+        elif why := summarise_pod_states(ctx.snapshot.new_pods):
+            message = f"{message}: {why}"
     observed = ctx.by_name[ctx.new.name]
     entry = dataclasses.replace(entry_for(ctx, observed, Outcome.FAILED), message=message, reason=reason)
     record = (ctx.record or ctx.snapshot.record).with_entry(entry)

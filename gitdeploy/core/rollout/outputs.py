@@ -78,3 +78,7 @@ class Step:
     """Seconds until the next pass; None when the app is settled (look again on change only)."""
     log_pods: tuple[str, ...] = ()
     """Hook/deployer pods whose log tail the executor adds to ``record`` before writing it."""
+    explain_with_pods: str = ""
+    """The template hash of a ReplicaSet whose pods would say why this step fails its revision
+    (they were not in the snapshot): the executor reads them into ``Snapshot.new_pods`` and
+    plans the pass again, instead of carrying out this step."""

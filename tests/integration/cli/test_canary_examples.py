@@ -69,7 +69,7 @@ def test_the_rollout_examples_deploy_unedited_then_a_change_walks_the_canary(
     # Then its canary runs 1 pod of 5 and waits at its `pause: {}`
     demo = views(run_cli)["demo/rollouts-demo"]
     assert demo["canary"].startswith("revision 2: step 2/8, paused (waiting for promote)"), demo
-    assert (demo["health"], demo["up_to_date"], demo["ready"]) == ("Suspended", 1, 5)
+    assert (demo["health"], demo["upToDate"], demo["ready"]) == ("Suspended", 1, 5)
 
 
 ANALYSED = ("demo/guestbook", "demo/checkout")

@@ -118,12 +118,12 @@ def test_image_bump_is_a_rollout_with_the_image_diff(run_cli: RunCli, git_remote
         "apps/web.yaml",
         1,
     )
-    assert web["template_changes"] == [
+    assert web["templateChanges"] == [
         {"scope": "container web", "field": "image", "before": "nginx:1.25", "after": "nginx:1.26"}
     ]
-    assert web["template_hash"]["before"] != web["template_hash"]["after"]
+    assert web["templateHash"]["before"] != web["templateHash"]["after"]
     strategy = web["strategy"]
-    assert (strategy["type"], strategy["replicas"], strategy["surge_pods"], strategy["unavailable_pods"]) == (
+    assert (strategy["type"], strategy["replicas"], strategy["surgePods"], strategy["unavailablePods"]) == (
         "RollingUpdate",
         3,
         1,
@@ -155,9 +155,9 @@ def test_replicas_change_is_a_scale_without_a_new_revision(run_cli: RunCli, git_
     (web,) = report["apps"]
     assert web["change"] == "scale"
     assert web["replicas"] == {"before": 3, "after": 5}
-    assert web["template_changes"] == [] and web["strategy"] is None
-    assert web["template_hash"]["before"] == web["template_hash"]["after"]
-    assert web["settings_changes"] == [{"field": "replicas", "before": "3", "after": "5"}]
+    assert web["templateChanges"] == [] and web["strategy"] is None
+    assert web["templateHash"]["before"] == web["templateHash"]["after"]
+    assert web["settingsChanges"] == [{"field": "replicas", "before": "3", "after": "5"}]
 
 
 def test_strategy_change_is_settings_only(run_cli: RunCli, git_remote: GitRemote) -> None:
@@ -170,7 +170,7 @@ def test_strategy_change_is_settings_only(run_cli: RunCli, git_remote: GitRemote
     assert code == 0
     (web,) = report["apps"]
     assert web["change"] == "settings"
-    changes = {c["field"]: (c["before"], c["after"]) for c in web["settings_changes"]}
+    changes = {c["field"]: (c["before"], c["after"]) for c in web["settingsChanges"]}
     assert changes["strategy"] == ("RollingUpdate", "Recreate")
     assert changes["strategy.maxSurge"] == ("25%", None)
     assert web["strategy"] is None
@@ -254,8 +254,8 @@ def test_revert_is_a_rollback_naming_the_commit_of_the_template(
     (web,) = report["apps"]
     assert web["change"] == "rollback"
     # The template came in with the first commit; "Scale web to 4" only changed replicas.
-    assert (web["rollback_to"]["sha"], web["rollback_to"]["subject"]) == (added, "Add web and db")
-    assert web["template_changes"] == [
+    assert (web["rollbackTo"]["sha"], web["rollbackTo"]["subject"]) == (added, "Add web and db")
+    assert web["templateChanges"] == [
         {"scope": "container web", "field": "image", "before": "nginx:1.26", "after": "nginx:1.25"}
     ]
     assert f'commit {added[:12]} "Add web and db" by Ada Author' in web["reason"]
@@ -290,8 +290,8 @@ def test_deployment_config_without_config_change_is_manual(run_cli: RunCli, git_
     assert code == 0, report["errors"]  # the stream lives in an untouched file and is still found
     (api,) = report["apps"]
     assert api["change"] == "manual"
-    assert api["manual_reasons"] == ["no ConfigChange trigger"]
-    assert api["template_changes"][0]["after"] == "example/api:2"
+    assert api["manualReasons"] == ["no ConfigChange trigger"]
+    assert api["templateChanges"][0]["after"] == "example/api:2"
     assert api["strategy"]["type"] == "Rolling"
 
 
@@ -381,17 +381,17 @@ def test_json_shape_is_stable(run_cli: RunCli, git_remote: GitRemote) -> None:
     _, report = plan_json(run_cli, git_remote)
 
     assert set(report) == {
-        "version", "base", "head", "live", "valid", "changed", "summary", "untouched_files", "apps", "errors"
+        "version", "base", "head", "live", "valid", "changed", "summary", "untouchedFiles", "apps", "errors"
     }  # fmt: skip
     assert report["live"] is False
-    assert report["version"] == 1
+    assert report["version"] == 2
     assert report["base"]["ref"] == "main" and len(report["base"]["sha"]) == 40
     assert set(report["summary"]) == {
         "invalid", "add", "remove", "manual", "rollback", "rollout", "scale", "settings", "drift", "unchanged"
     }  # fmt: skip
     assert set(report["apps"][0]) == {
-        "app", "namespace", "name", "kind", "change", "reason", "file", "line", "template_hash", "replicas",
-        "template_changes", "settings_changes", "strategy", "rollback_to", "manual_reasons", "prune",
+        "app", "namespace", "name", "kind", "change", "reason", "file", "line", "templateHash", "replicas",
+        "templateChanges", "settingsChanges", "strategy", "rollbackTo", "manualReasons", "prune",
         "errors", "commits", "drift", "notes",
     }  # fmt: skip
     assert (report["apps"][0]["drift"], report["apps"][0]["notes"]) == ([], [])
@@ -465,7 +465,7 @@ def test_a_rollout_change_shows_the_canary_timeline_with_pods(run_cli: RunCli, g
         timeline,
     )
     on_abort = "on abort: back to the stable at once, within maxSurge and maxUnavailable"
-    assert web["strategy"]["on_abort"] == on_abort
+    assert web["strategy"]["onAbort"] == on_abort
     text = run_cli("plan", "--repo", git_remote.url, "--base", "main", "--head", "feature")
     assert "4 steps, timed pauses 1m30s in all, 1 pause until promoted" in text.stdout
     assert "\n".join(f"    {line}" for line in [*timeline, on_abort]) in text.stdout

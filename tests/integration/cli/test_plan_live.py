@@ -96,7 +96,7 @@ def test_image_bump_on_a_branch_is_a_rollout_diffed_against_what_runs(
     assert report["summary"]["unchanged"] == 1
     assert apps["shop/api"]["change"] == "add"
     assert apps["shop/web"]["change"] == "rollout"
-    assert apps["shop/web"]["template_changes"] == [
+    assert apps["shop/web"]["templateChanges"] == [
         {"scope": "container web", "field": "image", "before": "nginx:1.25", "after": "nginx:1.26"}
     ]
     assert apps["shop/web"]["strategy"]["description"].startswith("RollingUpdate, maxSurge 25% (1 pod)")
@@ -135,11 +135,11 @@ def test_an_app_pinned_by_an_automatic_rollback_is_manual_with_the_way_out(
     assert code == 2
     (app,) = report["apps"]
     assert app["change"] == "manual"
-    (reason,) = app["manual_reasons"]
+    (reason,) = app["manualReasons"]
     assert reason.startswith(
         "pinned: rolled back to revision 1 by gitdeploy (autoRollback): revision 2 failed"
     )
-    assert app["template_changes"] == [
+    assert app["templateChanges"] == [
         {"scope": "container web", "field": "image", "before": "nginx:1.25", "after": "nginx:crash"}
     ]
     assert (
@@ -154,7 +154,7 @@ def test_an_app_pinned_by_an_automatic_rollback_is_manual_with_the_way_out(
     (app,) = fixed["apps"]
     assert app["change"] == "rollout"
     assert "the rollback to revision 1 ends: the manifest changed since" in app["notes"]
-    assert app["template_changes"][0]["before"] == "nginx:1.25"
+    assert app["templateChanges"][0]["before"] == "nginx:1.25"
 
 
 def sized_web(image: str) -> str:
@@ -178,7 +178,7 @@ def test_quantities_the_server_rewrote_are_no_template_change(
     # Then the image is the one change: the quantities as stored equal those in git
     assert code == 0, report
     (app,) = report["apps"]
-    assert app["template_changes"] == [
+    assert app["templateChanges"] == [
         {"scope": "container web", "field": "image", "before": "nginx:1.25", "after": "nginx:1.26"}
     ]
 

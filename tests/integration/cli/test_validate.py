@@ -45,17 +45,17 @@ def test_examples_json_output(run_cli: RunCli) -> None:
         "name",
         "file",
         "line",
-        "template_hash",
+        "templateHash",
         "triggers",
         "strategy",
     }
-    assert by_name["nginx-deployment"] | {"template_hash": None} == {
+    assert by_name["nginx-deployment"] | {"templateHash": None} == {
         "kind": "Deployment",
         "namespace": "demo",
         "name": "nginx-deployment",
         "file": "examples/apps/nginx-deployment.yaml",
         "line": 2,
-        "template_hash": None,
+        "templateHash": None,
         "triggers": ["ConfigChange"],
         "strategy": "RollingUpdate",
     }

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.rawapi import LIST_PAGE
 from gitdeploy.core.hashing import canonical_template, template_hash
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import ReplicaSetSpec
+from gitdeploy.errors import NotFoundError
 
 
 def template_of(app: str) -> PodTemplate:
@@ -103,3 +105,30 @@ def test_a_list_longer_than_a_page_is_read_whole_and_a_watch_goes_on_from_its_ve
     cluster.write_app_record("shop", "late", "{}", None)
     seen = next(iter(cluster.watch_app_records("shop", resource_version=version, timeout_seconds=5)))
     assert seen[1].app == "late"
+
+
+def test_the_lister_answers_as_the_generated_list_methods_do(cluster: Cluster, kube_client: Any) -> None:
+    # Given apps in two namespaces
+    for app in ("web", "api"):
+        deploy(cluster, app)
+    cluster.ensure_namespace("jobs")
+    cluster.write_app_record("jobs", "worker", "{}", None)
+    kube = cluster.replica_sets.kube
+    everywhere, in_namespace = kube.lister("/api/v1", "configmaps")
+    generated = client.CoreV1Api(kube_client)
+
+    def names(items: list[dict[str, Any]]) -> list[str]:
+        return sorted(f"{i['metadata']['namespace']}/{i['metadata']['name']}" for i in items)
+
+    # Then its lists are the generated methods' lists, selector and namespace included
+    selector = "gitdeploy.io/record=true"
+    assert names(kube.list_json(everywhere, "x", label_selector=selector)) == names(
+        kube.list_json(generated.list_config_map_for_all_namespaces, "x", label_selector=selector)
+    ) == ["jobs/gitdeploy.worker", "shop/gitdeploy.api", "shop/gitdeploy.web"]  # fmt: skip
+    assert names(kube.list_json(in_namespace, "x", namespace="jobs", label_selector=selector)) == [
+        "jobs/gitdeploy.worker"
+    ]
+    # and an error is the client's, translated as every call's is
+    _, unknown = kube.lister("/apis/apps/v1", "nothings")
+    with pytest.raises(NotFoundError):
+        kube.list_json(unknown, "list nothings", namespace="shop")

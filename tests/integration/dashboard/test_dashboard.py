@@ -105,7 +105,7 @@ def test_the_app_page_shows_the_history_that_gitdeploy_history_prints(
     page, errors = _open(browser, f"{dashboard}apps/shop/web")
 
     # Then its timeline is the CLI's, row for row, newest first
-    printed = run_cli("history", "shop/web").stdout.splitlines()[1:]
+    printed = run_cli("history", "shop/web", "-o", "wide").stdout.splitlines()[1:]
     by_revision = {line.split()[0]: line for line in printed}
     rows = page.locator("#history tbody tr")
     assert rows.count() == len(printed) == 3

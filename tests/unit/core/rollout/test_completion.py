@@ -9,10 +9,13 @@ checks the exact step.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gitdeploy.core.history.records import AppRecord, CommitRef, Outcome, RevisionEntry
 from gitdeploy.core.observed import PHASE_ANNOTATION
+from gitdeploy.core.podstates import ContainerState, PodState
 from gitdeploy.core.rollout import AppPhase, Event, PatchReplicaSet, plan_pass
 from gitdeploy.core.scaling.progress import ConditionReason, ConditionType
 from tests.fixtures.rolloutpass import T0, V1, V2, entry, make_target, rs, snap, stuck, thash
@@ -91,3 +94,30 @@ def test_a_revision_failed_by_its_deadline_may_still_complete() -> None:
     done = step.record.entry(2)
     assert done is not None
     assert (done.outcome, done.message) == (Outcome.COMPLETE, "completed after it failed: slow")
+
+
+def test_a_deadline_failure_asks_for_the_new_pods_then_says_what_held_them() -> None:
+    # Given a stuck rollout whose pods were not read
+    app, old, new = stuck()
+    record = AppRecord(revisions=(entry(V1, 1),))
+    asked = plan_pass(make_target(app), snap(old, new, record=record), T0 + 61)
+    # Then the step asks for the new ReplicaSet's pods
+    assert asked.explain_with_pods == thash(V2)
+    # When the pass is planned again with them
+    pulling = ContainerState("web", V2, waiting="ImagePullBackOff")
+    pods = (PodState("web-a", containers=(pulling,)), PodState("web-b", ready=True))
+    with_pods = dataclasses.replace(snap(old, new, record=record), new_pods=pods)
+    step = plan_pass(make_target(app), with_pods, T0 + 61)
+    # Then the failure says why, in the record, the event and the step, and asks for nothing more
+    why = f"no progress for 60 s (0/3 new pods available): 1 pod ImagePullBackOff (container web, image {V2})"
+    assert step.explain_with_pods == "" and step.message == f"revision 2 failed: {why}"
+    assert step.record is not None and step.record.entry(2) is not None
+    assert step.record.entry(2).message == why  # type: ignore[union-attr]
+    assert step.events[0].message == f"Revision 2 failed: {why}"
+
+
+def test_a_deadline_failure_without_pods_that_say_anything_keeps_its_message() -> None:
+    app, old, new = stuck()
+    with_pods = dataclasses.replace(snap(old, new), new_pods=())
+    step = plan_pass(make_target(app), with_pods, T0 + 61)
+    assert step.message == "revision 2 failed: no progress for 60 s (0/3 new pods available)"
