@@ -110,11 +110,11 @@ class ShardGate:
         self.cluster = cluster
         self.clock = clock
         self.leading = leading
+        """Whether this replica holds the leader Lease (orphans are the leader's)."""
         self.leader = leader
         """The holder of the leader Lease, as this replica last saw it ('' when unknown)."""
         self.position = position
         """Where this replica's git head stands (None: never behind)."""
-        """Whether this replica holds the leader Lease (orphans are the leader's)."""
         self._lock = threading.Lock()
         self.claims: dict[AppKey, int] = {}
         """The apps this replica claimed, with their shard epoch."""
