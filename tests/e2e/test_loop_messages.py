@@ -4,17 +4,14 @@ manifest is a warning that says each problem once."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
-from tests.fixtures.shopweb import SETTINGS, wait_for, web, web_status
+from tests.fixtures.shopweb import SETTINGS, running_loop, wait_for, web, web_status
 
 BAD = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bad}\nspec:\n  replicas: two\n"
 
@@ -43,21 +40,9 @@ def test_run_logs_a_scale_only_commit_and_warns_of_an_invalid_manifest(
 
     # When a commit scales it to 3 and adds an invalid manifest, and `gitdeploy run` applies it
     git_remote.commit_and_push("web: 3 pods", {"apps/web.yaml": web("nginx:1.25", 3), "apps/bad.yaml": BAD})
-    env = {**os.environ, "GITDEPLOY_STATE_DIR": str(tmp_path / "state"), "NO_COLOR": "1"}
-    env.pop("KUBECONFIG", None)
-    loop = subprocess.Popen(
-        [gitdeploy_executable(), "run", "--repo", git_remote.url, "--interval", "1h", "--no-leader-elect"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with running_loop(git_remote, tmp_path) as log:
         wait_for(lambda: web_status(run_cli)["ready"] == 3)
-    finally:
-        loop.send_signal(signal.SIGTERM)
-        _, logged = loop.communicate(timeout=30)
-    assert loop.returncode == 0, logged
+    (logged,) = log
 
     # Then the scale is logged, with the revision it scaled
     assert re.search(r"INFO +\[shop/web\] revision 1: Scaled up replica set web-\w+ to 3$", logged, re.M), (
