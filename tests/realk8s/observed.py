@@ -1,5 +1,6 @@
 """What the tests of tests/realk8s read back from the real control plane: an app's pods and their
-images, the events of a reason, and gitdeploy's requests in the audit log."""
+images, the events of a reason, gitdeploy's requests in the audit log, and the canary tests'
+ReplicaSet sizes."""
 
 from __future__ import annotations
 
@@ -44,3 +45,17 @@ def requests(
         if all(asked.get(name) == [value] for name, value in query.items()):
             found[event["auditID"]] = event
     return list(found.values())
+
+
+def replica_sets_by_tag(control_plane: ControlPlane, namespace: str) -> dict[str, int]:
+    """``{image tag: spec.replicas}`` of the namespace's ReplicaSets."""
+    found: Any = control_plane.get_json("replicasets", "-n", namespace)
+    return {
+        rs["spec"]["template"]["spec"]["containers"][0]["image"].rsplit(":", 1)[1]: rs["spec"]["replicas"]
+        for rs in found["items"]
+    }
+
+
+def canary_within_surge(replica_sets: dict[str, int]) -> None:
+    """The canary tests' bound: their Rollouts run 2 replicas with maxSurge 1."""
+    assert sum(replica_sets.values()) <= 3, f"{replica_sets} ask for more than 2 replicas + maxSurge 1"

@@ -19,6 +19,7 @@ from tests.fixtures.prometheus import RunningPrometheus
 from tests.realk8s.controlplane import ControlPlane
 from tests.realk8s.gitdeploy_cli import ManagedNamespace, synced, view, wait_for
 from tests.realk8s.manifests import rollout, settings
+from tests.realk8s.observed import canary_within_surge, replica_sets_by_tag
 from tests.realk8s.podwatch import ReplicaSetWatch
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
@@ -41,7 +42,7 @@ def test_a_canary_waits_at_its_pause_then_promote_ends_it_and_abort_undoes_the_n
         )
 
     def sizes() -> dict[str, int]:
-        return _sizes(control_plane, namespace)
+        return replica_sets_by_tag(control_plane, namespace)
 
     def after_a_pass(check: Callable[[], bool]) -> Callable[[], bool]:
         def passed() -> bool:
@@ -156,23 +157,14 @@ def test_a_failed_analysis_aborts_the_canary_by_itself(
     synced(gitdeploy, git_remote, timeout="90s")
     # When a commit starts a canary whose analysis step measures it
     push("2")
-    with ReplicaSetWatch(namespace, control_plane.admin_kubeconfig, check=_within_surge) as watched:
+    with ReplicaSetWatch(namespace, control_plane.admin_kubeconfig, check=canary_within_surge) as watched:
         wait_for("the analysis to abort the canary", aborted, timeout=180)
     # Then the revision failed by itself, naming the metric and what it measured
     last = json.loads(gitdeploy("history", "web", "-n", namespace, "-o", "json").stdout)[-1]
     assert "aborted by analysis success-rate" in last["message"] and "[0.42]" in last["message"], last
-    wait_for("the stable back", lambda: _sizes(control_plane, namespace) == {"1": 2, "2": 0}, timeout=60)
+    wait_for(
+        "the stable back",
+        lambda: replica_sets_by_tag(control_plane, namespace) == {"1": 2, "2": 0},
+        timeout=60,
+    )
     assert not watched.failures
-
-
-def _within_surge(replica_sets: dict[str, int]) -> None:
-    assert sum(replica_sets.values()) <= 3, f"{replica_sets} ask for more than 2 replicas + maxSurge 1"
-
-
-def _sizes(control_plane: ControlPlane, namespace: str) -> dict[str, int]:
-    """``{image tag: spec.replicas}`` of the namespace's ReplicaSets."""
-    found: Any = control_plane.get_json("replicasets", "-n", namespace)
-    return {
-        rs["spec"]["template"]["spec"]["containers"][0]["image"].rsplit(":", 1)[1]: rs["spec"]["replicas"]
-        for rs in found["items"]
-    }

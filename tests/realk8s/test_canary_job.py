@@ -21,6 +21,7 @@ from tests.realk8s.controlplane import ControlPlane
 from tests.realk8s.gitdeploy_cli import ManagedNamespace, synced, wait_for
 from tests.realk8s.kwok_stages import EXIT_CODE_VAR, SUCCEED_ON_ATTEMPT_VAR
 from tests.realk8s.manifests import RESTRICTED_CONTAINER, RESTRICTED_POD, rollout, settings
+from tests.realk8s.observed import canary_within_surge, replica_sets_by_tag
 from tests.realk8s.podwatch import ReplicaSetWatch
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
@@ -66,19 +67,6 @@ def smoke_test(namespace: str, exit_code: int, succeed_on_attempt: int | None = 
         },
     }
     return json.dumps(body, indent=1) + "\n"
-
-
-def _within_surge(replica_sets: dict[str, int]) -> None:
-    assert sum(replica_sets.values()) <= 3, f"{replica_sets} ask for more than 2 replicas + maxSurge 1"
-
-
-def _sizes(control_plane: ControlPlane, namespace: str) -> dict[str, int]:
-    """``{image tag: spec.replicas}`` of the namespace's ReplicaSets."""
-    found: Any = control_plane.get_json("replicasets", "-n", namespace)
-    return {
-        rs["spec"]["template"]["spec"]["containers"][0]["image"].rsplit(":", 1)[1]: rs["spec"]["replicas"]
-        for rs in found["items"]
-    }
 
 
 def _analysis_pods(control_plane: ControlPlane, namespace: str) -> list[dict[str, Any]]:
@@ -134,14 +122,14 @@ def test_a_job_that_succeeds_on_its_retry_walks_the_canary_on(
     # When a commit starts a canary whose analysis step runs the smoke job: its first pod exits
     # 3, the retry (backoffLimit 1) exits 0
     _deploy(git_remote, namespace, "2", 3, 2)
-    with ReplicaSetWatch(namespace, control_plane.admin_kubeconfig, check=_within_surge) as watched:
+    with ReplicaSetWatch(namespace, control_plane.admin_kubeconfig, check=canary_within_surge) as watched:
         try:
             synced(gitdeploy, git_remote, timeout="150s")
         except AssertionError as failed:
             raise AssertionError(f"{failed}\nanalysis pods: {_pods_told(control_plane, namespace)}") from None
 
     # Then the canary walked on to full size, revision 2 Complete
-    assert _sizes(control_plane, namespace) == {"1": 0, "2": 2}
+    assert replica_sets_by_tag(control_plane, namespace) == {"1": 0, "2": 2}
     last = _last(gitdeploy, namespace)
     assert (last["revision"], last["outcome"]) == (2, "Complete"), last
     # and the job ran as two pods, owned by the canary's ReplicaSet, kept for their logs
@@ -173,7 +161,7 @@ def test_a_job_that_fails_aborts_the_canary_by_itself(
     synced(gitdeploy, git_remote, timeout="90s")
     # When a commit starts a canary whose analysis step runs the smoke job, which exits 3
     _deploy(git_remote, namespace, "2", 3)
-    with ReplicaSetWatch(namespace, control_plane.admin_kubeconfig, check=_within_surge) as watched:
+    with ReplicaSetWatch(namespace, control_plane.admin_kubeconfig, check=canary_within_surge) as watched:
         wait_for("the job to abort the canary", aborted, timeout=180)
 
     # Then the revision failed by itself, naming the metric and how its pods ended
@@ -184,5 +172,9 @@ def test_a_job_that_fails_aborts_the_canary_by_itself(
     retried = pods[1]["metadata"]["name"]
     failed = f"Failed pod {retried} Failed (exit code 3, Error), 2 pods failed (backoffLimit 1)"
     assert f"measurements of smoke: {failed}" in message, message
-    wait_for("the stable back", lambda: _sizes(control_plane, namespace) == {"1": 2, "2": 0}, timeout=60)
+    wait_for(
+        "the stable back",
+        lambda: replica_sets_by_tag(control_plane, namespace) == {"1": 2, "2": 0},
+        timeout=60,
+    )
     assert not watched.failures
