@@ -266,9 +266,12 @@ def _leadership(
             controller.mark_all_due()  # the other leader may have changed anything meanwhile
         wake.set()
 
+    identity = new_identity()
+    controller.cluster.name_client(identity)  # who wrote what, in audit logs
     elector = LeaderElector(
-        controller.cluster, namespace, name, new_identity(), controller.clock, timings, on_change=changed
+        controller.cluster, namespace, name, identity, controller.clock, timings, on_change=changed
     )
+    controller.runner.leading = elector.is_leader  # every write of a pass asks again
     elector.start()
     try:
         yield elector.is_leader

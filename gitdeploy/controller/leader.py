@@ -2,10 +2,12 @@
 
 :class:`LeaderElector` tries to acquire or renew the Lease every retry period on its own thread (the
 rules are :mod:`gitdeploy.core.lease`); the loop asks :meth:`LeaderElector.is_leader` before each pass
-and acts only while it is True. What a leader does when it can no longer renew: the pass in progress
-finishes (its steps are short and every write is level-based), then the loop stops acting and the
-elector keeps trying as a standby. ``is_leader`` turns False by itself once the renew deadline passed,
-even when the elector's own request hangs, so a leader stops acting before the Lease could expire.
+and acts only while it is True, and the runner asks it again before every write for an app
+(:attr:`~gitdeploy.controller.rollouts.RolloutRunner.leading`). What a leader does when it can no
+longer renew: the pass in progress writes nothing more (each write is refused as a transient error),
+then the loop stops acting and the elector keeps trying as a standby. ``is_leader`` turns False by
+itself once the renew deadline passed, even when the elector's own request hangs, so a leader stops
+acting before the Lease could expire.
 """
 
 from __future__ import annotations

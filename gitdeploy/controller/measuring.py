@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
@@ -35,13 +36,17 @@ from gitdeploy.providers.measure import measure
 log = logging.getLogger("gitdeploy.rollout")
 
 
-def measured(target: Target, snapshot: Snapshot, now: float, clock: Clock, cluster: Cluster) -> Snapshot:
+def measured(
+    target: Target, snapshot: Snapshot, now: float, clock: Clock, cluster: Cluster, fence: Callable[[], None]
+) -> Snapshot:
     """``snapshot`` with the measurements due at ``now`` taken, one after the other, each
     bounded by its provider's timeout (a job metric's: started, or read from its pod), and the
-    analysis pods no measurement wants deleted (none due: ``snapshot`` as it is)."""
+    analysis pods no measurement wants deleted (none due: ``snapshot`` as it is). ``fence`` is
+    called before each write (it raises when this process may no longer write for the app)."""
     due = canary_due_measurements(target, snapshot, now)
     slots = {(s.step, s.metric.name): s for s in canary_job_slots(target, snapshot, now)} if due else {}
     for name in stale_analysis_pods(snapshot.pods, (s.pod.name for s in slots.values())):
+        fence()
         cluster.delete_pod(target.app.namespace, name)
         log.info("[%s] analysis pod %s deleted: no measurement wants it", target.app.key, name)
     if not due:
@@ -51,7 +56,7 @@ def measured(target: Target, snapshot: Snapshot, now: float, clock: Clock, clust
             revision,
             step,
             metric.name,
-            _by_pod(target, snapshot, slots[step, metric.name], cluster, now)
+            _by_pod(target, snapshot, slots[step, metric.name], cluster, now, fence)
             if isinstance(metric.provider, JobProvider)
             else measure(metric, clock.now),
         )
@@ -66,12 +71,15 @@ def measured(target: Target, snapshot: Snapshot, now: float, clock: Clock, clust
     return dataclasses.replace(snapshot, measurements=taken)
 
 
-def _by_pod(target: Target, snapshot: Snapshot, slot: JobSlot, cluster: Cluster, now: float) -> Measurement:
+def _by_pod(
+    target: Target, snapshot: Snapshot, slot: JobSlot, cluster: Cluster, now: float, fence: Callable[[], None]
+) -> Measurement:
     """The measurement of a job metric from its pods, with the pod it needs created now (its
     first, or the next attempt after a failed one)."""
     measurement, wanted = job_progress(slot, snapshot.pods, now)
     if wanted is None:
         return measurement
+    fence()
     try:
         created = cluster.create_pod(wanted)
     except AlreadyExistsError:  # made by a pass whose snapshot was read before (or still going)

@@ -219,12 +219,16 @@ def _held(seen: Seen, record: AppRecord | None, health: str, gate: PruneGate) ->
 class PruneExecutor:
     """Carries out an :class:`OrphanPlan`: the one place where the loop writes to the cluster for an
     app without a valid manifest. The record goes through ``write_record`` (the loop's one writer
-    of app records)."""
+    of app records); ``fence`` raises before any other write once this process may no longer
+    write for the app."""
 
-    def __init__(self, cluster: Cluster, clock: Clock, write_record: RecordWriter) -> None:
+    def __init__(
+        self, cluster: Cluster, clock: Clock, write_record: RecordWriter, fence: Callable[[AppKey], None]
+    ) -> None:
         self.cluster = cluster
         self.clock = clock
         self.write_record = write_record
+        self.fence = fence
 
     def execute(self, plan: OrphanPlan) -> Verdict:
         key = plan.key
@@ -235,10 +239,13 @@ class PruneExecutor:
         if plan.event:
             self._event(key, plan.uid, plan.event)
         for name in plan.scale_down:
+            self.fence(key)
             self.cluster.scale_replica_set(key.namespace, name, 0)
         for name in plan.delete:
+            self.fence(key)
             self.cluster.delete_replica_set(key.namespace, name)
         if plan.delete_record:
+            self.fence(key)
             self.cluster.delete_app_record(key.namespace, key.name)
             log.info("[%s] %s", key, plan.log)
         return plan.verdict

@@ -151,7 +151,7 @@ class Reconciler:
         self.clock = clock
         self.previous = previous
         """The app's last report (for one whose record cannot be read)."""
-        self.pruner = PruneExecutor(runner.cluster, clock, runner.write_record)
+        self.pruner = PruneExecutor(runner.cluster, clock, runner.write_record, runner.fence)
         self.gate: Callable[[], PruneGate] = lambda: PruneGate("", False)
         """What the head decides for the orphans of the pass under way."""
         self.watched: set[str] = set()

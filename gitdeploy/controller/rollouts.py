@@ -9,6 +9,7 @@ next pass: if gitdeploy dies in between, the next pass reads the cluster and pic
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Iterable
@@ -176,6 +177,8 @@ def tell(observers: Iterable[Callable[[_News], None]], news: Iterable[_News], ke
                 observer(item)
             except Exception:  # an observer's bug must not stop rollouts
                 log.exception("[%s] %s observer failed", key, type(item).__name__)
+
+
 SCALING_REASON = "ScalingReplicaSet"
 
 
@@ -249,12 +252,27 @@ class RolloutRunner:
         (:func:`~gitdeploy.core.rollout.templatedrift.needs_digest`)."""
         self.shards: ShardHooks | None = None
         """With ``run --sharding``: asked before every write for an app (see :class:`ShardHooks`)."""
+        self.leading: Callable[[], bool] | None = None
+        """With leader election (not sharded): whether this process still leads, asked before every
+        write for an app, so that a leader paused in the middle of a pass past its renew deadline
+        (SIGSTOP, a long GC, a frozen VM) writes nothing of that pass once it runs again."""
         # -- observers (metrics, notifications) --
         self.observers: list[Callable[[RolloutTransition], None]] = []
         """Told of every rollout a step started or ended, after the step was carried out."""
         self.event_observers: list[Callable[[Event], None]] = []
         """Told of each event of a step (a canary's step, an analysis run's end), after the step
         was carried out."""
+
+    def fence(self, key: AppKey) -> None:
+        """Raise a :class:`TransientError` unless this process may still write for ``key`` now."""
+        if self.shards is not None:
+            self.shards.fence(key)
+        if self.leading is not None and not self.leading():
+            raise TransientError(
+                f"[{key}] not written: this process no longer holds the leader Lease (not renewed "
+                "within its renew deadline), so another may be acting on the app now",
+                hint="it acts again once it leads again",
+            )
 
     def release_old_replica_sets(self, replica_sets: Iterable[ObservedReplicaSet]) -> None:
         """Release the ReplicaSets an earlier gitdeploy made owned by the app record (once each)."""
@@ -295,7 +313,9 @@ class RolloutRunner:
         sync status there, so that it costs no write of its own); ``watched``: a watch of the
         app's ReplicaSets wakes the caller (see :func:`plan_pass`)."""
         now, clock, cluster = self.clock.now(), self.clock, self.cluster
-        snapshot, relabelled = self._relabel_hidden(target, measured(target, snapshot, now, clock, cluster))
+        fence = functools.partial(self.fence, target.app.key)
+        snapshot = measured(target, snapshot, now, clock, cluster, fence)
+        snapshot, relabelled = self._relabel_hidden(target, snapshot)
         for rs in snapshot.replica_sets:
             self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         previous = self.statuses.get(target.app.key)
@@ -356,6 +376,7 @@ class RolloutRunner:
             )
         changes = label_changes(found, key.name, template_hash)
         if changes:
+            self.fence(key)
             labels = own_labels(key.name, template_hash)
             observed = self.cluster.relabel_replica_set(key.namespace, name, labels)
             log.info("[%s] ReplicaSet %s: restored its labels, changed by hand", key, name)
@@ -392,8 +413,7 @@ class RolloutRunner:
         of pods being replaced), then the pods made from the edited template."""
         if repair is None:
             return
-        if self.shards is not None:
-            self.shards.fence(app.key)
+        self.fence(app.key)
         ns, name = app.namespace, repair.name
         if (
             repair == TemplateRepair(name, repair.template_hash, digest=repair.digest)
@@ -447,8 +467,7 @@ class RolloutRunner:
     def _apply(self, key: AppKey, action: Action) -> Event | None:
         """Carry out one action of a step; an event it adds (a ReplicaSet relabelled)."""
         ns = key.namespace
-        if self.shards is not None:
-            self.shards.fence(key)
+        self.fence(key)
         if isinstance(action, CreateReplicaSet):
             return self._create_replica_set(key, action.spec)
         elif isinstance(action, PatchReplicaSet):
@@ -508,6 +527,7 @@ class RolloutRunner:
         Sharded: fenced, and a record it creates names this replica as its owner."""
         if self.shards is not None:
             record = self.shards.before_write(key, record, version)
+        self.fence(key)
         try:
             written = self.cluster.write_app_record(key.namespace, key.name, record.to_json(), version)
         except NotFoundError:

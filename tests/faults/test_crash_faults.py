@@ -359,9 +359,17 @@ class Pool:
         return settled(self.bench, namespace, self.commits)
 
     def tripped_or_settled(self, namespace: str) -> dict[str, Any] | Outcome | None:
-        """The write gate's state once it tripped, or the outcome of a rollout that never tripped it."""
+        """The write gate's state once it tripped, or the outcome of a rollout that never tripped
+        it. An outcome counts only if no write came while it was read (a second or more, with
+        ``history``): the step that makes a rollout look settled may have writes left (its event)."""
         gate = self.bench.gate("GET")
-        return gate if gate["tripped"] else self.settled(namespace)
+        if gate["tripped"]:
+            return gate
+        outcome = self.settled(namespace)
+        after = self.bench.gate("GET")
+        if after["tripped"]:
+            return after
+        return outcome if after["seen"] == gate["seen"] else None
 
 
 @pytest.fixture(scope="module")

@@ -34,11 +34,19 @@ def web(image: str) -> str:
     return deployment("web", "shop", image, replicas=REPLICAS)
 
 
-def versions(embedded: Embedded) -> dict[str, str]:
-    """The resourceVersion of every ReplicaSet and ConfigMap (the app record) in shop."""
+def versions(embedded: Embedded) -> dict[str, object]:
+    """What a write would change: each ReplicaSet's generation, labels and annotations (its
+    resourceVersion also moves with the status its pods give it) and each ConfigMap's (the app
+    record's) resourceVersion, in shop."""
     sets: list[Any] = client.AppsV1Api(embedded.api).list_namespaced_replica_set("shop").items
     maps: list[Any] = client.CoreV1Api(embedded.api).list_namespaced_config_map("shop").items
-    return {f"{type(o).__name__}/{o.metadata.name}": str(o.metadata.resource_version) for o in sets + maps}
+    found: dict[str, object] = {}
+    for rs in sets:
+        meta = rs.metadata
+        found[f"ReplicaSet/{meta.name}"] = (meta.generation, meta.labels, meta.annotations)
+    for record in maps:
+        found[f"ConfigMap/{record.metadata.name}"] = record.metadata.resource_version
+    return found
 
 
 def test_a_leader_resumed_after_its_lease_expired_writes_nothing(
@@ -72,8 +80,11 @@ def test_a_leader_resumed_after_its_lease_expired_writes_nothing(
     eventually(lambda: f"standby: leader is {taken.holder}" in first.log, "the old leader stands by")
     eventually(lambda: cluster.stats().get(("update", "leases"), 0) >= 15, "15 renewals by the new leader")
     # Then it wrote nothing but its try at the Lease: no ReplicaSet, record, pod or event
+    stale = [w for w in cluster.writes(leader) if " leases " not in w]
+    assert stale == [], stale
+    # nor did anyone else, as the app was settled
     writes = {k: n for k, n in cluster.stats().items() if k[0] in WRITES and k[1] != "leases"}
-    assert writes == {}, writes
+    assert writes == {}, cluster.writes()
     assert versions(cluster) == before
     view = cluster.web()
     assert view is not None and (view["revision"], view["health"]) == (3, "Healthy")

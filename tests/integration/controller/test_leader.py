@@ -15,10 +15,13 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity, process_runs
+from gitdeploy.controller.rollouts import RolloutRunner
 from gitdeploy.core.lease import LeaseSpec, LeaseTimings, Role, same_machine_pid
-from gitdeploy.errors import AlreadyExistsError, ConflictError
+from gitdeploy.errors import AlreadyExistsError, ConflictError, TransientError
 from gitdeploy.localcluster import LocalCluster
 from tests.fixtures.cluster import api_client_for
+from tests.fixtures.manifests import deployment
+from tests.fixtures.rollouts import commit, load_app
 
 NAMESPACE, NAME = "gitdeploy-system", "gitdeploy"
 TIMINGS = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
@@ -152,6 +155,35 @@ def test_is_leader_turns_false_at_the_renew_deadline_without_any_try(
     assert a.elector.is_leader()
     fake_clock.advance(0.1)
     assert not a.elector.is_leader()
+
+
+def test_a_leader_paused_in_the_middle_of_a_pass_writes_nothing_more_of_it(
+    adapter: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock
+) -> None:
+    """The runner asks the elector before every write, not only before each pass."""
+    a = Elector(adapter, "a_1", fake_clock)
+    runner = RolloutRunner(adapter, fake_clock)
+    runner.leading = a.elector.is_leader
+    a.elector.step()
+    adapter.ensure_namespace("shop")
+    for _ in range(2):  # the app record, then its first ReplicaSet
+        runner.reconcile(load_app(deployment("web", "shop", "nginx:1", replicas=4)), commit("v1"))
+    changed = load_app(deployment("web", "shop", "nginx:2", replicas=4))
+
+    # When the leader is frozen past its renew deadline between reading and writing (no renewal)
+    fake_clock.advance(TIMINGS.renew_deadline)
+    embedded_cluster.stats.reset()
+
+    # Then its next step writes nothing, and says why
+    with pytest.raises(TransientError, match="no longer holds the leader Lease"):
+        runner.reconcile(changed, commit("v2", 2))
+    assert embedded_cluster.stats.to_json()["writes"] == []
+
+    # and once it renewed, the same step goes through
+    a.elector.step()
+    runner.reconcile(changed, commit("v2", 2))
+    written = [(w["verb"], w["resource"]) for w in embedded_cluster.stats.to_json()["writes"]]
+    assert ("create", "replicasets") in written
 
 
 def test_a_restarted_standby_waits_a_whole_lease_duration_from_when_it_first_saw_the_lease(
