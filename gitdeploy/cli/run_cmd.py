@@ -458,7 +458,10 @@ def run(
     if notify_secret_file and not notify_url:
         raise PermanentError("--notify-secret-file needs --notify-url", hint="add --notify-url URL")
     notifier = (
-        Notifier(notify_url, read_secret_file(notify_secret_file) if notify_secret_file else None)
+        Notifier(
+            notify_url,
+            read_secret_file(notify_secret_file, "--notify-secret-file") if notify_secret_file else None,
+        )
         if notify_url
         else None
     )
@@ -467,7 +470,11 @@ def run(
     cluster = open_cluster(get_context(ctx))
     if listen:
         webhook = (
-            WebhookSettings(secret=read_secret_file(webhook_secret_file), repo_url=repo, branch=branch)
+            WebhookSettings(
+                secret=read_secret_file(webhook_secret_file, "--webhook-secret-file"),
+                repo_url=repo,
+                branch=branch,
+            )
             if webhook_secret_file
             else None
         )

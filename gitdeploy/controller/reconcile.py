@@ -28,7 +28,12 @@ from gitdeploy.controller.orphans import (
     unreadable_files,
     unreadable_home,
 )
-from gitdeploy.controller.rollouts import RolloutRunner, build_snapshot, choose_target
+from gitdeploy.controller.rollouts import (
+    RolloutRunner,
+    build_snapshot,
+    choose_target,
+    release_old_replica_sets,
+)
 from gitdeploy.controller.shards import Admission, ShardGate
 from gitdeploy.controller.tracking import SourceTracker
 from gitdeploy.controller.verdicts import StatusVerdict, judge
@@ -173,7 +178,7 @@ class Reconciler:
                 if not admitted.act:
                     return Result(key, requeue_after=admitted.requeue_after)
                 stored = admitted.stored
-            self.runner.release_old_replica_sets(replica_sets)
+            release_old_replica_sets(self.runner, key, replica_sets)
             app = self.source.apps.get(key)
             if app is None:
                 result = self._without_manifest(key, replica_sets, stored)

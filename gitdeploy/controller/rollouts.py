@@ -274,13 +274,6 @@ class RolloutRunner:
                 hint="it acts again once it leads again",
             )
 
-    def release_old_replica_sets(self, replica_sets: Iterable[ObservedReplicaSet]) -> None:
-        """Release the ReplicaSets an earlier gitdeploy made owned by the app record (once each)."""
-        for rs in replica_sets:
-            if rs.owned_the_old_way:
-                self.cluster.release_replica_set(rs.namespace, rs.name)
-                log.info("[%s/%s] ReplicaSet %s released from the app record", rs.namespace, rs.app, rs.name)
-
     def read_snapshot(self, key: AppKey, *, census: bool = False) -> tuple[Snapshot, StoredRecord | None]:
         """Three reads for one app, its pods' ``census`` included if asked (the loop uses
         namespace-wide lists instead)."""
@@ -551,6 +544,17 @@ def with_logs(cluster: Cluster, namespace: str, record: AppRecord, pods: tuple[s
         )
         entries.append(dataclasses.replace(entry, hooks=hooks) if hooks != entry.hooks else entry)
     return dataclasses.replace(record, revisions=tuple(entries))
+
+
+def release_old_replica_sets(
+    runner: RolloutRunner, key: AppKey, replica_sets: Iterable[ObservedReplicaSet]
+) -> None:
+    """Release the ReplicaSets an earlier gitdeploy made owned by the app record (once each)."""
+    for rs in replica_sets:
+        if rs.owned_the_old_way and rs.app == key.name:
+            runner.fence(key)
+            runner.cluster.release_replica_set(rs.namespace, rs.name)
+            log.info("[%s] ReplicaSet %s released from the app record", key, rs.name)
 
 
 def forget_app(runner: RolloutRunner, key: AppKey) -> None:

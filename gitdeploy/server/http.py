@@ -14,8 +14,9 @@ The answers are decided in :mod:`gitdeploy.server.endpoints`, an ASGI app; uvico
 
 Usage from the loop::
 
+    secret = read_secret_file(path, "--webhook-secret-file")
     server = HttpServer(metrics=metrics, readiness=readiness, host="", port=8080,
-                        webhook=WebhookSettings(secret=read_secret_file(path), repo_url=url, branch="main"),
+                        webhook=WebhookSettings(secret=secret, repo_url=url, branch="main"),
                         on_push=lambda event: wake_up.set())
     server.start()          # returns once it listens; serves from a daemon thread
     ...
@@ -147,11 +148,23 @@ class WebhookSettings:
         )
 
 
-def read_secret_file(path: Path | str) -> bytes:
-    """The webhook secret stored in ``path`` (a mounted Secret key), without a trailing newline."""
-    secret = Path(path).read_bytes().rstrip(b"\r\n")
-    if not secret:
-        raise ValueError(f"the webhook secret file {path} is empty")
+def read_secret_file(path: Path | str, option: str, *, min_bytes: int = 1) -> bytes:
+    """The secret stored in ``path`` (a mounted Secret key), without its trailing newline; a file
+    that cannot be read, or holds fewer than ``min_bytes``, is refused naming ``option`` (the flag
+    that gave it, e.g. ``--webhook-secret-file``)."""
+    try:
+        secret = Path(path).read_bytes().rstrip(b"\r\n")
+    except OSError as failed:
+        raise PermanentError(
+            f"cannot read {option} {path}: {failed.strerror or failed}",
+            hint=f"give {option} a readable file holding the secret, e.g. a mounted Secret key",
+        ) from failed
+    if len(secret) < min_bytes:
+        size = "empty" if not secret else f"{len(secret)} bytes; at least {min_bytes} are needed"
+        raise PermanentError(
+            f"{option} {path} is {size}",
+            hint=f"make one with: head -c 32 /dev/urandom | base64 > {path}",
+        )
     return secret
 
 

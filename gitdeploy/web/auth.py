@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from gitdeploy.errors import PermanentError
+from gitdeploy.server.http import read_secret_file
 
 COOKIE: Final = "gitdeploy_session"
 SESSION_SECONDS: Final = 8 * 3600
@@ -41,19 +41,7 @@ NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@ -]{0,62}$")
 
 def read_token_file(path: Path | str) -> bytes:
     """The dashboard token in ``path``, without its trailing newline; refused when short."""
-    try:
-        token = Path(path).read_bytes().strip()
-    except OSError as failed:
-        raise PermanentError(
-            f"cannot read the dashboard token file {path}: {failed.strerror or failed}",
-            hint="give --dashboard-token-file a readable file holding the token",
-        ) from failed
-    if len(token) < MIN_TOKEN_BYTES:
-        raise PermanentError(
-            f"the dashboard token in {path} is {len(token)} bytes; at least {MIN_TOKEN_BYTES} are needed",
-            hint="make one with: head -c 32 /dev/urandom | base64 > FILE",
-        )
-    return token
+    return read_secret_file(path, "--dashboard-token-file", min_bytes=MIN_TOKEN_BYTES)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from gitdeploy.errors import PermanentError
 from gitdeploy.server.http import (
     HttpServer,
     Readiness,
@@ -365,14 +366,26 @@ def test_settings_refuse_an_empty_secret_and_hide_it_in_repr() -> None:
     assert SECRET.decode() not in repr(WebhookSettings(secret=SECRET, repo_url=REPO, branch="main"))
 
 
-def test_read_secret_file_strips_the_trailing_newline(tmp_path: Path) -> None:
+def test_read_secret_file_strips_the_trailing_newline_and_refuses_what_it_cannot_use(tmp_path: Path) -> None:
     path = tmp_path / "webhook-secret"
     path.write_bytes(SECRET + b"\n")
-    assert read_secret_file(path) == SECRET
+    assert read_secret_file(path, "--webhook-secret-file") == SECRET
 
     path.write_bytes(b"\n")
-    with pytest.raises(ValueError, match="empty"):
-        read_secret_file(path)
+    with pytest.raises(PermanentError) as empty:
+        read_secret_file(path, "--notify-secret-file")
+    assert empty.value.message == f"--notify-secret-file {path} is empty"
+    assert empty.value.hint == f"make one with: head -c 32 /dev/urandom | base64 > {path}"
+    path.write_bytes(b"short\n")
+    with pytest.raises(PermanentError) as short:
+        read_secret_file(path, "--dashboard-token-file", min_bytes=16)
+    assert short.value.message == f"--dashboard-token-file {path} is 5 bytes; at least 16 are needed"
+    with pytest.raises(PermanentError) as missing:
+        read_secret_file(tmp_path / "nope", "--webhook-secret-file")
+    assert (
+        missing.value.message
+        == f"cannot read --webhook-secret-file {tmp_path}/nope: No such file or directory"
+    )
 
 
 @pytest.mark.parametrize(
