@@ -45,9 +45,9 @@ def registry_options(command: Any) -> Any:
     )(command)
 
 
-def image_options(command: Any) -> Any:
-    """:func:`registry_options` plus ``--image-interval``, for the commands that run the loop."""
-    command = click.option(
+def image_interval_option(command: Any) -> Any:
+    """``--image-interval``, for ``run`` (a one-pass command checks the image streams once)."""
+    return click.option(
         "--image-interval",
         default=f"{DEFAULT_IMAGE_INTERVAL:.0f}s",
         show_default=True,
@@ -55,11 +55,10 @@ def image_options(command: Any) -> Any:
         callback=_interval,
         help="How often image stream tags with importPolicy.scheduled are checked in their registry.",
     )(command)
-    return registry_options(command)
 
 
 def image_settings(ctx: click.Context) -> ImageSettings:
-    """The options :func:`image_options`/:func:`registry_options` stored, as settings."""
+    """The options :func:`registry_options` and :func:`image_interval_option` stored, as settings."""
     given = ctx.meta.get(_KEY, {})
     config: Path | None = given.get("registry_config")
     if config is not None and config.is_dir():

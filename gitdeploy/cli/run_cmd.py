@@ -20,7 +20,7 @@ from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.dashboard_cmd import dashboard_token_option
 from gitdeploy.cli.durations import Duration
-from gitdeploy.cli.image_options import image_options, image_settings
+from gitdeploy.cli.image_options import image_interval_option, image_settings, registry_options
 from gitdeploy.cli.output import camel_case, output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
 from gitdeploy.cli.target import open_cluster, resolve_target
@@ -106,7 +106,7 @@ def repo_options(command: Any) -> Any:
         ]
     ):
         command = option(command)
-    return trusted_key_option(image_options(command))  # --image-interval, ..., --trusted-key
+    return trusted_key_option(registry_options(command))
 
 
 def leader_options(command: Any) -> Any:
@@ -343,6 +343,7 @@ def _report_row(report: AppReport) -> list[str]:
 
 @click.command("run")
 @repo_options
+@image_interval_option
 @click.option(
     "--interval",
     type=Duration(),
@@ -595,7 +596,7 @@ def _loop(
 @repo_options
 @click.option("--wait", is_flag=True, help="Keep going until every touched rollout is Complete or Failed.")
 @click.option(
-    "--timeout", type=Duration(), default="10m", show_default=True, help="Give up waiting after this."
+    "--timeout", type=Duration(), default="10m", show_default=True, help="With --wait: give up after this."
 )
 @output_option()
 @click.pass_context
