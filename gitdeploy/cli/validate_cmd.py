@@ -81,12 +81,17 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
                     app.kind.value,
                     app.strategy.type.value,
                     ",".join(app.triggers.names()) or "(manual)",
-                    app.template_hash,
+                    app.template_hash + ("*" if app.triggers.image_change else ""),
                     f"{_display(prefix, app.location.file)}:{app.location.line}",
                 )
                 for app in result.apps
             ],
         )
+        if any(app.triggers.image_change for app in result.apps):
+            click.echo(
+                "* the hash of the template as git has it: its ImageChange triggers set the images "
+                "from the image streams, so the hash on the cluster differs once they resolve"
+            )
     summary = f"{len(result.apps)} app(s) valid"
     if result.invalid_apps:
         summary += f", {len(result.invalid_apps)} invalid ({', '.join(str(k) for k in result.invalid_apps)})"
