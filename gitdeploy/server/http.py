@@ -44,6 +44,7 @@ from starlette.types import ASGIApp
 from gitdeploy.errors import PermanentError
 from gitdeploy.server.endpoints import HOOK_PATH, Endpoints
 from gitdeploy.server.metrics import Metrics
+from gitdeploy.server.protocol import with_head_deadline
 from gitdeploy.server.webhook import (
     DEFAULT_MAX_BODY_BYTES,
     Ignored,
@@ -66,7 +67,9 @@ __all__ = [
 ]
 
 REQUEST_TIMEOUT_SECONDS: Final = 10.0
-"""An idle kept-alive connection is closed after this long, so idle clients cannot hold sockets."""
+"""An idle kept-alive connection is closed after this long, and so is one whose request head (line
+and headers) is not complete this long after it connected: idle or trickling clients cannot hold
+sockets (see :mod:`gitdeploy.server.protocol`)."""
 SHUTDOWN_GRACE_SECONDS: Final = 2
 """A stop waits this long for requests in flight (the dashboard's live streams), then closes them."""
 MAX_CONCURRENT_BODIES: Final = 4
@@ -262,6 +265,7 @@ class HttpServer:
         webhook: WebhookSettings | None = None,
         on_push: OnPush | None = None,
         fallback: MakeApp | None = None,
+        head_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS,
     ) -> None:
         if webhook is not None and on_push is None:
             raise ValueError("webhook settings given without an on_push callback")
@@ -272,6 +276,7 @@ class HttpServer:
         self._host = host
         self._port = port
         self._fallback = fallback
+        self._head_timeout = head_timeout_seconds
         self._sock: socket.socket | None = None
         self._server: _Uvicorn | None = None
         self._thread: threading.Thread | None = None
@@ -313,7 +318,7 @@ class HttpServer:
         fallback = self._fallback(self.stopping) if self._fallback is not None else None
         config = uvicorn.Config(
             Endpoints(self, fallback),
-            http="h11",
+            http=with_head_deadline(self._head_timeout),
             lifespan="off",
             log_config=None,
             log_level="warning",

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -400,3 +401,37 @@ def test_a_trickling_body_times_out_and_frees_its_slot() -> None:
             sender.join()
         assert answer.startswith(b"HTTP/1.1 408 "), answer
         assert real_push(server) == 200 and len(pushes) == 1
+
+
+# -- slow request heads (slowloris) ---------------------------------------------------------------
+
+
+def closed_within(conn: socket.socket, seconds: float) -> bytes:
+    """What the server sent before it closed ``conn``; fails if it is still open after ``seconds``."""
+    conn.settimeout(seconds)
+    received = b""
+    while chunk := conn.recv(4096):  # raises TimeoutError if the server keeps the connection
+        received += chunk
+    return received
+
+
+def test_a_request_head_that_never_completes_is_closed_and_health_is_served_meanwhile() -> None:
+    metrics = Metrics(version="test", process_collectors=False)
+    with HttpServer(
+        metrics=metrics, readiness=Readiness(), host="127.0.0.1", port=0, head_timeout_seconds=1
+    ) as server:
+        # Given a client that connects and sends nothing, and one trickling its headers
+        silent = socket.create_connection(server.address, timeout=5)
+        trickling = socket.create_connection(server.address, timeout=5)
+        trickling.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        for _ in range(3):  # a byte every 0.4 s: each byte would reset a per-read timeout
+            time.sleep(0.4)
+            trickling.sendall(b"X")
+        # Then both are closed without an answer, and the port serves others all along
+        assert httpx.get(server.url + "/healthz", timeout=5).status_code == 200
+        assert closed_within(silent, 10) == b""
+        assert closed_within(trickling, 10) == b""
+        # And a kept-alive connection is served, then closed once it sends no next request
+        with socket.create_connection(server.address, timeout=5) as kept:
+            kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert closed_within(kept, 15).startswith(b"HTTP/1.1 200 ")
