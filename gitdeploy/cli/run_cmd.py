@@ -18,7 +18,7 @@ import click
 
 from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
-from gitdeploy.cli.dashboard_cmd import dashboard_token_option
+from gitdeploy.cli.dashboard_cmd import commit_links, dashboard_token_option, repo_web_url_option
 from gitdeploy.cli.durations import Duration
 from gitdeploy.cli.image_options import image_options, image_settings
 from gitdeploy.cli.output import camel_case, output_option, print_data, print_table
@@ -371,6 +371,7 @@ def _report_row(report: AppReport) -> list[str]:
     help="Accept signed GitHub/GitLab push webhooks on /hooks/git (needs --listen).",
 )
 @dashboard_token_option
+@repo_web_url_option
 @click.option(
     "--notify-url",
     default=None,
@@ -401,6 +402,7 @@ def run(
     listen: str | None,
     webhook_secret_file: str | None,
     dashboard_token_file: str | None,
+    repo_web_url: str | None,
     notify_url: str | None,
     notify_secret_file: str | None,
     leader_elect: bool,
@@ -471,8 +473,12 @@ def run(
             if webhook_secret_file
             else None
         )
-        token = read_token_file(dashboard_token_file) if dashboard_token_file else None
-        server = _http_server(listen, cluster, token, metrics, readiness, webhook, on_push)
+        settings = DashboardSettings(
+            cluster_description=cluster.description,
+            token=read_token_file(dashboard_token_file) if dashboard_token_file else None,
+            commit_links=commit_links(repo_web_url, repo),
+        )
+        server = _http_server(listen, cluster, settings, metrics, readiness, webhook, on_push)
         server.start()
     try:
         with (
@@ -500,7 +506,7 @@ def run(
 def _http_server(
     listen: str,
     cluster: Cluster,
-    token: bytes | None,
+    settings: DashboardSettings,
     metrics: Metrics,
     readiness: Readiness,
     webhook: WebhookSettings | None,
@@ -508,7 +514,6 @@ def _http_server(
 ) -> HttpServer:
     """The server of ``--listen``: probes, metrics, the webhook, and the dashboard on ``/``."""
     host, port = parse_listen_address(listen)
-    settings = DashboardSettings(cluster_description=cluster.description, token=token)
     return HttpServer(
         metrics=metrics,
         readiness=readiness,

@@ -37,6 +37,7 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import list_app_views
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.sync.syncstate import Health, Sync
+from gitdeploy.core.weblinks import CommitLinks
 from gitdeploy.errors import GitdeployError, NotFoundError
 from gitdeploy.web.actions import Actions, SessionGuard
 from gitdeploy.web.auth import SessionKeys
@@ -58,6 +59,8 @@ class DashboardSettings:
     cluster_description: str = ""
     token: bytes | None = None
     """The token that logs in to act (``--dashboard-token-file``); None: read-only."""
+    commit_links: CommitLinks | None = None
+    """How commits link to the repo's web site (``--repo-web-url``, or derived from ``--repo``)."""
 
 
 class _SecurityHeaders:
@@ -128,7 +131,7 @@ class _Dashboard:
         template: str,
         extra: dict[str, object] | None = None,
     ) -> str:
-        detail = read_app_detail(self.cluster, key, time.time(), comparison)
+        detail = read_app_detail(self.cluster, key, time.time(), comparison, self.settings.commit_links)
         return self.env.get_template(template).render(
             **self.common, **(extra or {}), detail=detail, key=key, comparison=comparison
         )
