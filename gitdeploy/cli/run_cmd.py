@@ -477,6 +477,7 @@ def run(
             cluster_description=cluster.description,
             token=read_token_file(dashboard_token_file) if dashboard_token_file else None,
             commit_links=commit_links(repo_web_url, repo),
+            namespaces=namespaces,
         )
         server = _http_server(listen, cluster, settings, metrics, readiness, webhook, on_push)
         server.start()

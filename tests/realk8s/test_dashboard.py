@@ -17,7 +17,7 @@ import pytest
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import ControlPlane
-from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, at_revision, history, wait_for
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, at_revision, history, view, wait_for
 from tests.realk8s.manifests import deployment, settings
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
@@ -57,6 +57,8 @@ def test_a_rollback_through_the_dashboard_of_run_happens_on_the_real_api_server(
     git_remote.commit_and_push("web 2", {"apps/web.yaml": deployment("web", "registry.test/web:2", 2)})
     wait_for("revision 2 deployed", at_revision(gitdeploy, namespace, 2))
     app = f"/apps/{namespace}/web"
+    # and its apps page lists the app (listed in run's namespaces only, as its Role allows)
+    wait_for("the apps page", lambda: f'data-app="{namespace}/web"' in httpx.get(base + "/", timeout=30).text)
 
     with httpx.Client(base_url=base, timeout=30, headers={"Origin": base}) as browser:
         # Then without a session the rollback is refused, and nothing changes
@@ -79,7 +81,14 @@ def test_a_rollback_through_the_dashboard_of_run_happens_on_the_real_api_server(
         assert "revision 3 will run revision 1&#39;s template" in done.text, done.text
 
     # Then the loop, as the ServiceAccount, carries it out on the real API server
-    wait_for("revision 3 deployed", at_revision(gitdeploy, namespace, 3))
+    def rolled_back() -> bool:
+        found = view(gitdeploy, namespace) or {}
+        return (found.get("revision"), found.get("sync"), found.get("health")) == (3, "Pinned", "Healthy")
+
+    try:
+        wait_for("revision 3 deployed", rolled_back)
+    except AssertionError as late:
+        raise AssertionError(f"{late}; the loop's log:\n{loop.log[-3000:]}") from None
     newest = history(gitdeploy, f"{namespace}/web")[-1]
     assert newest["returnsTo"] == 1 and newest["images"] == [
         {"container": "web", "image": "registry.test/web:1"}
@@ -90,4 +99,4 @@ def test_a_rollback_through_the_dashboard_of_run_happens_on_the_real_api_server(
     assert len(asked) == 1 and asked[0].startswith(
         "rollback by alice via dashboard: rolled back: revision 3"
     ), asked
-    assert "forbidden" not in loop.log.lower(), loop.log
+    assert "forbidden" not in loop.log.lower() and "cannot list" not in loop.log, loop.log
