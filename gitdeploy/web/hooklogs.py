@@ -25,6 +25,8 @@ LOG_BYTES: Final = 8 * 1024
 REVISIONS_WITH_LOGS: Final = 3
 """Hook logs are read for the newest revisions only: each is an API call at every live refresh."""
 MAX_PODS: Final = 8
+PHASE_ORDER: Final = {"deployer": 0, "pre": 1, "mid": 2, "post": 3}
+"""The order a revision runs them in."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def wanted_pods(entries: Sequence[RevisionEntry], live: Iterable[ObservedPod]) -
         hook = pod.role.startswith("hook-") or pod.role == DEPLOYER_ROLE
         if hook and pod.name not in named and (pod.revision in shown or not shown):
             found.append(_Wanted(pod.revision, pod.role.removeprefix("hook-"), pod.name, pod.phase, ""))
-    found.sort(key=lambda w: (-w.revision, w.pod))
+    found.sort(key=lambda w: (-w.revision, PHASE_ORDER.get(w.phase, len(PHASE_ORDER)), w.pod))
     return found[:MAX_PODS]
 
 
