@@ -464,8 +464,9 @@ def run(
         if notify_url
         else None
     )
-    if dashboard_token_file and not listen:
-        raise PermanentError("--dashboard-token-file needs --listen", hint="add --listen :8080")
+    if (dashboard_token_file or repo_web_url) and not listen:
+        flag = "--dashboard-token-file" if dashboard_token_file else "--repo-web-url"
+        raise PermanentError(f"{flag} needs --listen", hint="add --listen :8080")
     cluster = open_cluster(get_context(ctx))
     if listen:
         webhook = (
