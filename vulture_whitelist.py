@@ -26,11 +26,14 @@ _.__getattr__  # gitdeploy/localcluster/__init__.py
 
 # uvicorn calls Server.capture_signals and reads should_exit (gitdeploy/web/serving.py overrides
 # the one and sets the other so a stop ends with exit 0); the dashboard's Jinja2 templates
-# (gitdeploy/web/templates/apps_live.html) read the counts of an AppsPage.
+# (gitdeploy/web/templates/apps_live.html) read the counts of an AppsPage, and app_live.html
+# an AppDetail's hook logs and commit link.
 _.capture_signals  # gitdeploy/web/serving.py
 _.should_exit  # gitdeploy/web/serving.py
 _.sync_counts  # gitdeploy/web/selection.py
 _.health_counts  # gitdeploy/web/selection.py
+_.hook_logs  # gitdeploy/web/detail.py
+_.commit_link  # gitdeploy/web/detail.py
 
 # http.server / socketserver read these class attributes and call these methods (the embedded
 # cluster's API server in gitdeploy/localcluster/server.py and httpwire.py).

@@ -43,6 +43,10 @@ class NotFoundError(PermanentError):
     """The object asked for does not exist (HTTP 404 from the API)."""
 
 
+class ForbiddenError(PermanentError):
+    """The API server refused the request for want of a permission (HTTP 403 from RBAC)."""
+
+
 class AlreadyExistsError(PermanentError):
     """An object with that name exists already (HTTP 409, reason AlreadyExists)."""
 

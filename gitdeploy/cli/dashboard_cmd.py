@@ -7,6 +7,7 @@ import click
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.cli.target import open_cluster
+from gitdeploy.core.weblinks import CommitLinks
 from gitdeploy.errors import PermanentError
 from gitdeploy.server.http import parse_listen_address
 from gitdeploy.web.auth import read_token_file
@@ -21,6 +22,22 @@ dashboard_token_option = click.option(
     "triggers, promote and abort from the dashboard (else it is read-only).",
 )
 
+repo_web_url_option = click.option(
+    "--repo-web-url",
+    default=None,
+    metavar="URL",
+    help="The config repo's web page: commits on the dashboard link to URL/commit/SHA (or to URL "
+    "itself with {sha} replaced, if it has one). http or https only. `run` derives it from --repo "
+    "on github.com, gitlab.com and bitbucket.org.",
+)
+
+
+def commit_links(repo_web_url: str | None, repo: str | None = None) -> CommitLinks | None:
+    """``--repo-web-url`` if given (checked: http or https), else derived from ``--repo``."""
+    if repo_web_url:
+        return CommitLinks.explicit(repo_web_url)
+    return CommitLinks.derived(repo) if repo else None
+
 
 @click.command("dashboard")
 @click.option(
@@ -31,8 +48,11 @@ dashboard_token_option = click.option(
     help="Where to serve the dashboard (port 0: any free port; the URL is printed).",
 )
 @dashboard_token_option
+@repo_web_url_option
 @click.pass_context
-def dashboard(ctx: click.Context, listen: str, dashboard_token_file: str | None) -> None:
+def dashboard(
+    ctx: click.Context, listen: str, dashboard_token_file: str | None, repo_web_url: str | None
+) -> None:
     """Serve a web dashboard: every app's SYNC and HEALTH, and per app its revisions,
     rollout and events, updated live as the cluster changes.
 
@@ -48,15 +68,17 @@ def dashboard(ctx: click.Context, listen: str, dashboard_token_file: str | None)
       gitdeploy dashboard
       gitdeploy dashboard --listen :8484 --kubeconfig ~/.kube/config
       gitdeploy dashboard --dashboard-token-file ~/.config/gitdeploy/dashboard-token
+      gitdeploy dashboard --repo-web-url https://github.com/org/config
     """
     try:
         host, port = parse_listen_address(listen)
     except ValueError as bad:
         raise PermanentError(str(bad), hint="for example --listen 127.0.0.1:8484") from bad
     token = read_token_file(dashboard_token_file) if dashboard_token_file else None
+    links = commit_links(repo_web_url)
     cluster = open_cluster(get_context(ctx))
     sock = bind(host, port)
     mode = "actions on, after a login" if token is not None else "read-only"
     click.echo(f"Dashboard of the {cluster.description} at {url_of(sock)} ({mode}; Ctrl-C stops it)")
-    settings = DashboardSettings(cluster_description=cluster.description, token=token)
+    settings = DashboardSettings(cluster_description=cluster.description, token=token, commit_links=links)
     serve(lambda stopping: create_app(cluster, settings, stopping), sock)

@@ -18,7 +18,7 @@ import click
 
 from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
-from gitdeploy.cli.dashboard_cmd import dashboard_token_option
+from gitdeploy.cli.dashboard_cmd import commit_links, dashboard_token_option, repo_web_url_option
 from gitdeploy.cli.durations import Duration
 from gitdeploy.cli.image_options import image_interval_option, image_settings, registry_options
 from gitdeploy.cli.output import camel_case, output_option, print_data, print_table
@@ -372,6 +372,7 @@ def _report_row(report: AppReport) -> list[str]:
     help="Accept signed GitHub/GitLab push webhooks on /hooks/git (needs --listen).",
 )
 @dashboard_token_option
+@repo_web_url_option
 @click.option(
     "--notify-url",
     default=None,
@@ -402,6 +403,7 @@ def run(
     listen: str | None,
     webhook_secret_file: str | None,
     dashboard_token_file: str | None,
+    repo_web_url: str | None,
     notify_url: str | None,
     notify_secret_file: str | None,
     leader_elect: bool,
@@ -466,8 +468,9 @@ def run(
         if notify_url
         else None
     )
-    if dashboard_token_file and not listen:
-        raise PermanentError("--dashboard-token-file needs --listen", hint="add --listen :8080")
+    if (dashboard_token_file or repo_web_url) and not listen:
+        flag = "--dashboard-token-file" if dashboard_token_file else "--repo-web-url"
+        raise PermanentError(f"{flag} needs --listen", hint="add --listen :8080")
     cluster = open_cluster(get_context(ctx))
     if listen:
         webhook = (
@@ -479,8 +482,13 @@ def run(
             if webhook_secret_file
             else None
         )
-        token = read_token_file(dashboard_token_file) if dashboard_token_file else None
-        server = _http_server(listen, cluster, token, metrics, readiness, webhook, on_push)
+        settings = DashboardSettings(
+            cluster_description=cluster.description,
+            token=read_token_file(dashboard_token_file) if dashboard_token_file else None,
+            commit_links=commit_links(repo_web_url, repo),
+            namespaces=namespaces,
+        )
+        server = _http_server(listen, cluster, settings, metrics, readiness, webhook, on_push)
         server.start()
     try:
         with (
@@ -508,7 +516,7 @@ def run(
 def _http_server(
     listen: str,
     cluster: Cluster,
-    token: bytes | None,
+    settings: DashboardSettings,
     metrics: Metrics,
     readiness: Readiness,
     webhook: WebhookSettings | None,
@@ -516,7 +524,6 @@ def _http_server(
 ) -> HttpServer:
     """The server of ``--listen``: probes, metrics, the webhook, and the dashboard on ``/``."""
     host, port = parse_listen_address(listen)
-    settings = DashboardSettings(cluster_description=cluster.description, token=token)
     return HttpServer(
         metrics=metrics,
         readiness=readiness,

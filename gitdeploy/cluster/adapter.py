@@ -143,6 +143,9 @@ class Cluster:
     def read_pod_log(self, namespace: str, name: str, tail_lines: int = MAX_LOG_BYTES) -> str:
         return self.pods.read_pod_log(namespace, name, tail_lines)
 
+    def tail_pod_log(self, namespace: str, name: str, tail_lines: int, window_bytes: int) -> str:
+        return self.pods.tail_pod_log(namespace, name, tail_lines, window_bytes)
+
     # -- app records and image stream states (records.py) -------------------------------------------
 
     def list_app_records(self, namespace: str | None = None, app: str | None = None) -> list[StoredRecord]:

@@ -29,6 +29,7 @@ from gitdeploy.errors import (
     AlreadyExistsError,
     ConflictError,
     ExpiredError,
+    ForbiddenError,
     GitdeployError,
     NotFoundError,
     PermanentError,
@@ -112,7 +113,7 @@ def _api_error(bad: ApiException, what: str, pod: PodSpec | None = None) -> Gitd
     if status == 403 and (missing := _MISSING_ROLE.search(detail)):
         return _missing_role(what, missing, detail)
     if status == 403:
-        return PermanentError(
+        return ForbiddenError(
             f"{what}: gitdeploy's account lacks a permission (403 {detail})",
             hint="bind the Role of deploy/rbac.yaml in every namespace gitdeploy manages "
             "(sed 's/namespace: apps$/namespace: NS/' deploy/rbac.yaml | kubectl apply -f -), "

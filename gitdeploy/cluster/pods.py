@@ -220,23 +220,30 @@ class HookPods:
         A log is best effort and never holds a rollout up: when the API server cannot get it from
         the node (the kubelet unreachable, a 5xx, a timeout), the text says why instead."""
         try:
-            with translated(f"read the log of pod {namespace}/{name}"):
-                response = self.kube.core.read_namespaced_pod_log(
-                    name,
-                    namespace,
-                    tail_lines=tail_lines,
-                    _preload_content=False,
-                    _request_timeout=self.kube.timeout,
-                )
-                try:
-                    window = bytearray()
-                    for chunk in response.stream(LOG_WINDOW_BYTES):
-                        window += chunk
-                        del window[: max(len(window) - LOG_WINDOW_BYTES, 0)]
-                finally:
-                    response.release_conn()
+            return self.tail_pod_log(namespace, name, tail_lines)
         except (NotFoundError, PermanentError):
             return ""
         except GitdeployError as unavailable:
             return f"(the log could not be read: {unavailable.message})\n"
-        return log_tail(bytes(window), LOG_WINDOW_BYTES)
+
+    def tail_pod_log(
+        self, namespace: str, name: str, tail_lines: int, window_bytes: int = LOG_WINDOW_BYTES
+    ) -> str:
+        """As :meth:`read_pod_log`, but a pod that is gone raises NotFoundError and a refusal
+        (RBAC's 403 on ``pods/log``) PermanentError, for a reader that says which it was."""
+        with translated(f"read the log of pod {namespace}/{name}"):
+            response = self.kube.core.read_namespaced_pod_log(
+                name,
+                namespace,
+                tail_lines=tail_lines,
+                _preload_content=False,
+                _request_timeout=self.kube.timeout,
+            )
+            try:
+                window = bytearray()
+                for chunk in response.stream(window_bytes):
+                    window += chunk
+                    del window[: max(len(window) - window_bytes, 0)]
+            finally:
+                response.release_conn()
+        return log_tail(bytes(window), window_bytes)

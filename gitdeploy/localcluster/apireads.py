@@ -22,13 +22,28 @@ __all__ = ["ApiReads"]
 _DEFAULT_WATCH_SECONDS = 1800
 
 
+def tail_lines(log: str, query: dict[str, str]) -> str:
+    """The last ``tailLines`` lines of ``log`` when the query asks for them, as the kubelet answers.
+
+    >>> tail_lines("a\\nb\\nc\\n", {"tailLines": "2"}), tail_lines("a\\n", {"tailLines": "0"})
+    ('b\\nc\\n', '')
+    >>> tail_lines("a\\n", {"tailLines": "9"}), tail_lines("a\\n", {})
+    ('a\\n', 'a\\n')
+    """
+    wanted = query.get("tailLines", "")
+    if not wanted.isdigit():
+        return log
+    lines = log.splitlines(keepends=True)
+    return "".join(lines[-int(wanted) :]) if int(wanted) else ""
+
+
 class ApiReads(HttpWire):
     """Get, list and watch, answered on the wire of :class:`HttpWire`."""
 
     def _get(self, cluster: LocalCluster, route: Route, query: dict[str, str]) -> None:
         registry, namespace, name = cluster.registry, route.namespace or "", str(route.name)
         if route.subresource == "log":
-            self._send(200, registry.pod_log(namespace, name).encode(), "text/plain")
+            self._send(200, tail_lines(registry.pod_log(namespace, name), query).encode(), "text/plain")
         elif route.subresource == "scale":
             self._send_json(200, registry.get_scale(namespace, name))
         else:

@@ -20,7 +20,9 @@ from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import PHASE_ANNOTATION, record_name
 from gitdeploy.core.sync.syncstate import Sync
 from gitdeploy.core.timestamps import parse_timestamp
+from gitdeploy.core.weblinks import CommitLinks
 from gitdeploy.errors import NotFoundError
+from gitdeploy.web.hooklogs import HookLog, read_hook_logs
 
 EVENTS_SHOWN = 20
 
@@ -38,6 +40,8 @@ class RevisionLine:
     cause: str
     outcome: str
     images: str
+    link: str | None = None
+    """The commit's page on the repo's web site, when one is configured (``--repo-web-url``)."""
 
 
 @dataclass(frozen=True)
@@ -73,9 +77,12 @@ class AppDetail:
     reported pin are in the app's message, as ``status`` shows them."""
     diff: TemplateDiff | None
     """What the current revision changed in the template (None with no revision)."""
+    hook_logs: Sequence[HookLog] = ()
+    commit_link: str | None = None
+    """The current revision's commit on the repo's web site, when one is configured."""
 
 
-def revision_line(entry: RevisionEntry, now: float) -> RevisionLine:
+def revision_line(entry: RevisionEntry, now: float, links: CommitLinks | None = None) -> RevisionLine:
     return RevisionLine(
         revision=entry.revision,
         sha=entry.commit.sha,
@@ -86,6 +93,7 @@ def revision_line(entry: RevisionEntry, now: float) -> RevisionLine:
         cause=describe_cause(entry),
         outcome=describe_outcome(entry),
         images=", ".join(image for _, image in entry.images),
+        link=links.link(entry.commit.sha) if links is not None else None,
     )
 
 
@@ -108,7 +116,11 @@ class Comparison:
 
 
 def read_app_detail(
-    cluster: Cluster, key: AppKey, now: float, comparison: Comparison | None = None
+    cluster: Cluster,
+    key: AppKey,
+    now: float,
+    comparison: Comparison | None = None,
+    links: CommitLinks | None = None,
 ) -> AppDetail:
     """The app page of ``key`` (NotFoundError when gitdeploy does not manage it), with the template
     diff ``comparison`` asks for (else what the current revision changed)."""
@@ -124,9 +136,11 @@ def read_app_detail(
     if record.pin is not None and view.sync != Sync.PINNED:  # Pinned: the message says it already
         notes.append(describe_pin(str(key), record.pin))
     diff = _diff(cluster, key, entries, comparison)
+    revisions = [revision_line(e, now, links) for e in reversed(entries)]
+    current = next((r for r in revisions if r.revision == view.revision), None)
     return AppDetail(
         view=view,
-        revisions=[revision_line(e, now) for e in reversed(entries)],
+        revisions=revisions,
         replica_sets=[
             ReplicaSetLine(
                 rs.name,
@@ -142,6 +156,8 @@ def read_app_detail(
         events=_events(cluster, key, [rs.name for rs in replica_sets], now),
         notes=notes,
         diff=diff,
+        hook_logs=read_hook_logs(cluster, key, entries),
+        commit_link=current.link if current is not None else None,
     )
 
 

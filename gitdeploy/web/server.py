@@ -34,9 +34,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.inspect import list_app_views
+from gitdeploy.controller.inspect import AppView, list_app_views
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.sync.syncstate import Health, Sync
+from gitdeploy.core.weblinks import CommitLinks
 from gitdeploy.errors import GitdeployError, NotFoundError
 from gitdeploy.web.actions import Actions, SessionGuard
 from gitdeploy.web.auth import SessionKeys
@@ -58,6 +59,11 @@ class DashboardSettings:
     cluster_description: str = ""
     token: bytes | None = None
     """The token that logs in to act (``--dashboard-token-file``); None: read-only."""
+    commit_links: CommitLinks | None = None
+    namespaces: tuple[str, ...] = ()
+    """``run -n``: list the apps of these namespaces only (a namespaced Role may list no more);
+    empty: every namespace."""
+    """How commits link to the repo's web site (``--repo-web-url``, or derived from ``--repo``)."""
 
 
 class _SecurityHeaders:
@@ -98,6 +104,12 @@ def sse_message(event: str, html: str) -> str:
     return f"event: {event}\n" + "".join(f"data: {line}\n" for line in html.split("\n")) + "\n"
 
 
+def _list_apps(cluster: Cluster, namespaces: tuple[str, ...]) -> list[AppView]:
+    if not namespaces:
+        return list_app_views(cluster)
+    return [view for namespace in sorted(set(namespaces)) for view in list_app_views(cluster, namespace)]
+
+
 class _Dashboard:
     """The pages and live streams of one cluster's dashboard."""
 
@@ -106,7 +118,9 @@ class _Dashboard:
         self.settings = settings
         self.stopping = stopping
         self.env = _environment()
-        self.snapshot = AppSnapshot(lambda: list_app_views(cluster), settings.refresh_seconds)
+        self.snapshot = AppSnapshot(
+            lambda: _list_apps(cluster, settings.namespaces), settings.refresh_seconds
+        )
         self.snapshot.prime()
         keys = SessionKeys(settings.token) if settings.token is not None else None
         self.common = {
@@ -128,7 +142,7 @@ class _Dashboard:
         template: str,
         extra: dict[str, object] | None = None,
     ) -> str:
-        detail = read_app_detail(self.cluster, key, time.time(), comparison)
+        detail = read_app_detail(self.cluster, key, time.time(), comparison, self.settings.commit_links)
         return self.env.get_template(template).render(
             **self.common, **(extra or {}), detail=detail, key=key, comparison=comparison
         )
