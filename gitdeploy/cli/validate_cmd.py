@@ -90,7 +90,8 @@ def render(result: LoadResult, prefix: str, output: str) -> None:
         if any(app.triggers.image_change for app in result.apps):
             click.echo(
                 "* the hash of the template as git has it: its ImageChange triggers set the images "
-                "from the image streams, so the hash on the cluster differs once they resolve"
+                "from the image streams, so the hash on the cluster differs once they resolve",
+                err=True,  # stdout stays the table and its summary, for pipes
             )
     summary = f"{len(result.apps)} app(s) valid"
     if result.invalid_apps:

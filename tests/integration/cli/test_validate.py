@@ -30,7 +30,7 @@ def test_examples_validate(run_cli: RunCli) -> None:
     # the hash of an app whose images come from image triggers is marked, and the mark explained
     rows = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.startswith("demo/")}
     assert rows["demo/frontend"][4].endswith("*") and not rows["demo/api"][4].endswith("*")
-    assert "* the hash of the template as git has it: its ImageChange triggers set the images" in done.stdout
+    assert "* the hash of the template as git has it: its ImageChange triggers set the images" in done.stderr
     assert (
         "9 app(s) valid, 1 image stream(s), 2 analysis template(s), 1 document(s) ignored (Service)"
         in done.stdout
