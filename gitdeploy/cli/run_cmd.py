@@ -316,6 +316,7 @@ def _sharding(
     elector = LeaderElector(
         controller.cluster, namespace, name, identity, controller.clock, timings, on_change=role_changed
     )
+    membership.leading = elector.is_leader  # the leader deletes the Leases killed replicas left
     position = GitPosition(controller.repo, lambda: controller.head, MonotonicClock())
     gate = ShardGate(
         membership, controller.cluster, controller.clock, elector.is_leader, lambda: elector.leader, position
