@@ -324,6 +324,8 @@ def _sharding(
     gate.observers.append(metrics.set_shard)
     controller.reconciler.shards = gate
     controller.runner.shards = gate
+    controller.resync_scope = gate  # a resync looks at this replica's apps alone
+    controller.pool.sharing = lambda: len(membership.members())  # ... and lists their namespaces
     gate.on_drop.append(lambda key: forget_app(controller.runner, key))  # its changes are no hand's
     controller.images.leading = elector.is_leader
     log = logging.getLogger("gitdeploy")
