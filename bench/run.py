@@ -286,8 +286,8 @@ class TimedStats(RequestStats):
         super().__init__()
         self.arrivals: list[tuple[float, str, str]] = []
 
-    def record(self, verb: str, resource: str) -> None:
-        super().record(verb, resource)
+    def record(self, verb: str, resource: str, agent: str = "") -> None:
+        super().record(verb, resource, agent)
         self.arrivals.append((time.perf_counter(), verb, resource))
 
     def reset(self) -> None:

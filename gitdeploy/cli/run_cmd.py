@@ -316,6 +316,7 @@ def _sharding(
     elector = LeaderElector(
         controller.cluster, namespace, name, identity, controller.clock, timings, on_change=role_changed
     )
+    membership.leading = elector.is_leader  # the leader deletes the Leases killed replicas left
     position = GitPosition(controller.repo, lambda: controller.head, MonotonicClock())
     gate = ShardGate(
         membership, controller.cluster, controller.clock, elector.is_leader, lambda: elector.leader, position
@@ -323,6 +324,8 @@ def _sharding(
     gate.observers.append(metrics.set_shard)
     controller.reconciler.shards = gate
     controller.runner.shards = gate
+    controller.resync_scope = gate  # a resync looks at this replica's apps alone
+    controller.pool.sharing = lambda: len(membership.members())  # ... and lists their namespaces
     gate.on_drop.append(lambda key: forget_app(controller.runner, key))  # its changes are no hand's
     controller.images.leading = elector.is_leader
     log = logging.getLogger("gitdeploy")

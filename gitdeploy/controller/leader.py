@@ -29,10 +29,11 @@ from gitdeploy.core.lease import (
     ObservedLease,
     Role,
     decide_lease,
+    holder_pid_to_check,
     observed_since,
     release_lease,
     renew_deadline_passed,
-    same_machine_pid,
+    seen_since,
 )
 from gitdeploy.errors import AlreadyExistsError, ConflictError, GitdeployError, NotFoundError
 
@@ -81,6 +82,16 @@ def process_runs(pid: int) -> bool:
     except PermissionError:  # it runs, as another user
         return True
     return True
+
+
+def holder_is_gone(holder: str, identity: str, runs: Callable[[int], bool] = process_runs) -> bool:
+    """Whether the holder of a Lease was a process of this machine that no longer runs (a
+    restarted ``gitdeploy run`` finding its predecessor's Lease: gone at once, not only once the
+    Lease expired). The leader Lease and the member Leases share this rule
+    (:func:`~gitdeploy.core.lease.holder_pid_to_check`, then ``runs``; its Lease's validity:
+    :func:`~gitdeploy.core.lease.seen_since`)."""
+    pid = holder_pid_to_check(holder, identity)
+    return pid is not None and not runs(pid)
 
 
 class LeaderElector:
@@ -149,9 +160,11 @@ class LeaderElector:
         try:
             current = self.cluster.read_lease(self.namespace, self.name, timeout=self.timings.renew_deadline)
             self._observe(current, now)
-            if current is not None and self._holder_is_gone(current.spec.holder):
-                # expired by its own duration (not this process's): it can never renew again
-                self._observed_at = min(self._observed_at, now - current.spec.duration_seconds)
+            if current is not None:  # a holder gone at once expired (it can never renew again)
+                gone = self._holder_is_gone(current.spec.holder)
+                self._observed_at = seen_since(
+                    self._observed_at, now, current.spec.duration_seconds, holder_gone=gone
+                )
             decision = decide_lease(
                 current.spec if current else None,
                 identity=self.identity,
@@ -188,10 +201,10 @@ class LeaderElector:
     def _holder_is_gone(self, holder: str) -> bool:
         """Whether ``holder`` was a process of this machine that no longer runs (a restarted
         ``gitdeploy run`` finding its predecessor's Lease): said once in the log either way."""
-        pid = same_machine_pid(holder, self.identity) if holder and holder != self.identity else None
+        pid = holder_pid_to_check(holder, self.identity)
         if pid is None:
             return False
-        gone = not self._runs(pid)
+        gone = holder_is_gone(holder, self.identity, self._runs)
         if (holder, gone) != self._told_of:
             self._told_of = (holder, gone)
             what = "no longer runs; taking it over" if gone else "still runs; standing by"

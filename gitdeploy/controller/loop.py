@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
@@ -86,6 +87,32 @@ def _log_state(report: AppReport, head: str | None) -> None:
     )
 
 
+class ResyncScope(Protocol):
+    """Which apps a sharded replica's resync looks at (:class:`~gitdeploy.controller.shards.ShardGate`)."""
+
+    def mine(self, key: AppKey) -> bool:
+        """Whether this replica owns ``key`` by the hash among the live members."""
+
+    def held(self) -> list[AppKey]:
+        """The apps this replica claimed and has not released."""
+
+    def finds_orphans(self) -> bool:
+        """Whether this replica looks for orphans (the leader)."""
+
+
+def resync_mine(
+    scope: ResyncScope, source: SourceTracker, queue: DueQueue, lock: threading.RLock, now: float
+) -> bool:
+    """A sharded replica's resync: the apps it owns or holds are due (not the others', which
+    their owners look at), and True when it also lists the records to find orphans (the leader
+    alone: pruning is its work, and an orphan another replica still holds is among what that one
+    holds). So a fleet's resync reconciles each app once, as one replica's does."""
+    with lock:
+        for key in [*scope.held(), *(k for k in [*source.all_keys(), *source.problems] if scope.mine(k))]:
+            queue.add_if_absent(key, now)
+    return scope.finds_orphans()
+
+
 RESYNC_SECONDS = 300.0
 """How often every app is looked at again when nothing told gitdeploy it changed (`run --resync-interval`)."""
 
@@ -122,6 +149,7 @@ class Controller:
         self.prune_flag = prune
         self.prune_limit_flag = prune_limit
         self.resync_seconds = resync_seconds
+        self.resync_scope: ResyncScope | None = None  # run --sharding: see resync_mine
 
     # -- the parts, as readers outside the loop know them -----------------------------------------
 
@@ -341,8 +369,12 @@ class Controller:
                 self.reports[key] = source_unavailable_report(key, self.reports.get(key), note)
 
     def _resync_if_time(self, now: float) -> None:
-        """Periodically look at every app again, and find records of apps that are not in git."""
+        """Periodically look at every app again, and find records of apps that are not in git
+        (sharded: see :func:`resync_mine`)."""
         if not self.queue.resync_due(now, self.resync_seconds):
+            return
+        scope = self.resync_scope
+        if scope is not None and not resync_mine(scope, self.source, self.queue, self._lock, now):
             return
         records: list[StoredRecord] = []
         for namespace in self.source.managed_namespaces():
@@ -360,10 +392,12 @@ class Controller:
                 key = AppKey(record.namespace, record.app)
                 if not source.mine(key):
                     continue
-                if key not in source.apps and key not in source.problems and source.refusal is None:
+                orphan = key not in source.apps and key not in source.problems and source.refusal is None
+                if orphan:
                     source.orphans.setdefault(key, "not in git (any more)")
-                self.queue.add_if_absent(key, now)
-            for key in source.apps:
+                if scope is None or orphan:
+                    self.queue.add_if_absent(key, now)
+            for key in source.apps if scope is None else ():  # sharded: resync_mine did
                 self.queue.add_if_absent(key, now)
 
     def _refresh_images(self) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.leader import process_runs
+from gitdeploy.controller.leader import holder_is_gone, process_runs
 from gitdeploy.core.lease import (
     JITTER_FACTOR,
     LeaseTimings,
@@ -31,10 +31,17 @@ from gitdeploy.core.lease import (
     decide_lease,
     observed_since,
     renew_deadline_passed,
-    same_machine_pid,
+    seen_since,
 )
-from gitdeploy.core.sharding import MEMBER_LABEL, SeenMember, live_members, member_lease_name
-from gitdeploy.errors import GitdeployError
+from gitdeploy.core.sharding import (
+    MEMBER_LABEL,
+    STALE_AFTER,
+    SeenMember,
+    live_members,
+    member_lease_name,
+    stale_members,
+)
+from gitdeploy.errors import ConflictError, GitdeployError, NotFoundError
 
 log = logging.getLogger("gitdeploy.sharding")
 
@@ -65,6 +72,9 @@ class Membership:
         self.on_change = on_change
         """Called (on the membership thread) with the live members whenever they change."""
         self._runs = runs
+        self.leading: Callable[[], bool] = lambda: False
+        """Whether this replica holds the leader Lease: the leader deletes the member Leases left
+        behind by replicas that did not shut down cleanly (:func:`stale_members`)."""
         self._lock = threading.Lock()
         self._own: ObservedLease | None = None
         self._last_renewed: float | None = None
@@ -123,42 +133,63 @@ class Membership:
         seen: dict[str, tuple[str, float, ObservedLease]] = {}
         for name, lease in listed.items():
             before = self._seen.get(name)
-            since = observed_since(before[:2] if before else None, lease.resource_version, now)
-            holder = lease.spec.holder
-            pid = same_machine_pid(holder, self.identity) if holder != self.identity else None
-            if pid is not None and not self._runs(pid):  # a replica of this machine that died
-                since = min(since, now - lease.spec.duration_seconds)
+            since = seen_since(
+                observed_since(before[:2] if before else None, lease.resource_version, now),
+                now,
+                lease.spec.duration_seconds,
+                holder_gone=holder_is_gone(lease.spec.holder, self.identity, self._runs),
+            )
             seen[name] = (lease.resource_version, since, lease)
+        if self.leading():
+            self._delete_stale(seen, now)
         live = live_members([SeenMember(entry[2].spec, entry[1]) for entry in seen.values()], now)
         with self._lock:
             self._seen = seen
             self._live = live | ({self.identity} if self._own is not None else frozenset())
         self._tell(self.members())
 
+    def _delete_stale(self, seen: dict[str, tuple[str, float, ObservedLease]], now: float) -> None:
+        """Delete the member Leases unchanged for :data:`STALE_AFTER` × their duration (dropped
+        from ``seen``). Each delete names the resourceVersion seen: a replica that renewed in
+        between (one resumed after a pause) keeps its Lease."""
+        members = {name: SeenMember(entry[2].spec, entry[1]) for name, entry in seen.items()}
+        for name in stale_members(members, now):
+            if name == self.name:
+                continue
+            version, since, lease = seen[name]
+            try:
+                self.cluster.delete_lease(self.namespace, name, version, timeout=self.timings.renew_deadline)
+            except (ConflictError, NotFoundError):  # renewed or deleted meanwhile: read it again
+                continue
+            except GitdeployError as problem:
+                log.warning("could not delete the member lease %s/%s: %s", self.namespace, name, problem)
+                continue
+            del seen[name]
+            log.info(
+                "deleted the member lease %s/%s of %s: not renewed for %.0f s (over %d × its %d s)",
+                self.namespace,
+                name,
+                lease.spec.holder or "nobody",
+                now - since,
+                STALE_AFTER,
+                lease.spec.duration_seconds,
+            )
+
     def _renew(self, started: float) -> None:
         """Create or renew the member Lease (this replica's alone: a conflict means it was changed
-        by hand, and the next try reads it again)."""
-        now = self.clock.now()
+        by hand, and the next try reads it again; gone means the leader deleted it after it went
+        unrenewed for long, as after a pause: it is created anew)."""
         own = self._own
         if own is None:
             own = self.cluster.read_lease(self.namespace, self.name, timeout=self.timings.renew_deadline)
-        decision = decide_lease(
-            own.spec if own else None,
-            identity=self.identity,
-            now=now,
-            observed_at=started,
-            lease_duration=self.timings.lease_seconds,
-        )
-        assert decision.write is not None  # a member Lease is named after its holder
         try:
-            written = self.cluster.write_lease(
-                self.namespace,
-                self.name,
-                decision.write,
-                own.resource_version if own else None,
-                timeout=self.timings.renew_deadline,
-                labels={MEMBER_LABEL: "true"},
-            )
+            try:
+                written = self._write_own(own)
+            except NotFoundError:
+                if own is None:  # the namespace is missing
+                    raise
+                log.info("member lease %s: deleted while not renewed; creating it anew", self.lease)
+                written = self._write_own(None)
         except GitdeployError:
             self._own = None  # read it again at the next try
             raise
@@ -168,6 +199,24 @@ class Membership:
                 self._term += 1  # paused or cut off past the deadline: earlier admissions are void
             self._own = written
             self._last_renewed = started  # when the try began: the Lease may be older than now
+
+    def _write_own(self, own: ObservedLease | None) -> ObservedLease:
+        decision = decide_lease(
+            own.spec if own else None,
+            identity=self.identity,
+            now=self.clock.now(),
+            observed_at=self.monotonic.now(),
+            lease_duration=self.timings.lease_seconds,
+        )
+        assert decision.write is not None  # a member Lease is named after its holder
+        return self.cluster.write_lease(
+            self.namespace,
+            self.name,
+            decision.write,
+            own.resource_version if own else None,
+            timeout=self.timings.renew_deadline,
+            labels={MEMBER_LABEL: "true"},
+        )
 
     def _tell(self, live: frozenset[str]) -> None:
         with self._lock:

@@ -147,6 +147,20 @@ class ShardGate:
                 retry_after=self.membership.timings.retry_period,
             )
 
+    def mine(self, key: AppKey) -> bool:
+        """Whether this replica owns ``key`` by the hash among the live members (a resync looks at
+        it; see :class:`~gitdeploy.controller.loop.ResyncScope`)."""
+        return owner_of(str(key), self.membership.members()) == self.identity
+
+    def held(self) -> list[AppKey]:
+        """The apps this replica claimed."""
+        with self._lock:
+            return list(self.claims)
+
+    def finds_orphans(self) -> bool:
+        """Whether this replica looks for orphans: the leader's work."""
+        return self.leading()
+
     def holds(self, key: AppKey) -> bool:
         """Whether this replica holds ``key``: claimed, and admitted since its Lease last lapsed."""
         with self._lock:

@@ -72,6 +72,9 @@ class Workers:
         self.size = max(1, size)
         self._pool = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="reconcile")
         """Kept between passes: starting its threads again for every pass would add to every step."""
+        self.sharing: Callable[[], int] = lambda: 1
+        """How many replicas share the apps (``run --sharding``): a replica's pass over all of
+        its own apps (its resync) lists namespaces too, as one replica's pass over every app does."""
         self._counted_apps: dict[AppKey, App] = {}
         self._apps_per_namespace: Counter[str] = Counter()
 
@@ -89,7 +92,7 @@ class Workers:
             # are done, so a pass holds what it listed of two namespaces, not of every one.
             wait(futures[:earlier])
             earlier = len(futures)
-            if lists_per_app(len(members), self._apps_in(namespace)):
+            if lists_per_app(len(members), self._apps_in(namespace) // max(1, self.sharing())):
                 futures += [
                     self._pool.submit(self._list_and_reconcile, key, finish, hooks) for key in members
                 ]

@@ -197,6 +197,36 @@ def same_machine_pid(holder: str, identity: str) -> int | None:
     return int(pid)
 
 
+def holder_pid_to_check(holder: str, identity: str) -> int | None:
+    """The process id whose liveness decides whether ``holder`` of a Lease is gone at once: a
+    process of this machine other than ``identity`` itself (:func:`same_machine_pid`); None when
+    the Lease is free (''), held by ``identity``, or by a process this machine cannot see (it is
+    gone only once its Lease expired). The leader Lease and the member Leases share this rule.
+
+    >>> holder_pid_to_check("web-0_1a2b3c4d.7_aa", "web-0_1a2b3c4d.1_bb")
+    7
+    >>> [holder_pid_to_check(h, "web-0_1a2b3c4d.1_bb") for h in ("", "web-0_1a2b3c4d.1_bb")]
+    [None, None]
+    """
+    if not holder or holder == identity:
+        return None
+    return same_machine_pid(holder, identity)
+
+
+def seen_since(since: float, now: float, duration_seconds: int, *, holder_gone: bool) -> float:
+    """When a Lease counts as last changed, on this process's clock: ``since`` (when this process
+    first saw it as it is), or, when its holder is gone (:func:`holder_pid_to_check` names a
+    process that no longer runs), at least its duration ago: it expired at once, since it can
+    never be renewed again.
+
+    >>> seen_since(100.0, 105.0, 15, holder_gone=False), seen_since(100.0, 105.0, 15, holder_gone=True)
+    (100.0, 90.0)
+    >>> seen_since(80.0, 105.0, 15, holder_gone=True)  # already expired: stays so
+    80.0
+    """
+    return min(since, now - duration_seconds) if holder_gone else since
+
+
 def release_lease(current: LeaseSpec, now: float) -> LeaseSpec:
     """The spec a leader writes on shutdown: no holder, 1 s, so a standby takes over at its next try.
 

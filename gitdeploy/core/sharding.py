@@ -43,7 +43,7 @@ ShardDecision(act=<ShardAct.CLAIM: 'claim'>, write=ShardClaim(owner='c', epoch=5
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -52,6 +52,9 @@ from gitdeploy.core.lease import LeaseSpec
 MEMBER_LABEL = "gitdeploy.io/member"
 """The label every member Lease carries (value ``true``), so that members can be listed."""
 MEMBER_PREFIX = "gitdeploy-member-"
+STALE_AFTER = 10
+"""A member Lease left unchanged for this many of its durations is deleted by the leader (see
+:func:`stale_members`)."""
 
 
 def member_lease_name(identity: str) -> str:
@@ -105,6 +108,25 @@ def live_members(seen: Iterable[SeenMember], now: float) -> frozenset[str]:
     """
     return frozenset(
         m.spec.holder for m in seen if m.spec.holder and now < m.observed_at + m.spec.duration_seconds
+    )
+
+
+def stale_members(seen: Mapping[str, SeenMember], now: float) -> list[str]:
+    """The member Leases (by name) the leader deletes: left unchanged for :data:`STALE_AFTER` ×
+    their duration since this process first saw them so (a replica killed by ``kill -9`` never
+    deletes its own). A member that still runs renews its Lease every retry period, so its Lease
+    changes long before; one paused that long stopped acting at its renew deadline, and the delete
+    names the resourceVersion seen (a renewal in between makes it fail), so a resumed replica
+    finds its Lease gone and creates it anew.
+
+    >>> seen = {"gone": SeenMember(LeaseSpec("a", 15), 100.0), "live": SeenMember(LeaseSpec("b", 15), 240.0)}
+    >>> stale_members(seen, now=249.9), stale_members(seen, now=250.0)
+    ([], ['gone'])
+    """
+    return sorted(
+        name
+        for name, member in seen.items()
+        if now >= member.observed_at + STALE_AFTER * max(member.spec.duration_seconds, 1)
     )
 
 

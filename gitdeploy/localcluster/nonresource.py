@@ -32,11 +32,11 @@ class NonResourceEndpoints(HttpWire):
             return True
         document = self._discovery(path) if method == "GET" else None
         if document is not None:
-            cluster.stats.record("get", "discovery")
+            cluster.stats.record("get", "discovery", self.fields.get("user-agent", ""))
             self._send_json(200, document)
             return True
         if path.rstrip("/") == ACCESS_REVIEW_PATH and method == "POST":
-            cluster.stats.record("create", "selfsubjectaccessreviews")
+            cluster.stats.record("create", "selfsubjectaccessreviews", self.fields.get("user-agent", ""))
             protobuf = self.fields.get("content-type", "").startswith(PROTOBUF)  # kubectl sends it so
             review = access_review_from_protobuf(self._read_raw()) if protobuf else self._read_body()
             self._send_json(201, review_access(self._access, review))
@@ -44,7 +44,7 @@ class NonResourceEndpoints(HttpWire):
         return False
 
     def _openapi(self, cluster: LocalCluster, path: str) -> None:
-        cluster.stats.record("get", "openapi")
+        cluster.stats.record("get", "openapi", self.fields.get("user-agent", ""))
         if path.rstrip("/") == openapidocs.PREFIX:
             self._send_json(200, openapidocs.index())
             return

@@ -107,7 +107,7 @@ class _Handler(ApiReads, ApiWrites, NonResourceEndpoints):
         if route is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = request_verb(method, route, query)
-        cluster.stats.record(verb, route.resource_label)
+        cluster.stats.record(verb, route.resource_label, self.fields.get("user-agent", ""))
         if verb in WRITE_VERBS:
             where = "/".join(part for part in (route.namespace, route.name) if part)
             self._asked_write = (verb, route.resource_label, where)

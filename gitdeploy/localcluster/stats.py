@@ -22,13 +22,17 @@ class RequestStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
+        self._by_agent: Counter[tuple[str, str, str]] = Counter()
+        """Every request (reads and watches too) by the client's User-Agent, verb and resource:
+        what each of several clients of one cluster costs it."""
         self._writes: list[dict[str, Any]] = []
         """Each write as asked: the client's User-Agent, verb, resource, ``namespace/name`` and the
         answer's code (200 for any success), oldest first; tests read who wrote what."""
 
-    def record(self, verb: str, resource: str) -> None:
+    def record(self, verb: str, resource: str, agent: str = "") -> None:
         with self._lock:
             self._counts[(verb, resource)] += 1
+            self._by_agent[(agent, verb, resource)] += 1
 
     def wrote(self, agent: str, verb: str, resource: str, where: str, *, code: int) -> None:
         with self._lock:
@@ -57,6 +61,7 @@ class RequestStats:
     def reset(self) -> None:
         with self._lock:
             self._counts.clear()
+            self._by_agent.clear()
             self._writes.clear()
 
     def to_json(self) -> dict[str, Any]:
@@ -64,8 +69,13 @@ class RequestStats:
         counts = self.snapshot()
         with self._lock:
             writes = list(self._writes)
+            by_agent = sorted(self._by_agent.items())
         return {
             "writes": writes,
+            "byAgent": [
+                {"agent": agent, "verb": verb, "resource": resource, "count": n}
+                for (agent, verb, resource), n in by_agent
+            ],
             "total": sum(counts.values()),
             "requests": [
                 {"verb": verb, "resource": resource, "count": n}

@@ -141,3 +141,65 @@ def test_a_pass_over_every_app_reads_the_namespace_and_gets_nothing(
     reports = controller.reconcile_due()
     assert len(reports) == len(APPS)
     assert embedded_cluster.stats.snapshot() == {("list", "replicasets"): 1, ("list", "configmaps"): 1}
+
+
+def test_a_replica_sharing_the_apps_reads_its_share_through_the_namespace(
+    controller: Controller, embedded_cluster: LocalCluster
+) -> None:
+    """``run --sharding``: a replica's pass over all of its apps (its resync) lists the namespace,
+    as one replica's pass over every app does, rather than two requests per app."""
+    two = [AppKey("shop", "app1"), AppKey("shop", "app6")]
+    # Given the eight apps shared by four replicas, When this one passes over its two
+    controller.pool.sharing = lambda: 4
+    embedded_cluster.stats.reset()
+    assert len(controller.reconcile_due(two)) == 2
+    # Then it reads them through the namespace
+    assert embedded_cluster.stats.snapshot() == {("list", "replicasets"): 1, ("list", "configmaps"): 1}
+    # ... where one replica alone reads two due apps of eight one by one
+    controller.pool.sharing = lambda: 1
+    embedded_cluster.stats.reset()
+    assert len(controller.reconcile_due(two)) == 2
+    assert embedded_cluster.stats.snapshot() == {("list", "replicasets"): 2, ("list", "configmaps"): 2}
+
+
+class Share:
+    """A sharded replica's part (what :class:`~gitdeploy.controller.shards.ShardGate` answers):
+    it owns app0 to app3 by the hash, holds app7 still (not yet released), leads or not."""
+
+    def __init__(self, leads: bool) -> None:
+        self.leads = leads
+
+    def mine(self, key: AppKey) -> bool:
+        return key.name in {"app0", "app1", "app2", "app3"}
+
+    def held(self) -> list[AppKey]:
+        return [AppKey("shop", "app7")]
+
+    def finds_orphans(self) -> bool:
+        return self.leads
+
+
+@pytest.mark.parametrize(
+    ("share", "passed", "lists"),
+    [
+        (None, APPS, {"replicasets": 1, "configmaps": 2}),
+        (Share(leads=False), ["app0", "app1", "app2", "app3", "app7"], {"replicasets": 1, "configmaps": 1}),
+        (Share(leads=True), ["app0", "app1", "app2", "app3", "app7"], {"replicasets": 1, "configmaps": 2}),
+    ],
+    ids=["one replica", "a sharded replica", "the sharded leader"],
+)
+def test_a_sharded_resync_looks_at_this_replicas_apps_and_the_leader_alone_finds_orphans(
+    controller: Controller,
+    embedded_cluster: LocalCluster,
+    fake_clock: FakeClock,
+    share: Share | None,
+    passed: list[str],
+    lists: dict[str, int],
+) -> None:
+    controller.resync_scope = share
+    controller.pool.sharing = lambda: 1 if share is None else 2
+    fake_clock.advance(controller.resync_seconds + 1)
+    embedded_cluster.stats.reset()
+    reports = controller.reconcile_due()
+    assert sorted(r.key.name for r in reports) == passed
+    assert {resource: n for (verb, resource), n in embedded_cluster.stats.snapshot().items()} == lists

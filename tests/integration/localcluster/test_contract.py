@@ -518,6 +518,19 @@ def test_request_stats(embedded_cluster: LocalCluster, core: Any) -> None:
         body = json.loads(response.read())
     assert body["total"] == 3
     assert {"verb": "create", "resource": "configmaps", "count": 1} in body["requests"]
+    # ... and by client (User-Agent), reads included
+    agent = core.api_client.user_agent
+    assert {"agent": agent, "verb": "list", "resource": "pods", "count": 2} in body["byAgent"]
+    mine = urllib.request.Request(
+        f"{embedded_cluster.url}/api/v1/namespaces/{NS}/pods/none", headers={**headers, "User-Agent": "me"}
+    )
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(mine)
+    with urllib.request.urlopen(request) as response:
+        body = json.loads(response.read())
+    assert [row for row in body["byAgent"] if row["agent"] == "me"] == [
+        {"agent": "me", "verb": "get", "resource": "pods", "count": 1}
+    ]
     reset = urllib.request.Request(
         f"{embedded_cluster.url}/gitdeploy/v1/stats", headers=headers, method="DELETE"
     )

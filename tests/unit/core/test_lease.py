@@ -14,8 +14,10 @@ from gitdeploy.core.lease import (
     Role,
     decide_lease,
     format_micro_time,
+    holder_pid_to_check,
     release_lease,
     renew_deadline_passed,
+    seen_since,
 )
 from gitdeploy.errors import PermanentError
 
@@ -134,6 +136,43 @@ def test_invalid_timings_say_which_flag(timings: tuple[float, float, float], mes
 )
 def test_micro_time(at: float, text: str) -> None:
     assert format_micro_time(at) == text
+
+
+HERE = "web-0_1a2b3c4d.40_bb"
+"""This process: pod web-0, booted 1a2b3c4d, pid 40."""
+
+
+@pytest.mark.parametrize(
+    ("holder", "pid"),
+    [
+        pytest.param("web-0_1a2b3c4d.7_aa", 7, id="another process of this machine: check pid 7"),
+        pytest.param("web-0_1a2b3c4d.40_aa", 40, id="an earlier process with this pid (a restart)"),
+        pytest.param(HERE, None, id="this process itself: never gone"),
+        pytest.param("", None, id="a free Lease: no holder to check"),
+        pytest.param("web-1_1a2b3c4d.7_aa", None, id="another pod: only its Lease's expiry tells"),
+        pytest.param("web-0_99999999.7_aa", None, id="this machine before a reboot: cannot tell"),
+        pytest.param("a_1", None, id="an identity without boot id and pid (an older gitdeploy)"),
+        pytest.param("web-0_1a2b3c4d.x7_aa", None, id="no process id in it"),
+    ],
+)
+def test_which_holder_is_checked_for_a_running_process(holder: str, pid: int | None) -> None:
+    assert holder_pid_to_check(holder, HERE) == pid
+
+
+@pytest.mark.parametrize(
+    ("since", "now", "gone", "expected"),
+    [
+        pytest.param(100.0, 105.0, False, 100.0, id="holder runs: when first seen so"),
+        pytest.param(100.0, 105.0, True, 90.0, id="holder gone: expired at once (duration ago)"),
+        pytest.param(80.0, 105.0, True, 80.0, id="holder gone, long expired: unchanged"),
+        pytest.param(90.0, 105.0, True, 90.0, id="holder gone, exactly one duration: unchanged"),
+    ],
+)
+def test_a_gone_holders_lease_counts_as_expired(
+    since: float, now: float, gone: bool, expected: float
+) -> None:
+    assert seen_since(since, now, 15, holder_gone=gone) == expected
+    assert (now >= seen_since(since, now, 15, holder_gone=gone) + 15) is (gone or now >= since + 15)
 
 
 def test_docstring_examples() -> None:

@@ -12,6 +12,7 @@ from gitdeploy.core import sharding
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.lease import LeaseSpec
 from gitdeploy.core.sharding import (
+    STALE_AFTER,
     SeenMember,
     ShardAct,
     ShardClaim,
@@ -21,6 +22,7 @@ from gitdeploy.core.sharding import (
     member_lease_name,
     moved,
     owner_of,
+    stale_members,
     weight,
 )
 
@@ -174,6 +176,42 @@ def test_a_claim_always_raises_the_epoch(claim: ShardClaim) -> None:
         decision = decide_shard(claim, identity=identity, owner=identity, live=frozenset({identity}))
         if decision.act is ShardAct.CLAIM:
             assert decision.write is not None and decision.write.epoch == claim.epoch + 1
+
+
+@pytest.mark.parametrize(
+    ("seen", "now", "expected"),
+    [
+        pytest.param(
+            {"m": SeenMember(LeaseSpec(A, 15), 100.0)}, 249.0, [], id="unchanged 149 s of 150: kept"
+        ),
+        pytest.param({"m": SeenMember(LeaseSpec(A, 15), 100.0)}, 250.0, ["m"], id="150 s: deleted"),
+        pytest.param({"m": SeenMember(LeaseSpec(A, 3), 100.0)}, 130.0, ["m"], id="its own duration counts"),
+        pytest.param({"m": SeenMember(LeaseSpec(A, 15), 100.0)}, 116.0, [], id="just expired: kept"),
+        pytest.param({"m": SeenMember(LeaseSpec("", 1), 100.0)}, 110.0, ["m"], id="released: after 10 s"),
+        pytest.param({"m": SeenMember(LeaseSpec(A, 0), 100.0)}, 109.0, [], id="duration 0 counts as 1 s"),
+        pytest.param(
+            {"z": SeenMember(LeaseSpec(A, 1), 0.0), "y": SeenMember(LeaseSpec(B, 1), 0.0)},
+            60.0,
+            ["y", "z"],
+            id="sorted by name",
+        ),
+    ],
+)
+def test_stale_members(seen: dict[str, SeenMember], now: float, expected: list[str]) -> None:
+    assert stale_members(seen, now) == expected
+
+
+@given(
+    st.integers(min_value=0, max_value=3600),
+    st.floats(min_value=0, max_value=1e6),
+    st.floats(min_value=0, max_value=1e6),
+)
+def test_a_stale_member_is_never_a_live_one(duration: int, observed_at: float, later: float) -> None:
+    member = SeenMember(LeaseSpec(A, duration), observed_at)
+    now = observed_at + later
+    if stale_members({"m": member}, now):
+        assert live_members([member], now) == frozenset()
+        assert now - observed_at >= STALE_AFTER * duration
 
 
 def test_docstring_examples() -> None:
