@@ -279,6 +279,21 @@ def _leadership(
         elector.close()
 
 
+def _refuse_options_alone(given: dict[str, Any]) -> None:
+    """Refuse, before anything starts, an option of ``run`` given without the one it needs."""
+    if given["sharding"] and not given["leader_elect"]:
+        raise PermanentError(
+            "--sharding needs leader election",
+            hint="drop --no-leader-elect: the leader alone polls image streams and prunes orphans",
+        )
+    if given["notify_secret_file"] and not given["notify_url"]:
+        raise PermanentError("--notify-secret-file needs --notify-url", hint="add --notify-url URL")
+    for needs_listen in ("webhook_secret_file", "dashboard_token_file", "repo_web_url"):
+        if given[needs_listen] and not given["listen"]:
+            flag = "--" + needs_listen.replace("_", "-")
+            raise PermanentError(f"{flag} needs --listen", hint="add --listen :8080")
+
+
 @contextmanager
 def _sharding(
     ctx: click.Context,
@@ -453,16 +468,8 @@ def run(
     metrics = Metrics(version=__version__)
     readiness = Readiness()
     timings = LeaseTimings(lease_duration, renew_deadline, retry_period) if leader_elect else None
-    if sharding and not leader_elect:
-        raise PermanentError(
-            "--sharding needs leader election",
-            hint="drop --no-leader-elect: the leader alone polls image streams and prunes orphans",
-        )
+    _refuse_options_alone(ctx.params)
     server = None
-    if webhook_secret_file and not listen:
-        raise PermanentError("--webhook-secret-file needs --listen", hint="add --listen :8080")
-    if notify_secret_file and not notify_url:
-        raise PermanentError("--notify-secret-file needs --notify-url", hint="add --notify-url URL")
     notifier = (
         Notifier(
             notify_url,
@@ -471,9 +478,6 @@ def run(
         if notify_url
         else None
     )
-    if (dashboard_token_file or repo_web_url) and not listen:
-        flag = "--dashboard-token-file" if dashboard_token_file else "--repo-web-url"
-        raise PermanentError(f"{flag} needs --listen", hint="add --listen :8080")
     cluster = open_cluster(get_context(ctx))
     if listen:
         webhook = (
