@@ -220,9 +220,13 @@ class Txn:
         ).fetchone()
         return row is not None
 
-    def get_by_uid(self, uid: str) -> tuple[str, dict[str, Any]] | None:
-        row = self._conn.execute("SELECT resource, body FROM objects WHERE uid = ?", (uid,)).fetchone()
-        return None if row is None else (str(row[0]), dict(json.loads(row[1])))
+    def uid_of(self, resource: str, namespace: str, name: str) -> str | None:
+        """The uid of the object, without reading its body; None when there is none."""
+        row = self._conn.execute(
+            "SELECT uid FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, name),
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def list_raw(
         self,
@@ -266,12 +270,20 @@ class Txn:
         return int(row[0])
 
     def put(
-        self, resource: str, obj: dict[str, Any], event_type: str, *, owners_changed: bool = True
+        self,
+        resource: str,
+        obj: dict[str, Any],
+        event_type: str,
+        *,
+        owners_changed: bool = True,
+        labels_changed: bool = True,
     ) -> dict[str, Any]:
         """Store ``obj`` (created or modified) with a new ``resourceVersion``; log the change.
 
         ``owners_changed`` False: the caller knows the stored object has the same owner
-        references (a status change), so the owner index is left as it is.
+        references (a status change), so the owner index is left as it is. ``labels_changed``
+        False: it knows the stored object has the same labels, so a ``MODIFIED`` change needs no
+        look at the stored one for the body before it (see :class:`Change`).
         """
         assert self.writable, "put needs a write transaction"
         meta = obj["metadata"]
@@ -281,7 +293,7 @@ class Txn:
         body = dumps(obj)
         labels = dumps(meta.get("labels") or {})
         previous = None
-        if event_type == "MODIFIED":
+        if event_type == "MODIFIED" and labels_changed:
             previous = self._relabelled(resource, namespace, meta["name"], labels)
         self.encoded[id(obj)] = (obj, body)
         self._conn.execute(
