@@ -37,8 +37,8 @@ def _is_solid(txn: Txn, namespace: str, ref: dict[str, Any]) -> bool:
     kind = next((r for r in RESOURCES if r.group == group and r.kind == ref.get("kind")), None)
     if kind is None:
         return True  # not served here: unresolvable, so never collected
-    owner = txn.get(kind.key, namespace if kind.namespaced else "", str(ref.get("name") or ""))
-    return owner is not None and owner["metadata"].get("uid") == ref.get("uid")
+    uid = txn.uid_of(kind.key, namespace if kind.namespaced else "", str(ref.get("name") or ""))
+    return uid is not None and uid == ref.get("uid")
 
 
 def split_references(txn: Txn, obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -71,7 +71,7 @@ def collect_dependents(txn: Txn, owner_uid: str, policy: str, now: float) -> Non
         dependent["metadata"]["ownerReferences"] = remaining
         if not remaining:
             dependent["metadata"].pop("ownerReferences")
-        txn.put(key, dependent, "MODIFIED")
+        txn.put(key, dependent, "MODIFIED", labels_changed=False)
 
 
 def collect_later_if_dangling(txn: Txn, resource: ResourceType, obj: dict[str, Any], now: float) -> None:
@@ -92,6 +92,6 @@ def collectable(txn: Txn, timer: Timer) -> tuple[ResourceType, dict[str, Any]] |
         return None
     if solid:
         obj["metadata"]["ownerReferences"] = solid
-        txn.put(timer.resource, obj, "MODIFIED")
+        txn.put(timer.resource, obj, "MODIFIED", labels_changed=False)
         return None
     return next(r for r in RESOURCES if r.key == timer.resource), obj

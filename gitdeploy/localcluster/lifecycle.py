@@ -71,8 +71,8 @@ class ObjectLifecycle:
             for due, action in simulation.pod_timers(obj, self.config, now):
                 txn.add_timer(Timer(due, PODS.key, namespace, name, meta["uid"], action))
         txn.put(resource.key, obj, "ADDED")
-        garbage.collect_later_if_dangling(txn, resource, obj, now)
-        if not by_controller:
+        if not by_controller:  # the controller's pods are owned by the ReplicaSet it just read
+            garbage.collect_later_if_dangling(txn, resource, obj, now)
             # the answer is the object as created; reconciliation writes its own versions
             self._after_write(txn, resource, {**obj, "metadata": dict(meta)}, now)
         return obj
@@ -114,7 +114,8 @@ class ObjectLifecycle:
         if new == current:
             return current
         owners_changed = refs != old_meta.get("ownerReferences")
-        txn.put(resource.key, new, "MODIFIED", owners_changed=owners_changed)
+        labels_changed = new["metadata"].get("labels") != old_meta.get("labels")
+        txn.put(resource.key, new, "MODIFIED", owners_changed=owners_changed, labels_changed=labels_changed)
         if owners_changed:
             garbage.collect_later_if_dangling(txn, resource, new, now)
         # reconciliation may change it again (status): the answer is the object as stored last
@@ -164,7 +165,7 @@ class ObjectLifecycle:
             return pod
         meta["deletionTimestamp"] = simulation.format_time(now + grace)
         meta["deletionGracePeriodSeconds"] = grace
-        txn.put(PODS.key, pod, "MODIFIED", owners_changed=False)
+        txn.put(PODS.key, pod, "MODIFIED", owners_changed=False, labels_changed=False)
         txn.add_timer(
             Timer(
                 now + grace, PODS.key, meta.get("namespace", ""), meta["name"], meta["uid"], simulation.GONE
@@ -184,20 +185,19 @@ class ObjectLifecycle:
         no write came (see kubelet.py); the write's answer has the old status."""
         if resource is REPLICASETS:
             # a write that left the spec as its controller last saw it (annotations) changes no status
-            if (obj.get("status") or {}).get("observedGeneration") != obj["metadata"].get("generation"):
-                self._sync_later(txn, obj, now)
+            meta = obj["metadata"]
+            if (obj.get("status") or {}).get("observedGeneration") != meta.get("generation"):
+                self._sync_later(txn, str(meta.get("namespace") or ""), meta["name"], meta["uid"], now)
         elif resource is PODS:
+            namespace = str(obj["metadata"].get("namespace") or "")
             for ref in obj["metadata"].get("ownerReferences") or []:
                 if ref.get("controller") and ref.get("kind") == "ReplicaSet":
-                    found = txn.get_by_uid(str(ref.get("uid")))
-                    if found is not None and found[0] == REPLICASETS.key:
-                        self._sync_later(txn, found[1], now)
+                    # the ReplicaSet the reference names, if it is still that one (its uid)
+                    uid, name = str(ref.get("uid")), str(ref.get("name"))
+                    if txn.uid_of(REPLICASETS.key, namespace, name) == uid:
+                        self._sync_later(txn, namespace, name, uid, now)
 
-    def _sync_later(self, txn: Txn, replicaset: dict[str, Any], now: float) -> None:
-        meta = replicaset["metadata"]
-        namespace = meta.get("namespace", "")
-        txn.add_timer(
-            Timer(now, REPLICASETS.key, namespace, meta["name"], meta["uid"], simulation.RS_WRITTEN)
-        )
+    def _sync_later(self, txn: Txn, namespace: str, name: str, uid: str, now: float) -> None:
+        txn.add_timer(Timer(now, REPLICASETS.key, namespace, name, uid, simulation.RS_WRITTEN))
         if self.write_synced not in txn.after_commit:
             txn.after_commit.append(self.write_synced)

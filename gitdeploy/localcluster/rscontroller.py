@@ -50,7 +50,7 @@ class ReplicaSetController:
             )
         if plan.status != replicaset.get("status"):
             replicaset["status"] = plan.status
-            txn.put(REPLICASETS.key, replicaset, "MODIFIED", owners_changed=False)
+            txn.put(REPLICASETS.key, replicaset, "MODIFIED", owners_changed=False, labels_changed=False)
         if plan.recheck_at is not None:
             txn.add_timer(
                 Timer(
@@ -61,6 +61,7 @@ class ReplicaSetController:
     def _record_event(self, txn: Txn, about: dict[str, Any], reason: str, message: str, now: float) -> None:
         meta = about["metadata"]
         namespace = meta.get("namespace", "") or "default"
+        stamp = simulation.format_time(now)
         event = {
             "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
             "involvedObject": {
@@ -74,8 +75,8 @@ class ReplicaSetController:
             "reason": reason,
             "message": message,
             "source": {"component": "replicaset-controller"},
-            "firstTimestamp": simulation.format_time(now),
-            "lastTimestamp": simulation.format_time(now),
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
             "count": 1,
             "type": "Normal",
             "reportingComponent": "replicaset-controller",

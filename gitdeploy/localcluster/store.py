@@ -83,12 +83,18 @@ _RECENT_CHANGES = 2048
 #: SQLite's own busy handler backs off to long sleeps; the write lock is retried here instead.
 _BUSY_TIMEOUT_MS = 20
 _LOCK_WAIT_SECONDS = 30.0
-#: WAL pages after which a commit copies them back into the database (SQLite's default is 1,000).
-#: A write changes the same hot pages (the version counter, the timers and their index, the log's
-#: tail) again and again; each checkpoint copies a page once however often it changed since the
-#: last one, so checkpointing a fifth as often copies far fewer pages per write. The WAL file
-#: grows to about 16 MiB between checkpoints instead of 4.
-_WAL_CHECKPOINT_PAGES = 4000
+#: Commits of this process after which its checkpoint thread copies the WAL back into the
+#: database (:meth:`Store._checkpoint_later`), about 3,000 pages at the 25 to 30 pages a scale
+#: write changes. A write changes the same hot pages (the version counter, the timers and their
+#: index, the log's tail) again and again; each checkpoint copies a page once however often it
+#: changed since the last one, so checkpointing every few thousand pages, not SQLite's 1,000,
+#: copies far fewer pages per write.
+_CHECKPOINT_EVERY_COMMITS = 100
+#: WAL pages after which a commit checkpoints by itself (SQLite's automatic checkpoint): only when
+#: the checkpoint thread falls far behind, or in a process whose thread is not running. A
+#: checkpoint in a commit holds the write lock through two fsyncs: tens to hundreds of
+#: milliseconds on a busy disk, which every write waiting for the lock waits too.
+_WAL_CHECKPOINT_PAGES = 16000
 
 
 def dumps(value: Any) -> str:
@@ -220,9 +226,13 @@ class Txn:
         ).fetchone()
         return row is not None
 
-    def get_by_uid(self, uid: str) -> tuple[str, dict[str, Any]] | None:
-        row = self._conn.execute("SELECT resource, body FROM objects WHERE uid = ?", (uid,)).fetchone()
-        return None if row is None else (str(row[0]), dict(json.loads(row[1])))
+    def uid_of(self, resource: str, namespace: str, name: str) -> str | None:
+        """The uid of the object, without reading its body; None when there is none."""
+        row = self._conn.execute(
+            "SELECT uid FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, name),
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def list_raw(
         self,
@@ -266,12 +276,20 @@ class Txn:
         return int(row[0])
 
     def put(
-        self, resource: str, obj: dict[str, Any], event_type: str, *, owners_changed: bool = True
+        self,
+        resource: str,
+        obj: dict[str, Any],
+        event_type: str,
+        *,
+        owners_changed: bool = True,
+        labels_changed: bool = True,
     ) -> dict[str, Any]:
         """Store ``obj`` (created or modified) with a new ``resourceVersion``; log the change.
 
         ``owners_changed`` False: the caller knows the stored object has the same owner
-        references (a status change), so the owner index is left as it is.
+        references (a status change), so the owner index is left as it is. ``labels_changed``
+        False: it knows the stored object has the same labels, so a ``MODIFIED`` change needs no
+        look at the stored one for the body before it (see :class:`Change`).
         """
         assert self.writable, "put needs a write transaction"
         meta = obj["metadata"]
@@ -281,7 +299,7 @@ class Txn:
         body = dumps(obj)
         labels = dumps(meta.get("labels") or {})
         previous = None
-        if event_type == "MODIFIED":
+        if event_type == "MODIFIED" and labels_changed:
             previous = self._relabelled(resource, namespace, meta["name"], labels)
         self.encoded[id(obj)] = (obj, body)
         self._conn.execute(
@@ -436,6 +454,10 @@ class Store:
         self._recent: deque[Change] = deque(maxlen=_RECENT_CHANGES)
         self._last_write = threading.local()  # each thread's last write transaction (see encoded)
         self._commit_waits: dict[tuple[str, str | None], threading.Condition] = {}
+        # the checkpoint thread, started by the first commit, and the commits since it last ran
+        self._checkpointer: threading.Thread | None = None
+        self._checkpoint_due = threading.Event()
+        self._uncheckpointed = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
             conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
@@ -501,11 +523,45 @@ class Store:
                 conn.execute("ROLLBACK")  # the answer is computed, nothing is kept or told
             else:
                 conn.execute("COMMIT")
+                self._checkpoint_later()
                 if txn.logged:  # still holding the write lock: commits are told in their order
                     self._committed_changes(txn.logged)
                 for call in txn.after_commit:
                     call()
         self._last_write.encoded = txn.encoded
+
+    def _checkpoint_later(self) -> None:
+        """Count a commit (holding the write lock); every :data:`_CHECKPOINT_EVERY_COMMITS`, have
+        the checkpoint thread copy the WAL back into the database, outside the write lock: a
+        ``PASSIVE`` checkpoint lets writers go on appending to the WAL while it copies and syncs,
+        so the writes queued for the lock no longer wait behind its two fsyncs (SQLite's automatic
+        checkpoint would run in this commit). A write may still wait in the kernel while the
+        filesystem commits its journal for the fsync, but less often and less long."""
+        self._uncheckpointed += 1
+        if self._uncheckpointed < _CHECKPOINT_EVERY_COMMITS:
+            return
+        self._uncheckpointed = 0
+        if self._checkpointer is None:
+            self._checkpointer = threading.Thread(
+                target=self._run_checkpoints, name="localcluster-checkpoint", daemon=True
+            )
+            self._checkpointer.start()
+        self._checkpoint_due.set()
+
+    def _run_checkpoints(self) -> None:
+        while True:
+            self._checkpoint_due.wait()
+            self._checkpoint_due.clear()
+            try:
+                with self._connection() as conn:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except (RuntimeError, sqlite3.Error):
+                if self._closed:
+                    return
+                # not now (the database is busy or gone): the next commits ask again, and a
+                # commit checkpoints by itself if the WAL grows far enough (_WAL_CHECKPOINT_PAGES)
+            if self._closed:
+                return
 
     def _trim_logs(self, txn: Txn) -> None:
         """Trim the log of each resource ``txn`` wrote once it has grown by ``_COMPACT_EVERY``."""
@@ -601,5 +657,8 @@ class Store:
         with self._pool_lock:
             self._closed = True
             pool, self._pool = self._pool, []
+        self._checkpoint_due.set()
+        if self._checkpointer is not None:
+            self._checkpointer.join(timeout=30)
         for conn in pool:
             conn.close()

@@ -19,6 +19,9 @@ from gitdeploy.localcluster.store import Timer, Txn
 
 __all__ = ["DueTimers"]
 
+_Named = tuple[str, str, str]
+"""A ReplicaSet to look at: its uid, namespace and name."""
+
 _SETTLE_ROUNDS = 64
 """At most this many rounds of timers that fire timers due at once, per transaction."""
 
@@ -43,22 +46,23 @@ class DueTimers:
             fired += len(timers)
             # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
             # together become ready together: one status write, not one per pod)
-            replicasets: dict[str, float] = {}
+            replicasets: dict[_Named, float] = {}
             for timer in timers:
-                for uid in self._fire(txn, timer, at):
-                    replicasets[uid] = max(replicasets.get(uid, timer.due), timer.due)
-            for uid, when in replicasets.items():
-                found = txn.get_by_uid(uid)
-                if found is not None and found[0] == REPLICASETS.key:
-                    self._replicasets.reconcile(txn, found[1], when)
+                for named in self._fire(txn, timer, at):
+                    replicasets[named] = max(replicasets.get(named, timer.due), timer.due)
+            for (uid, namespace, name), when in replicasets.items():
+                # by its key, not its uid: the primary key finds it without the uid index
+                replicaset = txn.get(REPLICASETS.key, namespace, name)
+                if replicaset is not None and replicaset["metadata"]["uid"] == uid:
+                    self._replicasets.reconcile(txn, replicaset, when)
             if txn.earliest_timer is None or txn.earliest_timer > at:
                 break
         return fired
 
-    def _fire(self, txn: Txn, timer: Timer, now: float) -> list[str]:
-        """Apply one transition; returns the uids of the ReplicaSets to look at for it."""
+    def _fire(self, txn: Txn, timer: Timer, now: float) -> list[_Named]:
+        """Apply one transition; returns the ReplicaSets to look at for it."""
         if timer.action in (simulation.RS_SYNC, simulation.RS_WRITTEN):
-            return [timer.uid]
+            return [(timer.uid, timer.namespace, timer.name)]
         if timer.action == garbage.COLLECT:
             collected = garbage.collectable(txn, timer)
             if collected is not None:
@@ -75,16 +79,17 @@ class DueTimers:
         if simulation.is_terminating(pod):
             return []  # its containers are being stopped: no start, no completion
         pod["status"] = simulation.pod_transition(pod, timer.action, timer.due, self._objects.config)
-        txn.put(PODS.key, pod, "MODIFIED", owners_changed=False)
+        txn.put(PODS.key, pod, "MODIFIED", owners_changed=False, labels_changed=False)
         if timer.action == simulation.STOP and pod["status"].get("phase") == "Succeeded":
             self._act_as_custom_deployer(txn, pod, now)
         return self._controllers_of(pod)
 
     @staticmethod
-    def _controllers_of(pod: dict[str, Any]) -> list[str]:
-        """The uids of the ReplicaSets that control ``pod`` (one at most)."""
+    def _controllers_of(pod: dict[str, Any]) -> list[_Named]:
+        """The ReplicaSets that control ``pod`` (one at most)."""
+        namespace = str(pod["metadata"].get("namespace") or "")
         return [
-            str(ref.get("uid"))
+            (str(ref.get("uid")), namespace, str(ref.get("name")))
             for ref in pod["metadata"].get("ownerReferences") or []
             if ref.get("controller") and ref.get("kind") == "ReplicaSet"
         ]
