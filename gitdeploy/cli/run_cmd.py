@@ -11,6 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.clock import MonotonicClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.apirequests import observe_api_requests
+from gitdeploy.controller.headnews import HeadNews
 from gitdeploy.controller.inspect import count_app_states, list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
@@ -39,6 +41,7 @@ from gitdeploy.controller.shards import GitPosition, ShardGate
 from gitdeploy.controller.streamwatch import watch_streams
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.diagnostics import printable
+from gitdeploy.core.headnews import head_announcement_name
 from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
@@ -235,7 +238,7 @@ def _leadership(
     ctx: click.Context,
     controller: Controller,
     lease: tuple[str | None, str, LeaseTimings | None],
-    wake: threading.Event,
+    relay: _Relay,
     metrics: Metrics,
     readiness: Readiness,
 ) -> Iterator[Callable[[], bool]]:
@@ -245,13 +248,14 @@ def _leadership(
     deploy/ makes it, and gitdeploy's service account may not create namespaces).
     """
     namespace, name, timings = lease
+    wake = relay.wake
     if timings is None:
         readiness.set_lease_decided()
         metrics.set_leader(True)
         yield lambda: True
         return
     if ctx.params.get("sharding"):
-        with _sharding(ctx, controller, (namespace, name, timings), wake, metrics, readiness) as acting:
+        with _sharding(ctx, controller, (namespace, name, timings), relay, metrics, readiness) as acting:
             yield acting
         return
     target = resolve_target(get_context(ctx), start_embedded=False)
@@ -299,14 +303,16 @@ def _sharding(
     ctx: click.Context,
     controller: Controller,
     lease: tuple[str | None, str, LeaseTimings],
-    wake: threading.Event,
+    relay: _Relay,
     metrics: Metrics,
     readiness: Readiness,
 ) -> Iterator[Callable[[], bool]]:
     """``run --sharding``: a member Lease of this replica's own, the apps it owns (see
-    :mod:`gitdeploy.controller.shards`), and the leader Lease for the leader-only work. Yields
-    "may this replica act now?" (its member Lease is fresh)."""
+    :mod:`gitdeploy.controller.shards`), the leader Lease for the leader-only work, and the
+    shared head announcement (:mod:`gitdeploy.controller.headnews`). Yields "may this replica
+    act now?" (its member Lease is fresh)."""
     namespace, name, timings = lease
+    wake = relay.wake
     target = resolve_target(get_context(ctx), start_embedded=False)
     namespace = namespace or default_lease_namespace(target.in_cluster)
     if target.embedded:
@@ -345,14 +351,66 @@ def _sharding(
     controller.images.leading = elector.is_leader
     log = logging.getLogger("gitdeploy")
     log.info("sharding: member %s (lease %s)", identity, membership.lease)
+    news = _share_head(controller, (namespace, name), identity, elector, relay)
     membership.step()  # the first renewal before the first pass
     membership.start()
     elector.start()
+    news.start()
     try:
         yield membership.fresh
     finally:
+        news.close()
         elector.close()
         membership.close()
+
+
+def _share_head(
+    controller: Controller, lease: tuple[str, str], identity: str, elector: LeaderElector, relay: _Relay
+) -> HeadNews:
+    """The head announcement of ``run --sharding``: pushes this replica receives, and heads its
+    polls find, announced to the others; theirs fetched at once; git polled at --interval by the
+    leader alone (the others far less often, while the announcement's watch works)."""
+    namespace, name = lease
+    news = HeadNews(
+        controller.cluster,
+        (namespace, head_announcement_name(name)),
+        identity,
+        controller.repo.ref or "",
+        lambda: controller.repo.head,
+        SystemClock(),
+        relay.push,
+    )
+    news.leading, news.leader = elector.is_leader, lambda: elector.leader
+    news.failed = lambda: controller.source_error is not None
+    relay.push_listeners.append(news.pushed)
+    relay.after_poll.append(news.after_poll)
+    relay.period = news.period
+    return news
+
+
+@dataclass
+class _Relay:
+    """What reaches the loop from outside it: the newest push's head (a webhook's, or with
+    --sharding another replica's announcement), how long to wait between polls, and what to do
+    after each poll (--sharding: announce a head that moved)."""
+
+    wake: threading.Event
+    pushed: deque[str] = field(default_factory=lambda: deque(maxlen=1))
+    """The newest push's head, for the next poll to fetch at once."""
+    push_listeners: list[Callable[[str], None]] = field(default_factory=list)
+    period: Callable[[float], float] | None = None
+    after_poll: list[Callable[[], None]] = field(default_factory=list)
+
+    def push(self, sha: str) -> None:
+        """Fetch at once (the loop's next turn polls for ``sha``)."""
+        self.pushed.append(sha)
+        self.wake.set()
+
+    def on_push(self, event: PushEvent) -> None:
+        """A verified webhook push (on the HTTP server's event loop: hand over, never block)."""
+        self.push(event.after)
+        for listener in self.push_listeners:
+            listener(event.after)
 
 
 def _report_row(report: AppReport) -> list[str]:
@@ -450,11 +508,7 @@ def run(
     _setup_logging(get_context(ctx).debug, log_format)
     stop = threading.Event()
     wake = threading.Event()
-    pushed: deque[str] = deque(maxlen=1)  # the newest webhook push's head, for the next poll to fetch
-
-    def on_push(event: PushEvent) -> None:
-        pushed.append(event.after)
-        wake.set()
+    relay = _Relay(wake)
 
     def request_stop(signum: int, _frame: Any) -> None:
         logging.getLogger("gitdeploy").info(
@@ -495,7 +549,7 @@ def run(
             commit_links=commit_links(repo_web_url, repo),
             namespaces=namespaces,
         )
-        server = _http_server(listen, cluster, settings, metrics, readiness, webhook, on_push)
+        server = _http_server(listen, cluster, settings, metrics, readiness, webhook, relay.on_push)
         server.start()
     try:
         with (
@@ -503,7 +557,7 @@ def run(
                 ctx, repo, branch, subpath, prune, workers, namespaces, resync_interval, trusted_keys, cluster
             ) as controller,
             _leadership(
-                ctx, controller, (lease_namespace, lease_name, timings), wake, metrics, readiness
+                ctx, controller, (lease_namespace, lease_name, timings), relay, metrics, readiness
             ) as acting,
         ):
             # the apps-by-state gauges: from the leader alone (a sum over replicas counts each app once)
@@ -512,7 +566,7 @@ def run(
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
             watch_streams(controller, stop, wake.set)  # `gitdeploy tag`: followers roll out at once
             source = f"{controller.repo.url.display} ({branch})"
-            _loop(controller, stop, wake, pushed, interval, readiness, source, acting)
+            _loop(controller, stop, relay, interval, readiness, source, acting)
     finally:
         if notifier is not None:
             notifier.close()
@@ -585,8 +639,7 @@ def publish_app_states(controller: Controller, metrics: Metrics) -> None:
 def _loop(
     controller: Controller,
     stop: threading.Event,
-    wake: threading.Event,
-    pushed: deque[str],
+    relay: _Relay,
     interval: float,
     readiness: Readiness,
     source: str,
@@ -600,8 +653,12 @@ def _loop(
     def polled(_started: float) -> None:
         if controller.head is not None:
             readiness.set_repo_read()
+        for after in relay.after_poll:
+            after()
 
-    Scheduler(controller).run(stop, wake, interval, pushed=pushed, acting=acting, polled=polled)
+    Scheduler(controller).run(
+        stop, relay.wake, interval, pushed=relay.pushed, acting=acting, polled=polled, period=relay.period
+    )
     log.info("gitdeploy run: stopped; a restart resumes where this left off")
 
 

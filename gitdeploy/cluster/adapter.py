@@ -19,6 +19,7 @@ from typing import Any
 from kubernetes import client
 
 from gitdeploy.cluster.events import Events
+from gitdeploy.cluster.headleases import HeadLeases
 from gitdeploy.cluster.leases import Leases
 from gitdeploy.cluster.pods import HookPods
 from gitdeploy.cluster.rawapi import REQUEST_TIMEOUT, RawApi
@@ -65,6 +66,8 @@ class Cluster:
         self.streams = StreamStates(kube)
         self.events = Events(kube)
         self.leases = Leases(kube)
+        self.head_leases = HeadLeases(kube)
+        """The head announcement of ``run --sharding`` (:mod:`gitdeploy.cluster.headleases`)."""
 
     def name_client(self, identity: str) -> None:
         """Send ``identity`` in every request's User-Agent (``gitdeploy (identity)``): audit logs, and

@@ -78,27 +78,33 @@ class Scheduler:
         pushed: deque[str] | None = None,
         acting: Callable[[], bool] = lambda: True,
         polled: Callable[[float], None] | None = None,
+        period: Callable[[float], float] | None = None,
     ) -> None:
         """Poll at ``interval`` and pass over due apps until ``stop``; ``wake`` cuts a wait short
         (a push, a watch's notice, a leadership change). ``pushed`` holds the head the newest push
         named, for the next poll to fetch at once. Only while ``acting()`` (this process leads): a
         standby polls git but reconciles nothing. ``polled(started)`` is called after every poll
-        (``started``: when it began, on :func:`time.perf_counter`)."""
+        (``started``: when it began, on :func:`time.perf_counter`). ``period(interval)``, asked
+        anew at every turn, stretches the time between polls (``run --sharding``: the replicas
+        that do not lead poll rarely, see :mod:`gitdeploy.controller.headnews`)."""
         controller = self.controller
         pushed = pushed if pushed is not None else deque(maxlen=1)
-        next_poll = 0.0
+        every = period or (lambda seconds: seconds)
+        last_poll = float("-inf")  # the first turn polls
         while not stop.is_set():
             wake.clear()  # a push, a watch's notice or a leadership change sets it: no waiting then
             now = time.perf_counter()
-            if now >= next_poll or pushed:  # a watch's notice needs a pass, not a poll of git
+            # a watch's notice needs a pass, not a poll of git
+            if now >= last_poll + controller.poll_delay(every(interval)) or pushed:
                 controller.poll(pushed.pop() if pushed else None)  # only this thread pops
                 if polled is not None:
                     polled(now)
-                next_poll = now + controller.poll_delay(interval)  # the source's backoff after a failure
+                last_poll = now
             if acting():
                 self.pass_once()
             wait = controller.next_due_in() if acting() else None
-            timeout = next_poll - time.perf_counter()
+            # the source's backoff after a failure; a role change wakes this loop and is asked anew
+            timeout = last_poll + controller.poll_delay(every(interval)) - time.perf_counter()
             if wait is not None:
                 timeout = min(timeout, wait)
             wake.wait(max(timeout, SHORTEST_WAIT))

@@ -1,0 +1,111 @@
+"""The head announcement of ``run --sharding`` (:mod:`gitdeploy.core.headnews`): one
+``coordination.k8s.io/v1`` Lease whose annotations name the announced commit. Read, written with
+optimistic concurrency (compare-and-swap on resourceVersion), listed by name and watched by name
+(``fieldSelector=metadata.name=<name>``: one watch on one object, as client-go's informers do
+for a single object).
+
+The Lease's spec stays empty: nobody holds it, and leader election tools that list Leases see an
+unheld one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gitdeploy.cluster.apierrors import translated
+from gitdeploy.cluster.rawapi import RawApi
+from gitdeploy.core.headnews import HeadAnnouncement, ObservedAnnouncement
+from gitdeploy.errors import NotFoundError
+
+
+class HeadLeases:
+    """The announcement Lease ``namespace/name``; ``timeout`` (s) bounds a whole request."""
+
+    def __init__(self, kube: RawApi) -> None:
+        self.kube = kube
+
+    def read(self, namespace: str, name: str, timeout: float | None = None) -> ObservedAnnouncement | None:
+        """The announcement, or None when the object does not exist yet."""
+        try:
+            with translated(f"read Lease {namespace}/{name}"):
+                response = self.kube.leases.read_namespaced_lease(
+                    name, namespace, _preload_content=False, _request_timeout=timeout or self.kube.timeout
+                )
+                raw = json.loads(response.data)
+        except NotFoundError:
+            return None
+        return _observed(raw)
+
+    def write(
+        self,
+        namespace: str,
+        name: str,
+        announcement: HeadAnnouncement,
+        resource_version: str | None,
+        timeout: float | None = None,
+    ) -> ObservedAnnouncement:
+        """Create the object (``resource_version`` None) or replace it: a stale version raises
+        ConflictError, creating one that exists AlreadyExistsError (another replica wrote first)."""
+        metadata: dict[str, Any] = {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "gitdeploy"},
+            "annotations": announcement.annotations(),
+        }
+        body: dict[str, Any] = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": metadata,
+            "spec": {},
+        }
+        leases, limit = self.kube.leases, timeout or self.kube.timeout
+        with translated(f"write Lease {namespace}/{name}"):
+            if resource_version is None:
+                response = leases.create_namespaced_lease(
+                    namespace, body, _preload_content=False, _request_timeout=limit
+                )
+            else:
+                metadata["resourceVersion"] = resource_version
+                response = leases.replace_namespaced_lease(
+                    name, namespace, body, _preload_content=False, _request_timeout=limit
+                )
+            raw = json.loads(response.data)
+        return _observed(raw)
+
+    def list_at(self, namespace: str, name: str) -> tuple[list[ObservedAnnouncement], str]:
+        """The object (none or one) selected by name, and the list's resourceVersion: where
+        :meth:`watch` goes on from."""
+        return self.kube.list_converted_at(
+            self.kube.leases.list_namespaced_lease,
+            f"list Lease {namespace}/{name}",
+            _observed,
+            namespace=namespace,
+            field_selector=f"metadata.name={name}",
+        )
+
+    def watch(
+        self, namespace: str, name: str, resource_version: str, timeout_seconds: int = 300
+    ) -> Iterator[tuple[str, ObservedAnnouncement]]:
+        """``(event type, announcement)`` for every change of the object after ``resource_version``
+        (from :meth:`list_at`), until the server ends the watch; ``410 Gone`` is an ExpiredError."""
+        for kind, raw in self.kube.watch_json(
+            self.kube.leases.list_namespaced_lease,
+            f"watch of Lease {namespace}/{name}",
+            namespace=namespace,
+            field_selector=f"metadata.name={name}",
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=self.kube.watch_timeout(timeout_seconds),
+        ):
+            yield kind, _observed(raw)
+
+
+def _observed(raw: Mapping[str, Any]) -> ObservedAnnouncement:
+    metadata = raw.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    return ObservedAnnouncement(
+        HeadAnnouncement.from_annotations({str(k): str(v) for k, v in annotations.items()}),
+        str(metadata.get("resourceVersion", "")),
+    )
