@@ -197,11 +197,11 @@ class HeadNews:
             self.fetch_now(news.sha)
 
     def _watcher(self) -> None:
-        version, pause = "", PAUSES[0]
+        version, pause, told = "", PAUSES[0], ""
 
         def reached(at: str) -> None:
-            nonlocal version
-            version = at
+            nonlocal version, told
+            version, told = at, ""
             if self._set_watching(True):
                 log.info("watching lease %s: heads the other replicas find are fetched at once", self.lease)
 
@@ -220,7 +220,9 @@ class HeadNews:
                 )
                 pause = PAUSES[0]
             except GitdeployError as problem:
-                if self._set_watching(False):
+                self._set_watching(False)
+                if problem.message != told:
+                    told = problem.message
                     log.warning(
                         "watch of lease %s: %s; polling git at --interval meanwhile", self.lease, problem
                     )

@@ -1,19 +1,24 @@
 """``gitdeploy run --sharding`` on the real control plane as deploy/'s ServiceAccount: three
 replicas, each named as its own pod, keep their member Leases under deploy/leader-election.yaml's
 Role and share the apps; when one is killed (SIGKILL) the survivors claim its apps once its Lease
-expired, and roll out the next commit for all of them."""
+expired, and roll out the next commit for all of them. A webhook push delivered to one replica
+reaches the others through the head announcement Lease they watch (the Role's ``watch``)."""
 
 from __future__ import annotations
 
 import json
 import re
 import signal
+import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from gitdeploy.core.sharding import MEMBER_LABEL, owner_of
+from gitdeploy.server.webhook import github_signature
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import GITDEPLOY_NAMESPACE, ControlPlane, audit_events, audit_log_size
@@ -25,6 +30,30 @@ pytestmark = pytest.mark.usefixtures("isolated_git_config")
 APPS = 12
 WRITES = {"create", "update", "patch", "delete"}
 FAST_LEASE = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.3s"]
+SECRET = b"fan-out-secret-real"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def deliver_push(port: int, repo_url: str, after: str) -> int:
+    """POST a signed GitHub push of ``after`` to the replica listening on ``port``."""
+    body = json.dumps(
+        {"ref": "refs/heads/main", "after": after, "repository": {"clone_url": repo_url}}
+    ).encode()
+    headers = {
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": after,
+        "X-Hub-Signature-256": github_signature(body, SECRET),
+        "Content-Type": "application/json",
+    }
+    return httpx.post(
+        f"http://127.0.0.1:{port}/hooks/git", content=body, headers=headers, timeout=10
+    ).status_code
 
 
 def apps(image: str) -> dict[str, str]:
@@ -152,3 +181,67 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
     for survivor in survivors:
         log = identities[survivor].log
         assert "forbidden" not in log.lower(), log
+
+
+def test_a_push_delivered_to_one_sharded_replica_reaches_the_others_through_the_watched_head_lease(
+    control_plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+    runs: Callable[..., Run],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # Given three replicas as deploy/'s ServiceAccount that never poll git (--interval 1h)
+    namespace = managed_namespace("fanout")
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": settings(namespace)})
+    secret = tmp_path / "webhook-secret"
+    secret.write_bytes(SECRET)
+    common = ["--sharding", "--repo", git_remote.url, "-n", namespace, "--interval", "1h"]
+    common += ["--lease-namespace", GITDEPLOY_NAMESPACE, *FAST_LEASE, "--webhook-secret-file", str(secret)]
+    replicas, ports = [], []
+    for name in ("a", "b", "c"):
+        monkeypatch.setenv("POD_NAME", f"gitdeploy-{name}")
+        ports.append(free_port())
+        replicas.append(runs(name, *common, "--listen", f"127.0.0.1:{ports[-1]}"))
+    identities = {identity(run): run for run in replicas}
+    wait_for("each replica to see three members", lambda: all(members_seen(r) == 3 for r in replicas))
+    wait_for("each replica to watch gitdeploy-head", lambda: all("watching lease" in r.log for r in replicas))
+    wait_for("each replica to read git", lambda: all("moved: (none) -> " in r.log for r in replicas))
+    start = audit_log_size(control_plane)
+
+    # When a commit adds 12 apps and its webhook reaches replica b alone
+    sha = git_remote.commit_and_push("Add the apps", apps("registry.test/web:1"))
+    assert deliver_push(ports[1], git_remote.url, sha) == 200
+
+    # Then every app rolls out, those the other two replicas own too (only the announcement
+    # could tell them: nobody polls)
+    wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1), timeout=120)
+    owners = {v["owner"] for v in views(gitdeploy, namespace).values()}
+    receiver = identity(replicas[1])
+    assert owners - {receiver}, f"the receiver owns every app: {owners}"
+    for run in (replicas[0], replicas[2]):
+        assert f"{receiver} announced {sha[:12]} (push): fetching now" in run.log, run.log
+    # ... the announcement is the Lease gitdeploy-head in gitdeploy's namespace
+    lease: Any = control_plane.get_json("lease", "gitdeploy-head", "-n", GITDEPLOY_NAMESPACE)
+    annotations = lease["metadata"]["annotations"]
+    assert (annotations["gitdeploy.io/head-commit"], annotations["gitdeploy.io/head-announced-by"]) == (
+        sha,
+        receiver,
+    )
+    # ... watched by name under deploy/leader-election.yaml's Role (its `watch` verb), never refused
+    events: list[Any] = audit_events(control_plane)
+    watches = [
+        event
+        for event in events
+        if event["verb"] == "watch"
+        and (event.get("objectRef") or {}).get("resource") == "leases"
+        and "gitdeploy-head" in str(event.get("requestURI"))
+    ]
+    assert watches and all((w.get("responseStatus") or {}).get("code") == 200 for w in watches), watches
+    since_push: list[Any] = audit_events(control_plane, start)
+    refused = [e for e in since_push if (e.get("responseStatus") or {}).get("code") == 403]
+    assert refused == []
+    for run in identities.values():  # (--listen's dashboard may not list cluster-wide: not this test's)
+        lines = [line for line in run.log.lower().splitlines() if "forbidden" in line and "lease" in line]
+        assert lines == [], lines

@@ -41,11 +41,12 @@ LEADER_RULES = [
     {
         "apiGroups": ["coordination.k8s.io"],
         "resources": ["leases"],
-        "verbs": ["create", "get", "list", "update", "delete"],
+        "verbs": ["create", "get", "list", "watch", "update", "delete"],
     },
 ]
-"""The leader Lease and the member Leases of ``run --sharding`` (``gitdeploy-member-<hash>``, names
-unknown beforehand, so not limited by name): no watch, no patch, gitdeploy's namespace alone."""
+"""The leader Lease, the member Leases of ``run --sharding`` (``gitdeploy-member-<hash>``, names
+unknown beforehand, so not limited by name) and its head announcement ``gitdeploy-head``, which
+every replica watches: no patch, gitdeploy's namespace alone."""
 
 
 Doc = dict[str, Any]
