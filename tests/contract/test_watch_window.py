@@ -1,6 +1,7 @@
 """The watch window: a watch from a resourceVersion the server no longer keeps is 410 Gone, in
 kube-apiserver's words, on both servers; a watch from a fresh list's version goes on; an object that
-stops matching a selector watch is told DELETED."""
+stops matching a selector watch is told DELETED; a watch of one Lease by name (``fieldSelector``
+``metadata.name``, as ``run --sharding`` watches its head announcement) sees that Lease alone."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from kubernetes import client as kubernetes_client
 from kubernetes import watch as kubernetes_watch
 
-from tests.fixtures.contract import Side, configmap
+from tests.fixtures.contract import Side, configmap, lease
 
 client: Any = kubernetes_client
 watch: Any = kubernetes_watch
@@ -87,3 +88,34 @@ def test_an_object_that_stops_matching_a_watchs_label_selector_is_told_deleted(s
         if len(seen) == 2:
             stream.stop()
     assert seen == ["DELETED web {'tier': 'web'}", "ADDED web {'tier': 'web'}"]
+
+
+def test_a_watch_of_one_lease_by_name_sees_that_lease_alone(side: Side) -> None:
+    # Given two Leases, one of them unheld with annotations only (``run --sharding``'s head
+    # announcement), and a watch of the first by name from a list's version
+    head = {
+        "metadata": {"name": "gitdeploy-head", "annotations": {"gitdeploy.io/head-commit": "a" * 40}},
+        "spec": {},
+    }
+    side.coordination.create_namespaced_lease(side.namespace, head)
+    side.coordination.create_namespaced_lease(side.namespace, lease(15))
+    by_name = "metadata.name=gitdeploy-head"
+    listed = side.coordination.list_namespaced_lease(side.namespace, field_selector=by_name)
+    assert [item.metadata.name for item in listed.items] == ["gitdeploy-head"]
+    # When both change
+    side.coordination.patch_namespaced_lease("leader", side.namespace, {"spec": {"holderIdentity": "b"}})
+    announced = {"metadata": {"annotations": {"gitdeploy.io/head-commit": "b" * 40}}}
+    side.coordination.patch_namespaced_lease("gitdeploy-head", side.namespace, announced)
+    # Then the watch is told of the named one's change alone
+    stream = watch.Watch()
+    for event in stream.stream(
+        side.coordination.list_namespaced_lease,
+        side.namespace,
+        field_selector=by_name,
+        resource_version=listed.metadata.resource_version,
+        timeout_seconds=30,
+    ):
+        found = event["object"]
+        assert (event["type"], found.metadata.name) == ("MODIFIED", "gitdeploy-head")
+        assert found.metadata.annotations["gitdeploy.io/head-commit"] == "b" * 40
+        stream.stop()
