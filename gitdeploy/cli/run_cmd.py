@@ -425,7 +425,9 @@ def _report_row(report: AppReport) -> list[str]:
     type=Duration(),
     default="5s",
     show_default=True,
-    help="How often to poll the repo (an unreachable one: with backoff, 5 s doubling to 5 min).",
+    help="How often to poll the repo (an unreachable one: with backoff, 5 s doubling to 5 min). With "
+    "--sharding the leader polls this often, the others every 10 intervals while they watch the "
+    "replicas' shared head announcement (the Lease <--lease-name>-head).",
 )
 @click.option(
     "--resync-interval",
@@ -495,7 +497,8 @@ def run(
     With several `run` against one cluster, one leads (holds the Lease) and acts; the others stand
     by, read git, and take over when the leader stops renewing or exits. With --sharding, every
     replica acts on the apps it owns (an app moves only after its old owner stopped acting on it);
-    the leader alone polls image streams and prunes orphans.
+    the leader alone polls image streams and prunes orphans, and polls git at --interval; a
+    webhook push that reaches one replica reaches them all.
 
     Exit codes: 0 stopped by SIGTERM or Ctrl-C, 1 it cannot start (the repo, the cluster or
     --listen's port; the message says which).
