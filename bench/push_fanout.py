@@ -10,7 +10,9 @@ has), ``--interval 1h`` (so nothing but the webhook and the announcement can mak
 bump of one app that replica ``a`` does not own (its record's shard claim says who does), opens a
 watch on that app's ReplicaSets, and POSTs the signed push to ``a``. The latency runs from just
 before the POST to the first watch event: it includes the webhook, ``a``'s announcement write, the
-owner's watch of the announcement, the owner's own fetch, the diff and the step.
+owner's watch of the announcement, the owner's own fetch, the diff and the step. Alternate rounds
+push an app replica ``a`` owns itself: the same push path without the announcement, under the same
+load, for comparison (``receiver_own_app_*``).
 
 Prints one JSON line, then a human line::
 
@@ -142,16 +144,20 @@ def measure(apps: int, rounds: int, seed: int) -> dict[str, object]:
         hooks = stack.enter_context(httpx.Client(timeout=10))
         print(f"deploying {apps} apps with 3 sharded replicas ...", file=sys.stderr, flush=True)
         deploy_s = wait_until_synced(bases, apps, limit=max(180.0, apps * 0.5))
-        others = [
-            index
-            for index, plan in enumerate(repo.apps)
-            if owner(adapter, plan.namespace, plan.name) in identities - {started[0][1]}
-        ]
+        owned_by = {index: owner(adapter, plan.namespace, plan.name) for index, plan in enumerate(repo.apps)}
+        others = [index for index, who in owned_by.items() if who in identities - {started[0][1]}]
+        own = [index for index, who in owned_by.items() if who == started[0][1]]
         print(
             f"  all Synced after {deploy_s:.1f} s; {rounds} pushes to replica a", file=sys.stderr, flush=True
         )
-        latencies = []
-        for index in others[:rounds]:
+        # alternately an app another replica owns (the figure) and one of a's own (the same push
+        # path without the announcement, under the same load: the comparison)
+        chosen: list[tuple[int, bool]] = []
+        for fanned_out, own_app in zip(others[:rounds], own[:rounds], strict=False):
+            chosen += [(fanned_out, True), (own_app, False)]
+        latencies: list[float] = []
+        own_latencies: list[float] = []
+        for index, fanned_out in chosen:
             plan = repo.apps[index]
             after = repo.commit_image_bump(index)
             watch = ReplicaSetWatch(cluster, http, plan.namespace, plan.name)
@@ -160,7 +166,7 @@ def measure(apps: int, rounds: int, seed: int) -> dict[str, object]:
                 status = deliver_push(hooks, receiver, repo.url, after)
                 if status != 200 or not watch.seen.wait(30):
                     raise SystemExit(f"push {after[:7]} of {plan.name}: {status}, no ReplicaSet write")
-                latencies.append((watch.at - began) * 1000)
+                (latencies if fanned_out else own_latencies).append((watch.at - began) * 1000)
             finally:
                 watch.close()
             time.sleep(0.2)  # let the rollout's first steps pass
@@ -173,6 +179,8 @@ def measure(apps: int, rounds: int, seed: int) -> dict[str, object]:
         "p50_ms": round(p50, 1),
         "p99_ms": round(p99, 1),
         "max_ms": round(max(latencies), 1),
+        "receiver_own_app_p50_ms": round(percentile(own_latencies, 50), 1),
+        "receiver_own_app_p99_ms": round(percentile(own_latencies, 99), 1),
         "initial_deploy_s": round(deploy_s, 1),
     }
 
@@ -188,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"push fan-out, 3 replicas, {result['apps']} apps, {result['rounds']} pushes to replica a for "
         f"apps another replica owns: push to first write p50 {result['p50_ms']} ms, "
-        f"p99 {result['p99_ms']} ms, max {result['max_ms']} ms"
+        f"p99 {result['p99_ms']} ms, max {result['max_ms']} ms (apps of replica a itself: p50 "
+        f"{result['receiver_own_app_p50_ms']} ms, p99 {result['receiver_own_app_p99_ms']} ms)"
     )
     return 0
 
