@@ -1,20 +1,26 @@
 """The head announcement of ``run --sharding`` (controller/headnews.py, cluster/headleases.py)
 against the embedded cluster over HTTP: compare-and-swap writes, dropping a write that the object
-already names, one fetch per announced commit, and the watch by name that hands another replica's
-announcement over."""
+already names, one fetch per announced commit, the watch by name that hands another replica's
+announcement over, and deploy/leader-election.yaml's `watch` verb as what lets that watch run."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.headnews import HeadNews
-from gitdeploy.core.headnews import Announced, HeadAnnouncement, WriteAct
+from gitdeploy.core.headnews import FOLLOWER_POLL_FACTOR, Announced, HeadAnnouncement, WriteAct
 from gitdeploy.core.lease import LeaseSpec
+from gitdeploy.localcluster import LocalCluster
+from gitdeploy.localcluster.access import Access
+from tests.fixtures.rbac import service_account_client
 from tests.fixtures.waiting import eventually
+from tests.realk8s.controlplane import DEPLOY, GITDEPLOY_NAMESPACE
 
 NAMESPACE = "gitdeploy-system"
 NAME = "gitdeploy-head"
@@ -109,3 +115,48 @@ def test_the_watch_by_name_hands_another_replicas_push_over_and_a_moved_head_is_
     finally:
         a.news.close()
         b.news.close()
+
+
+def test_deploys_role_lets_replicas_watch_the_head_lease_and_without_watch_they_poll_instead(
+    embedded_cluster: LocalCluster, kube_client: Any, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given gitdeploy's ServiceAccount with deploy/'s Roles, and the Leases in gitdeploy's namespace
+    Cluster(kube_client).ensure_namespace(GITDEPLOY_NAMESPACE)
+    account = service_account_client(embedded_cluster, ["shop"])
+    try:
+        replica = Cluster(account)
+        a, b = Replica(replica, "a", fake_clock), Replica(replica, "b", fake_clock)
+        for news in (a.news, b.news):
+            news.namespace = GITDEPLOY_NAMESPACE
+            news.leader = lambda: "a"  # a leader is known: only the watch decides b's poll period
+        b.news.start()
+        try:
+            # Then b watches the announcement, and a push a announces reaches it
+            eventually(lambda: b.news.watching, "b watches under deploy/'s Role")
+            assert b.news.period(30.0) == 30.0 * FOLLOWER_POLL_FACTOR
+            assert a.news.write(HeadAnnouncement(Y, MAIN, "a", 1.0, Announced.PUSH)) is WriteAct.WRITE
+            eventually(lambda: b.fetched == [Y], "b asked to fetch Y")
+        finally:
+            b.news.close()
+
+        # When the Role lacks `watch` (as before this change), a new replica c cannot watch:
+        # it says so, and polls git at --interval instead of waiting for news
+        roles = [
+            doc for doc in YAML(typ="safe").load_all((DEPLOY / "leader-election.yaml").read_text()) if doc
+        ]
+        for doc in roles:
+            for rule in doc.get("rules", []):
+                rule["verbs"] = [verb for verb in rule["verbs"] if verb != "watch"]
+        embedded_cluster.access = Access.from_objects(roles, GITDEPLOY_NAMESPACE, "gitdeploy")
+        c = Replica(replica, "c", fake_clock)
+        c.news.namespace, c.news.leader = GITDEPLOY_NAMESPACE, lambda: "a"
+        with caplog.at_level(logging.WARNING, logger="gitdeploy.sharding"):
+            c.news.start()
+            try:
+                eventually(lambda: "forbidden" in caplog.text, "c told its watch is forbidden")
+            finally:
+                c.news.close()
+        assert not c.news.watching and c.news.period(30.0) == 30.0
+        assert "polling git at --interval meanwhile" in caplog.text
+    finally:
+        account.close()
