@@ -41,7 +41,7 @@ from gitdeploy.controller.shards import GitPosition, ShardGate
 from gitdeploy.controller.streamwatch import watch_streams
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.diagnostics import printable
-from gitdeploy.core.headnews import head_announcement_name
+from gitdeploy.core.headnews import FOLLOWER_POLL_FACTOR, head_announcement_name
 from gitdeploy.core.lease import LeaseTimings, Role
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
@@ -651,7 +651,11 @@ def _loop(
     """Run the scheduler (:meth:`Scheduler.run`) until stopped, saying so in the log."""
     log = logging.getLogger("gitdeploy")
     where = controller.cluster.description
-    log.info("gitdeploy run: %s on %s, polling every %.1f s", source, where, interval)
+    shared = ""
+    if relay.period is not None:  # --sharding
+        others = FOLLOWER_POLL_FACTOR * interval
+        shared = f" (the leader; the others every {others:.1f} s while they watch its news)"
+    log.info("gitdeploy run: %s on %s, polling every %.1f s%s", source, where, interval, shared)
 
     def polled(_started: float) -> None:
         if controller.head is not None:
