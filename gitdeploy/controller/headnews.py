@@ -142,8 +142,8 @@ class HeadNews:
 
     def write(self, wanted: HeadAnnouncement) -> WriteAct:
         """Write ``wanted`` unless the object names its commit already; a conflict reads the
-        object again and decides anew (up to :data:`WRITE_TRIES` times). Errors are logged: an
-        announcement is never worth more than a warning."""
+        object again and decides anew (up to :data:`WRITE_TRIES` times). Errors are logged (an
+        announcement is never worth more than a warning), and the next poll announces again."""
         with self._lock:
             current = self._seen
         try:
@@ -169,9 +169,20 @@ class HeadNews:
                 )
                 return WriteAct.WRITE
         except GitdeployError as problem:
-            log.warning("could not announce %s in lease %s: %s", wanted.sha[:12], self.lease, problem)
-            return WriteAct.DROP
-        log.info("announcing %s: lease %s kept changing; left to the others", wanted.sha[:12], self.lease)
+            log.warning(
+                "could not announce %s in lease %s: %s; again after the next poll",
+                wanted.sha[:12],
+                self.lease,
+                problem,
+            )
+        else:
+            log.info(
+                "announcing %s: lease %s kept changing; again after the next poll",
+                wanted.sha[:12],
+                self.lease,
+            )
+        with self._lock:
+            self._polled = None  # the next poll announces its head unless the object names it by then
         return WriteAct.DROP
 
     def _remember(self, observed: ObservedAnnouncement | None) -> None:

@@ -160,3 +160,30 @@ def test_deploys_role_lets_replicas_watch_the_head_lease_and_without_watch_they_
         assert "polling git at --interval meanwhile" in caplog.text
     finally:
         account.close()
+
+
+def test_an_announcement_that_could_not_be_written_is_written_after_the_next_poll(
+    adapter: Cluster, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a replica whose poll moved its head to Y, and a lease namespace that is not there yet
+    a = Replica(adapter, "a", fake_clock, head=Y)
+    a.news.namespace = "made-later"
+    a.news.start()
+    try:
+        with caplog.at_level(logging.INFO, logger="gitdeploy.sharding"):
+            a.news.after_poll()
+            eventually(lambda: "again after the next poll" in caplog.text, "the write given up")
+        assert adapter.head_leases.read("made-later", NAME) is None
+        # When the namespace exists and the replica polls again (its head did not move)
+        adapter.ensure_namespace("made-later")
+        a.news.after_poll()
+        # Then it announces Y now
+        eventually(lambda: adapter.head_leases.read("made-later", NAME) is not None, "Y announced")
+        observed = adapter.head_leases.read("made-later", NAME)
+        assert observed is not None and observed.announcement is not None
+        assert (observed.announcement.sha, observed.announcement.source) == (Y, Announced.POLL)
+        # ... and a poll after that, with the object naming Y, writes nothing more
+        a.news.after_poll()
+        assert a.news.announced == 1
+    finally:
+        a.news.close()
