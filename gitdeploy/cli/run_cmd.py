@@ -339,6 +339,7 @@ def _sharding(
     )
     membership.leading = elector.is_leader  # the leader deletes the Leases killed replicas left
     position = GitPosition(controller.repo, lambda: controller.head, MonotonicClock())
+    position.fetch_now = relay.push  # a commit an app's record names and this replica lacks
     gate = ShardGate(
         membership, controller.cluster, controller.clock, elector.is_leader, lambda: elector.leader, position
     )

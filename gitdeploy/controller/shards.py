@@ -52,7 +52,9 @@ class GitPosition:
     owner waits for its poll to catch up instead of rolling the app back to an older commit (each
     replica polls git by itself, so right after a move the new owner may not have the newest
     commit yet). A commit it does not know is waited for at most ``patience`` seconds (it may
-    be gone from the branch, after a force push)."""
+    be gone from the branch, after a force push), and ``fetch_now`` is told of it once: with
+    ``run --sharding`` the loop fetches the branch at once, as for a push, rather than waiting
+    for a poll (a replica that does not lead polls only every ten intervals)."""
 
     def __init__(
         self, repo: ConfigRepo, head: Callable[[], str | None], clock: Clock, patience: float = 60.0
@@ -62,6 +64,7 @@ class GitPosition:
         self.clock = clock
         self.patience = patience
         self._unknown_since: dict[str, float] = {}
+        self.fetch_now: Callable[[str], None] = lambda _sha: None
 
     def behind(self, record: AppRecord) -> str:
         """The commit of ``record`` this replica's head is behind ('' when it is not)."""
@@ -74,6 +77,8 @@ class GitPosition:
             try:
                 newer = self.repo.is_ancestor(head, sha)
             except GitdeployError:  # not fetched yet, or gone from the branch
+                if sha not in self._unknown_since:
+                    self.fetch_now(sha)
                 first = self._unknown_since.setdefault(sha, self.clock.now())
                 if self.clock.now() - first < self.patience:
                     return sha
