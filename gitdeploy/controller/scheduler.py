@@ -102,7 +102,8 @@ class Scheduler:
                 last_poll = now
             if acting():
                 self.pass_once()
-            wait = controller.next_due_in() if acting() else None
+            due = (controller.next_due_in(), controller.next_resync_in()) if acting() else ()
+            wait = min((t for t in due if t is not None), default=None)
             # the source's backoff after a failure; a role change wakes this loop and is asked anew
             timeout = last_poll + controller.poll_delay(every(interval)) - time.perf_counter()
             if wait is not None:
