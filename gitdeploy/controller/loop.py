@@ -302,13 +302,6 @@ class Controller:
             return None
         return max(min(times) - self.clock.now(), 0.0)
 
-    def next_resync_in(self) -> float | None:
-        """Seconds until the periodic resync (None before the first load schedules it): the loop
-        waits no longer, so the resync comes on time even when polls are rare (the replicas of
-        ``run --sharding`` that do not lead poll every ten intervals)."""
-        at = self.queue.next_resync
-        return max(at - self.clock.now(), 0.0) if at else None
-
     # -- a pass -------------------------------------------------------------------------------------
 
     def reconcile_due(

@@ -29,6 +29,14 @@ SHORTEST_WAIT = 0.05
 """A loop on the system clock never waits less between passes (a busy loop helps nobody)."""
 
 
+def next_resync_in(controller: Controller) -> float | None:
+    """Seconds until the periodic resync (None before the first load schedules it): the loop
+    waits no longer, so the resync comes on time even when polls are rare (the replicas of
+    ``run --sharding`` that do not lead poll every ten intervals)."""
+    at = controller.queue.next_resync
+    return max(at - controller.clock.now(), 0.0) if at else None
+
+
 class Scheduler:
     """Drives one :class:`Controller` (see the module docstring)."""
 
@@ -102,7 +110,7 @@ class Scheduler:
                 last_poll = now
             if acting():
                 self.pass_once()
-            due = (controller.next_due_in(), controller.next_resync_in()) if acting() else ()
+            due = (controller.next_due_in(), next_resync_in(controller)) if acting() else ()
             wait = min((t for t in due if t is not None), default=None)
             # the source's backoff after a failure; a role change wakes this loop and is asked anew
             timeout = last_poll + controller.poll_delay(every(interval)) - time.perf_counter()
