@@ -283,9 +283,10 @@ def _leadership(
         elector.close()
 
 
-def _refuse_options_alone(given: dict[str, Any]) -> None:
-    """Refuse, before anything starts, an option of ``run`` given without the one it needs."""
-    if given["sharding"] and not given["leader_elect"]:
+def _refuse_options_alone(given: dict[str, Any], *, sharding: bool) -> None:
+    """Refuse, before anything starts, an option of ``run`` (``given``: its parameters) given
+    without the one it needs."""
+    if sharding and not given["leader_elect"]:
         raise PermanentError(
             "--sharding needs leader election",
             hint="drop --no-leader-elect: the leader alone polls image streams and prunes orphans",
@@ -526,7 +527,7 @@ def run(
     metrics = Metrics(version=__version__)
     readiness = Readiness()
     timings = LeaseTimings(lease_duration, renew_deadline, retry_period) if leader_elect else None
-    _refuse_options_alone(ctx.params)
+    _refuse_options_alone(ctx.params, sharding=sharding)
     server = None
     notifier = (
         Notifier(
