@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
+from gitdeploy.cluster.leases import read_raw_lease
 from gitdeploy.cluster.rawapi import RawApi
 from gitdeploy.core.headnews import HeadAnnouncement, ObservedAnnouncement
-from gitdeploy.errors import NotFoundError
 
 
 class HeadLeases:
@@ -28,15 +28,8 @@ class HeadLeases:
 
     def read(self, namespace: str, name: str, timeout: float | None = None) -> ObservedAnnouncement | None:
         """The announcement, or None when the object does not exist yet."""
-        try:
-            with translated(f"read Lease {namespace}/{name}"):
-                response = self.kube.leases.read_namespaced_lease(
-                    name, namespace, _preload_content=False, _request_timeout=timeout or self.kube.timeout
-                )
-                raw = json.loads(response.data)
-        except NotFoundError:
-            return None
-        return _observed(raw)
+        raw = read_raw_lease(self.kube, namespace, name, timeout)
+        return None if raw is None else _observed(raw)
 
     def write(
         self,

@@ -13,6 +13,19 @@ from gitdeploy.core.timestamps import parse_timestamp
 from gitdeploy.errors import NotFoundError
 
 
+def read_raw_lease(kube: RawApi, namespace: str, name: str, timeout: float | None) -> dict[str, Any] | None:
+    """The Lease ``namespace/name`` as the API server sent it, or None when there is none."""
+    try:
+        with translated(f"read Lease {namespace}/{name}"):
+            response = kube.leases.read_namespaced_lease(
+                name, namespace, _preload_content=False, _request_timeout=timeout or kube.timeout
+            )
+            raw: dict[str, Any] = json.loads(response.data)
+    except NotFoundError:
+        return None
+    return raw
+
+
 class Leases:
     """Reading and writing one Lease; ``timeout`` (s) bounds a whole request when given."""
 
@@ -22,15 +35,8 @@ class Leases:
     def read_lease(self, namespace: str, name: str, timeout: float | None = None) -> ObservedLease | None:
         """The Lease ``namespace/name``, or None when there is none yet (``timeout``: the whole
         request, s; else the usual connect and read timeouts)."""
-        try:
-            with translated(f"read Lease {namespace}/{name}"):
-                response = self.kube.leases.read_namespaced_lease(
-                    name, namespace, _preload_content=False, _request_timeout=timeout or self.kube.timeout
-                )
-                raw = json.loads(response.data)
-        except NotFoundError:
-            return None
-        return _to_observed_lease(raw)
+        raw = read_raw_lease(self.kube, namespace, name, timeout)
+        return None if raw is None else _to_observed_lease(raw)
 
     def write_lease(
         self,
