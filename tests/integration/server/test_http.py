@@ -477,7 +477,10 @@ def test_run_on_an_address_in_use_says_so_and_what_to_do(run_cli: RunCli, tmp_pa
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        ran = run_cli("run", "--repo", str(tmp_path / "config"), "--listen", f"127.0.0.1:{port}")
+        try:
+            ran = run_cli("run", "--repo", str(tmp_path / "config"), "--listen", f"127.0.0.1:{port}")
+        finally:
+            run_cli("cluster", "down")  # run started the embedded cluster before it tried the port
     assert ran.returncode == 1
     assert f"error: cannot listen on 127.0.0.1:{port}: the address is already in use" in ran.stderr
     assert "--listen another port" in ran.stderr and "unexpected" not in ran.stderr
