@@ -29,6 +29,7 @@ from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import settle
 from tests.fixtures.manifests import deployment
+from tests.fixtures.waiting import eventually
 
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\n"
 
@@ -79,6 +80,17 @@ def _pods(core: Any) -> set[tuple[str, str]]:
     return {(p.metadata.name, p.metadata.uid) for p in listed.items if p.metadata.deletion_timestamp is None}
 
 
+def _serving(core: Any, replicas: int) -> set[tuple[str, str]]:
+    """:func:`_pods` once there are ``replicas`` of them: a rollout may end (sync --wait returns)
+    a moment before the ReplicaSet controller has marked the old pods Terminating."""
+
+    def settled() -> set[tuple[str, str]] | None:
+        pods = _pods(core)
+        return pods if len(pods) == replicas else None
+
+    return eventually(settled, f"{replicas} pods of web")
+
+
 def _history(run_cli: RunCli, app: str = "shop/web") -> list[dict[str, Any]]:
     shown = run_cli("history", app, "-o", "json")
     assert shown.returncode == 0, shown.stdout + shown.stderr
@@ -101,8 +113,7 @@ def test_deleting_the_record_keeps_every_pod_and_rebuilds_the_history(
 ) -> None:
     # Given web at revision 2 with its 2 pods
     shas = _two_revisions_of_web(run_cli, git_remote)
-    pods = _pods(core)
-    assert len(pods) == 2
+    pods = _serving(core, 2)
     # When someone deletes its record, as `kubectl delete cm gitdeploy.web` does (background)
     core.delete_namespaced_config_map("gitdeploy.web", "shop", propagation_policy="Background")
     # Then no pod went (nothing is owned by the record)
@@ -133,7 +144,7 @@ def test_an_emptied_record_is_rebuilt_and_said_so_not_rewritten_empty(
     git_remote: GitRemote, run_cli: RunCli, core: Any
 ) -> None:
     shas = _two_revisions_of_web(run_cli, git_remote)
-    pods = _pods(core)
+    pods = _serving(core, 2)
     # When someone empties the record by hand
     core.replace_namespaced_config_map(
         "gitdeploy.web",
@@ -167,7 +178,7 @@ def test_a_damaged_record_shows_that_app_as_damaged_and_the_others_as_usual(
         },
     )
     _sync(run_cli, git_remote)
-    pods = _pods(core)
+    pods = _serving(core, 2)
     # When web's record gets bad JSON
     core.patch_namespaced_config_map(
         "gitdeploy.web", "shop", {"data": {"record.json": '{"version": 1, "revisions": ['}}
