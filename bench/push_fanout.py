@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,14 +38,12 @@ if __package__ in (None, ""):
 
 from bench.generate import GeneratedRepo, generate_repo
 from bench.push_latency import (
-    SECRET,
     SIMULATION,
     ReplicaSetWatch,
-    _free_port,
-    _gitdeploy,
     _synced_apps,
     deliver_push,
     percentile,
+    running,
 )
 from gitdeploy.clock import SystemClock
 from gitdeploy.cluster.adapter import Cluster
@@ -61,54 +58,14 @@ REPLICAS = ("a", "b", "c")
 @contextmanager
 def replica(name: str, repo: GeneratedRepo, cluster: LocalCluster, work: Path) -> Iterator[tuple[str, str]]:
     """One ``gitdeploy run --sharding``; yields its base URL and identity once it answers."""
-    secret = work / "webhook-secret"
-    secret.write_bytes(SECRET)
-    port = _free_port()
-    command = [
-        _gitdeploy(),
-        "--state-dir",
-        str(work / f"state-{name}"),
-        "--kubeconfig",
-        str(cluster.kubeconfig_path),
-        "run",
-        "--sharding",
-        "--repo",
-        repo.url,
-        "--interval",
-        "1h",
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--webhook-secret-file",
-        str(secret),
-    ]
-    log_path = work / f"{name}.log"
-    log = log_path.open("w")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        identity = ""
+    with running(repo, cluster, work, name, "--sharding") as (base, log_path):
         for _ in range(600):
             found = re.search(r"sharding: member (\S+) \(lease", log_path.read_text())
-            try:
-                if found and httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    identity = found.group(1)
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None:
-                raise SystemExit(f"gitdeploy run {name} exited: see {log_path}")
+            if found:
+                yield base, found.group(1)
+                return
             time.sleep(0.1)
-        yield base, identity
-    except BaseException:
-        print(log_path.read_text()[-3000:], file=sys.stderr)
-        raise
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+        raise SystemExit(f"gitdeploy run {name} never said its member identity: see {log_path}")
 
 
 def wait_until_synced(bases: list[str], apps: int, limit: float) -> float:

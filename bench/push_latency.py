@@ -95,16 +95,27 @@ def _polls(base: str) -> tuple[float, float]:
 @contextmanager
 def gitdeploy_run(repo: GeneratedRepo, cluster: LocalCluster, work: Path) -> Iterator[str]:
     """``gitdeploy run`` against ``cluster``; yields its base URL once it answers."""
+    with running(repo, cluster, work, "run") as (base, _log):
+        yield base
+
+
+@contextmanager
+def running(
+    repo: GeneratedRepo, cluster: LocalCluster, work: Path, name: str, *extra: str
+) -> Iterator[tuple[str, Path]]:
+    """``gitdeploy run [extra]`` named ``name`` (its state and log in ``work``), polling git only
+    hourly and taking signed webhooks; yields its base URL and log once /healthz answers."""
     secret = work / "webhook-secret"
     secret.write_bytes(SECRET)
     port = _free_port()
     command = [
         _gitdeploy(),
         "--state-dir",
-        str(work / "state"),
+        str(work / f"state-{name}"),
         "--kubeconfig",
         str(cluster.kubeconfig_path),
         "run",
+        *extra,
         "--repo",
         repo.url,
         "--interval",
@@ -114,7 +125,8 @@ def gitdeploy_run(repo: GeneratedRepo, cluster: LocalCluster, work: Path) -> Ite
         "--webhook-secret-file",
         str(secret),
     ]
-    log = (work / "run.log").open("w")  # shown when it fails
+    log_path = work / f"{name}.log"
+    log = log_path.open("w")  # shown when it fails
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -124,11 +136,11 @@ def gitdeploy_run(repo: GeneratedRepo, cluster: LocalCluster, work: Path) -> Ite
                     break
             except httpx.TransportError:
                 if process.poll() is not None:
-                    raise SystemExit(f"gitdeploy run exited: see {work / 'run.log'}") from None
+                    raise SystemExit(f"gitdeploy run {name} exited: see {log_path}") from None
             time.sleep(0.1)
-        yield base
+        yield base, log_path
     except BaseException:
-        print((work / "run.log").read_text()[-3000:], file=sys.stderr)
+        print(log_path.read_text()[-3000:], file=sys.stderr)
         raise
     finally:
         process.terminate()
