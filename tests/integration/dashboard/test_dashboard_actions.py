@@ -20,27 +20,19 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.fixtures.cli import RunCli, gitdeploy_executable
-from tests.fixtures.dashboard import running_dashboard
+from tests.fixtures.dashboard import DASHBOARD_TOKEN, running_dashboard
 from tests.fixtures.drift import state_apis
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.shopweb import SETTINGS, sync_and_wait, web, web_history
 from tests.fixtures.waiting import eventually
 
 BOUND = 60_000  # ms: a bound for a hung test, not a speed check
-TOKEN = "team-token-7f3a9c1e5b2d4f60a8"
 ROLLBACK = "apps/shop/web/actions/rollback"
 
 
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-@pytest.fixture
-def token_file(tmp_path: Path) -> Path:
-    path = tmp_path / "dashboard-token"
-    path.write_text(TOKEN + "\n")
-    return path
 
 
 def two_revisions(git_remote: GitRemote, run_cli: RunCli) -> None:
@@ -113,7 +105,7 @@ def test_with_the_token_a_confirmed_rollback_happens_and_an_event_names_who(
         assert context.cookies() == []
 
         # When alice logs in with the token
-        page = log_in(context, dashboard, "alice", TOKEN)
+        page = log_in(context, dashboard, "alice", DASHBOARD_TOKEN)
         page.wait_for_url("**/apps/shop/web")
         [cookie] = context.cookies()
         assert (cookie["httpOnly"], cookie["sameSite"]) == (True, "Strict")
@@ -169,7 +161,7 @@ def test_an_action_the_app_cannot_take_is_refused_with_the_clis_reason(
     two_revisions(git_remote, run_cli)
     with running_dashboard(tmp_path / "state", "--dashboard-token-file", str(token_file)) as dashboard:
         context = browser.new_context()
-        page = log_in(context, dashboard, "alice", TOKEN)
+        page = log_in(context, dashboard, "alice", DASHBOARD_TOKEN)
         page.wait_for_url("**/apps/shop/web")
 
         # When she asks to abort a canary that does not exist, and confirms

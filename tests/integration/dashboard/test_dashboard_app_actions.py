@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.fixtures.argorollouts import canary_rollout
 from tests.fixtures.cli import RunCli
-from tests.fixtures.dashboard import running_dashboard
+from tests.fixtures.dashboard import DASHBOARD_TOKEN, running_dashboard
 from tests.fixtures.drift import state_apis
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.shopweb import (
@@ -32,20 +32,12 @@ from tests.fixtures.shopweb import (
 )
 
 BOUND = 60_000  # ms: a bound for a hung test, not a speed check
-TOKEN = "team-token-0c4e8a2f6b1d3e5a79"
 REPO_WEB = "https://git.example.com/org/config"
 
 
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-@pytest.fixture
-def token_file(tmp_path: Path) -> Path:
-    path = tmp_path / "dashboard-token"
-    path.write_text(TOKEN + "\n")
-    return path
 
 
 def worker(image: str) -> str:
@@ -90,7 +82,7 @@ def logged_in(browser: Browser, dashboard: str, name: str) -> Iterator[Page]:
     page.goto(f"{dashboard}apps/shop/web")
     page.locator("#login").click()
     page.get_by_label("Your name").fill(name)
-    page.get_by_label("Token").fill(TOKEN)
+    page.get_by_label("Token").fill(DASHBOARD_TOKEN)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/apps/shop/web")
     try:
