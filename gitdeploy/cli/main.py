@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
+import logging
 import os
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from click.shell_completion import get_completion_class
@@ -236,21 +239,21 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="gitdeploy", standalone_mode=False)
     except click.exceptions.Exit as stop:
-        sys.exit(stop.exit_code)
+        _exit(stop.exit_code)
     except click.Abort:
         click.echo("Aborted.", err=True)
-        sys.exit(130)
+        _exit(130)
     except click.ClickException as problem:
         problem.show()
-        sys.exit(problem.exit_code)
+        _exit(problem.exit_code)
     except GitdeployError as problem:
         if debug:
             raise
         click.echo(f"error: {problem}", err=True)
-        sys.exit(1)
+        _exit(1)
     except BrokenPipeError:  # `gitdeploy history web | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+        _exit(1)
     except Exception as problem:  # a bug, or a library error no adapter translated
         if debug:
             raise
@@ -259,5 +262,19 @@ def main(argv: list[str] | None = None) -> None:
             "(rerun with --debug for the traceback, and please report it)",
             err=True,
         )
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+        _exit(1)
+    _exit(code if isinstance(code, int) else 0)
+
+
+def _exit(code: int) -> NoReturn:
+    """End the process with ``code``. When threads still run (a watch blocked in its read until
+    its server timeout, the leader elector), the interpreter is not shut down around them: a
+    daemon thread that wakes while Python finalizes can abort the process (SIGABRT, exit -6)
+    after the command did all its work and printed its answer. What was printed is flushed first."""
+    if threading.active_count() == 1:
+        sys.exit(code)
+    logging.disable(logging.CRITICAL)  # nothing more from the threads while the streams flush
+    with contextlib.suppress(OSError):  # `gitdeploy history web | head`: the reader is gone
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)

@@ -577,16 +577,6 @@ def run(
             notifier.close()
         if server is not None:
             server.stop()
-        _silence_outliving_threads()
-
-
-def _silence_outliving_threads() -> None:
-    """Keep the daemon threads that outlive ``run`` (watches, the elector) from logging while the
-    interpreter shuts down: a write to stderr then can make Python abort (SIGABRT, exit -6,
-    "could not acquire lock for <stderr> at interpreter shutdown"), and a stop by SIGTERM must
-    exit 0."""
-    logging.disable(logging.CRITICAL)
-    sys.stderr.flush()
 
 
 def _http_server(
