@@ -1,7 +1,7 @@
 """The dashboard of ``gitdeploy run --listen`` reads its apps list from the loop's watches: with
 the apps page open it makes no list request per refresh, and a commit or a rollback still shows
 on the page live (Debian's Chromium under Playwright, real ``gitdeploy run``, the embedded
-cluster counting requests by client)."""
+cluster counting requests by client); so does ``gitdeploy dashboard``, from watches of its own."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import re
 import socket
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, expect
 
+from tests.fixtures.dashboard import running_dashboard
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.leader import FAST_LEASE, SETTINGS, Embedded, Run
 from tests.fixtures.leader import leader_cluster as cluster  # noqa: F401 (a fixture)
@@ -37,17 +39,20 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def lists_by(cluster: Embedded, identity: str) -> Counter[str]:
+def lists_by(embedded: Embedded, identity: str) -> Counter[str]:
     """The list requests of the run named ``identity`` since the stats were cleared, by resource."""
     found: Counter[str] = Counter()
-    for row in cluster._stats()["byAgent"]:
+    for row in embedded._stats()["byAgent"]:
         if row["agent"] == f"gitdeploy ({identity})" and row["verb"] == "list":
             found[row["resource"]] += row["count"]
     return found
 
 
 def test_the_dashboard_of_run_lists_no_apps_per_refresh_and_shows_changes_live(
-    git_remote: GitRemote, cluster: Embedded, runs: Callable[..., Run], browser: Browser  # noqa: F811
+    git_remote: GitRemote,
+    cluster: Embedded,
+    runs: Callable[..., Run],
+    browser: Browser,  # noqa: F811
 ) -> None:
     # Given `gitdeploy run --listen` (settled: nothing due until its hourly resync) at revision 1
     git_remote.commit_and_push("Add web", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1.25")})
@@ -85,3 +90,43 @@ def test_the_dashboard_of_run_lists_no_apps_per_refresh_and_shows_changes_live(
     expect(page.locator('tr[data-app="shop/web"] [data-col="sync"]')).to_have_text("Pinned")
     assert page.evaluate("window.notReloaded") is True
     assert re.search(r"1 of 1 apps", page.locator("#counts").inner_text())
+
+
+def lists_by_others(embedded: Embedded, identity: str) -> Counter[str]:
+    """The list requests of every client but the run named ``identity``, by resource."""
+    found: Counter[str] = Counter()
+    for row in embedded._stats()["byAgent"]:
+        if row["agent"] != f"gitdeploy ({identity})" and row["verb"] == "list":
+            found[row["resource"]] += row["count"]
+    return found
+
+
+def test_gitdeploy_dashboard_watches_the_apps_and_lists_them_no_more(
+    git_remote: GitRemote,
+    cluster: Embedded,  # noqa: F811
+    runs: Callable[..., Run],  # noqa: F811
+    browser: Browser,
+    tmp_path: Path,
+) -> None:
+    # Given `gitdeploy run` (without --listen) at revision 1, and `gitdeploy dashboard` beside it
+    git_remote.commit_and_push("Add web", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1.25")})
+    run = runs("loop", "--repo", git_remote.url, "--interval", "0.5s", "--resync-interval", "1h", *FAST_LEASE)
+    identity = run.identity()
+    eventually(lambda: (cluster.web() or {}).get("health") == "Healthy", "shop/web deployed")
+    with running_dashboard(tmp_path / "state") as dashboard:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(dashboard)
+        revision = page.locator('tr[data-app="shop/web"] [data-col="revision"]')
+        expect(revision).to_have_text("1 Complete", timeout=BOUND)
+
+        # When the page stays open over several refresh intervals
+        cluster.stats("DELETE")
+        eventually(lambda: cluster.stats().get(("update", "leases"), 0) >= RENEWALS, f"{RENEWALS} renewals")
+
+        # Then the dashboard listed nothing meanwhile: its watches hold the apps
+        assert lists_by_others(cluster, identity) == Counter()
+
+        # and a commit rolled out by the loop shows on the page, live
+        git_remote.commit_and_push("web: nginx 1.26", {"apps/web.yaml": web("nginx:1.26")})
+        expect(revision).to_have_text("2 Complete", timeout=BOUND)
+        assert lists_by_others(cluster, identity) == Counter()
