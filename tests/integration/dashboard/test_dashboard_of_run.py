@@ -50,9 +50,9 @@ def lists_by(embedded: Embedded, identity: str) -> Counter[str]:
 
 def test_the_dashboard_of_run_lists_no_apps_per_refresh_and_shows_changes_live(
     git_remote: GitRemote,
-    cluster: Embedded,
-    runs: Callable[..., Run],
-    browser: Browser,  # noqa: F811
+    cluster: Embedded,  # noqa: F811
+    runs: Callable[..., Run],  # noqa: F811
+    browser: Browser,
 ) -> None:
     # Given `gitdeploy run --listen` (settled: nothing due until its hourly resync) at revision 1
     git_remote.commit_and_push("Add web", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1.25")})
