@@ -57,6 +57,7 @@ from gitdeploy.server.http import (
 from gitdeploy.server.metrics import AppStates, Metrics
 from gitdeploy.server.webhook import PushEvent
 from gitdeploy.source.repo import ConfigRepo
+from gitdeploy.web.appsource import WatchedApps
 from gitdeploy.web.auth import read_token_file
 from gitdeploy.web.server import DashboardSettings, create_app
 
@@ -538,6 +539,7 @@ def run(
         else None
     )
     cluster = open_cluster(get_context(ctx))
+    dashboard_apps = WatchedApps(cluster, lambda: namespaces or (None,))  # listed until the loop watches
     if listen:
         webhook = (
             WebhookSettings(
@@ -554,7 +556,9 @@ def run(
             commit_links=commit_links(repo_web_url, repo),
             namespaces=namespaces,
         )
-        server = _http_server(listen, cluster, settings, metrics, readiness, webhook, relay.on_push)
+        server = _http_server(
+            listen, cluster, (settings, dashboard_apps), metrics, readiness, webhook, relay.on_push
+        )
         server.start()
     try:
         with (
@@ -570,6 +574,7 @@ def run(
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
             watch_streams(controller, stop, wake.set)  # `gitdeploy tag`: followers roll out at once
+            dashboard_apps.follow(controller.watch_cache, controller.managed_namespaces)
             source = f"{controller.repo.url.display} ({branch})"
             _loop(controller, stop, relay, interval, readiness, source, acting)
     finally:
@@ -582,13 +587,15 @@ def run(
 def _http_server(
     listen: str,
     cluster: Cluster,
-    settings: DashboardSettings,
+    dashboard: tuple[DashboardSettings, WatchedApps],
     metrics: Metrics,
     readiness: Readiness,
     webhook: WebhookSettings | None,
     on_push: Callable[[PushEvent], None],
 ) -> HttpServer:
-    """The server of ``--listen``: probes, metrics, the webhook, and the dashboard on ``/``."""
+    """The server of ``--listen``: probes, metrics, the webhook, and the dashboard on ``/`` (its
+    apps list read from the loop's watches once they hold a namespace)."""
+    settings, apps = dashboard
     host, port = parse_listen_address(listen)
     return HttpServer(
         metrics=metrics,
@@ -597,7 +604,7 @@ def _http_server(
         port=port,
         webhook=webhook,
         on_push=on_push,
-        fallback=lambda stopping: create_app(cluster, settings, stopping),
+        fallback=lambda stopping: create_app(cluster, settings, stopping, apps),
     )
 
 

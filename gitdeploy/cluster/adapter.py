@@ -154,7 +154,7 @@ class Cluster:
     def list_app_records(self, namespace: str | None = None, app: str | None = None) -> list[StoredRecord]:
         return self.records.list_app_records(namespace, app)
 
-    def list_app_records_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
+    def list_app_records_at(self, namespace: str | None) -> tuple[list[StoredRecord], str]:
         return self.records.list_app_records_at(namespace)
 
     def watch_app_records(

@@ -106,9 +106,17 @@ class AppRecords(_ConfigMaps):
         )
         return [_record(item) for item in raw]
 
-    def list_app_records_at(self, namespace: str) -> tuple[list[StoredRecord], str]:
-        """The app records in ``namespace`` and the list's resourceVersion, from one
-        list (read page by page): where :meth:`watch_app_records` goes on from."""
+    def list_app_records_at(self, namespace: str | None) -> tuple[list[StoredRecord], str]:
+        """The app records in ``namespace`` (None: every namespace) and the list's
+        resourceVersion, from one list (read page by page): where :meth:`watch_app_records` goes
+        on from."""
+        if namespace is None:
+            return self.kube.list_converted_at(
+                self.kube.core.list_config_map_for_all_namespaces,
+                "list app records",
+                _record,
+                label_selector=f"{RECORD_LABEL}=true",
+            )
         return self.kube.list_converted_at(
             self.kube.core.list_namespaced_config_map,
             f"list app records in {namespace}",

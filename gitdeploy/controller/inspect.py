@@ -257,6 +257,19 @@ def count_app_states(
     stored verdict checked against the cluster), never by the last pass's word. A namespace the
     loop's watches hold in ``watched`` is counted from there, with no API request; the others are
     listed (two list calls each)."""
+    views = watched_app_views(cluster, namespaces, watched)
+    return AppStateCounts(
+        Counter(v.sync for v in views),
+        Counter(v.health for v in views),
+        sum(v.triggers_suspended for v in views),
+    )
+
+
+def watched_app_views(
+    cluster: Cluster, namespaces: Iterable[str | None], watched: WatchCache | None = None
+) -> list[AppView]:
+    """:func:`list_app_views` of each of ``namespaces`` (None: every namespace): from ``watched``
+    for a namespace the watches hold (no API request), listed for the others."""
     views: list[AppView] = []
     for namespace in namespaces:
         held = watched.contents(namespace) if watched is not None and namespace is not None else None
@@ -264,11 +277,7 @@ def count_app_states(
             views += list_app_views(cluster, namespace)
         else:
             views += app_views(*held, load=watched.load)
-    return AppStateCounts(
-        Counter(v.sync for v in views),
-        Counter(v.health for v in views),
-        sum(v.triggers_suspended for v in views),
-    )
+    return views
 
 
 def _live(

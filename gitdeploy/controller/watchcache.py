@@ -52,12 +52,22 @@ class WatchCache:
         self._loaded: dict[tuple[str, str], tuple[str, AppRecord]] = {}
         """Each record held as loaded, with the resourceVersion it was loaded at (the record held
         then keeps no payload: see :meth:`load`)."""
+        self._generation = 0
+        """Counts the changes of what the cache holds: a reader that saw this number sees the same
+        contents while it stays (the dashboard computes its apps list again only when it moved)."""
+
+    @property
+    def generation(self) -> int:
+        """A number that moves each time a list, an event or a forget changes what is held."""
+        with self._lock:
+            return self._generation
 
     def replace_replica_sets(self, namespace: str, listed: Iterable[ObservedReplicaSet]) -> None:
         """A list of the namespace's ReplicaSets: what it says replaces what the cache held."""
         slim = {rs.name: _without_template(rs) for rs in listed}
         with self._lock:
             self._replica_sets[namespace] = slim
+            self._generation += 1
 
     def replica_set_changed(self, kind: str, rs: ObservedReplicaSet) -> None:
         """A watch event of one ReplicaSet (``kind``: ADDED, MODIFIED, DELETED)."""
@@ -70,11 +80,13 @@ class WatchCache:
                 held.pop(rs.name, None)
             else:
                 held[rs.name] = rs
+            self._generation += 1
 
     def replace_records(self, namespace: str, listed: Iterable[StoredRecord]) -> None:
         """A list of the namespace's app records: what it says replaces what the cache held."""
         with self._lock:
             self._records[namespace] = held = {stored.app: stored for stored in listed}
+            self._generation += 1
             for key in [k for k in self._loaded if k[0] == namespace and k[1] not in held]:
                 del self._loaded[key]
 
@@ -89,6 +101,7 @@ class WatchCache:
                 self._loaded.pop((stored.namespace, stored.app), None)
             else:
                 held[stored.app] = stored
+            self._generation += 1
 
     def load(self, stored: StoredRecord) -> AppRecord:
         """:func:`~gitdeploy.core.history.records.load_record` of ``stored`` (from :meth:`contents`),
@@ -111,12 +124,22 @@ class WatchCache:
     def forget(self, namespace: str, kind: Kind) -> None:
         """The watch of ``kind`` in ``namespace`` stopped: the namespace is listed again when read."""
         with self._lock:
+            self._generation += 1
             if kind is Kind.REPLICA_SETS:
                 self._replica_sets.pop(namespace, None)
                 return
             self._records.pop(namespace, None)
             for key in [k for k in self._loaded if k[0] == namespace]:
                 del self._loaded[key]
+
+    def holds(self, namespace: str, kind: Kind | None = None) -> bool:
+        """The watch of ``kind`` in ``namespace`` has listed it (no kind: both have, and
+        :meth:`contents` is not None)."""
+        with self._lock:
+            replica_sets, records = namespace in self._replica_sets, namespace in self._records
+        if kind is None:
+            return replica_sets and records
+        return replica_sets if kind is Kind.REPLICA_SETS else records
 
     def contents(self, namespace: str) -> tuple[list[ObservedReplicaSet], list[StoredRecord]] | None:
         """The ReplicaSets and app records of ``namespace``, or None while one of its watches has

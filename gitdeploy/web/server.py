@@ -34,12 +34,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.inspect import AppView, list_app_views
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.core.weblinks import CommitLinks
 from gitdeploy.errors import GitdeployError, NotFoundError
 from gitdeploy.web.actions import Actions, SessionGuard
+from gitdeploy.web.appsource import AppsSource, ListedApps
 from gitdeploy.web.auth import SessionKeys
 from gitdeploy.web.detail import Comparison, read_app_detail
 from gitdeploy.web.selection import AppFilter, select_apps
@@ -50,6 +50,8 @@ CONTENT_SECURITY_POLICY: Final = (
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 STATIC_DIR: Final = Path(__file__).parent / "static"
+WAITING_SECONDS: Final = 0.1
+"""How often a live stream of the apps page looks again while the first listing is under way."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,10 @@ class DashboardSettings:
     token: bytes | None = None
     """The token that logs in to act (``--dashboard-token-file``); None: read-only."""
     commit_links: CommitLinks | None = None
-    namespaces: tuple[str, ...] = ()
-    """``run -n``: list the apps of these namespaces only (a namespaced Role may list no more);
-    empty: every namespace."""
     """How commits link to the repo's web site (``--repo-web-url``, or derived from ``--repo``)."""
+    namespaces: tuple[str, ...] = ()
+    """``-n``: list the apps of these namespaces only (a namespaced Role may list no more);
+    empty: every namespace."""
 
 
 class _SecurityHeaders:
@@ -104,23 +106,17 @@ def sse_message(event: str, html: str) -> str:
     return f"event: {event}\n" + "".join(f"data: {line}\n" for line in html.split("\n")) + "\n"
 
 
-def _list_apps(cluster: Cluster, namespaces: tuple[str, ...]) -> list[AppView]:
-    if not namespaces:
-        return list_app_views(cluster)
-    return [view for namespace in sorted(set(namespaces)) for view in list_app_views(cluster, namespace)]
-
-
 class _Dashboard:
     """The pages and live streams of one cluster's dashboard."""
 
-    def __init__(self, cluster: Cluster, settings: DashboardSettings, stopping: threading.Event) -> None:
+    def __init__(
+        self, cluster: Cluster, settings: DashboardSettings, stopping: threading.Event, apps: AppsSource
+    ) -> None:
         self.cluster = cluster
         self.settings = settings
         self.stopping = stopping
         self.env = _environment()
-        self.snapshot = AppSnapshot(
-            lambda: _list_apps(cluster, settings.namespaces), settings.refresh_seconds
-        )
+        self.snapshot = AppSnapshot(apps, settings.refresh_seconds)
         self.snapshot.prime()
         keys = SessionKeys(settings.token) if settings.token is not None else None
         self.common = {
@@ -132,7 +128,9 @@ class _Dashboard:
         self.actions = Actions(cluster, keys, self.env, self.common)
 
     def render_apps(self, wanted: AppFilter, template: str) -> str:
-        page = select_apps(self.snapshot.views(), wanted)
+        """The apps page (or its live part); before the first listing is done, one that says so."""
+        views = self.snapshot.views()
+        page = select_apps(views, wanted) if views is not None else None
         return self.env.get_template(template).render(**self.common, page=page, wanted=wanted)
 
     def render_app(
@@ -170,15 +168,20 @@ class _Dashboard:
 
     async def apps_live(self, request: Request) -> Response:
         wanted = AppFilter.from_query(request.query_params)
-        return self.stream("apps", lambda: self.render_apps(wanted, "apps_live.html"))
+        listing = self.snapshot.listing
+        return self.stream("apps", lambda: self.render_apps(wanted, "apps_live.html"), listing)
 
     async def app_live(self, request: Request) -> Response:
         key = AppKey(request.path_params["namespace"], request.path_params["name"])
         comparison = Comparison.from_query(request.query_params)
         return self.stream("app", lambda: self.render_app(key, comparison, "app_live.html"))
 
-    def stream(self, event: str, render: Callable[[], str]) -> Response:
-        """``event`` with what ``render`` shows, sent again each time it changes, until stopped."""
+    def stream(
+        self, event: str, render: Callable[[], str], waiting: Callable[[], bool] = lambda: False
+    ) -> Response:
+        """``event`` with what ``render`` shows, sent again each time it changes, until stopped;
+        looked at every :data:`WAITING_SECONDS` while ``waiting()`` (the first listing is under
+        way: the table is sent as soon as it lands), else every refresh interval."""
 
         async def changes() -> AsyncIterator[str]:
             shown = None
@@ -190,17 +193,22 @@ class _Dashboard:
                 if html != shown:
                     yield sse_message(event, html)
                     shown = html
-                await asyncio.sleep(self.settings.refresh_seconds)
+                await asyncio.sleep(WAITING_SECONDS if waiting() else self.settings.refresh_seconds)
 
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return StreamingResponse(changes(), media_type="text/event-stream", headers=headers)
 
 
 def create_app(
-    cluster: Cluster, settings: DashboardSettings, stopping: threading.Event | None = None
+    cluster: Cluster,
+    settings: DashboardSettings,
+    stopping: threading.Event | None = None,
+    apps: AppsSource | None = None,
 ) -> ASGIApp:
-    """The dashboard of ``cluster``; its live streams end once ``stopping`` is set."""
-    dashboard = _Dashboard(cluster, settings, stopping or threading.Event())
+    """The dashboard of ``cluster``; its live streams end once ``stopping`` is set. The apps page
+    shows ``apps`` (default: listed from the cluster, in ``settings.namespaces``)."""
+    source = apps if apps is not None else ListedApps(cluster, settings.namespaces)
+    dashboard = _Dashboard(cluster, settings, stopping or threading.Event(), source)
     app = Starlette(
         routes=[
             Route("/", dashboard.apps_page),

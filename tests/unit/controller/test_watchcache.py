@@ -125,3 +125,27 @@ def held_records(cache: WatchCache) -> list[StoredRecord]:
     held = cache.contents("shop")
     assert held is not None
     return held[1]
+
+
+def test_the_generation_moves_with_each_change_and_holds_says_what_was_listed() -> None:
+    cache = WatchCache()
+    seen = [cache.generation]
+    cache.replace_replica_sets("shop", [replica_set("web-a")])
+    assert cache.holds("shop", Kind.REPLICA_SETS) and not cache.holds("shop", Kind.RECORDS)
+    assert not cache.holds("shop")
+    seen.append(cache.generation)
+    cache.replace_records("shop", [record("web", "1")])
+    assert cache.holds("shop")
+    seen.append(cache.generation)
+    cache.replica_set_changed("MODIFIED", replica_set("web-a", replicas=0))
+    seen.append(cache.generation)
+    cache.record_changed("MODIFIED", record("web", "2"))
+    seen.append(cache.generation)
+    held = cache.contents("shop")
+    assert held is not None
+    cache.load(held[1][0])  # parsing a record changes nothing the apps show
+    assert cache.generation == seen[-1]
+    cache.forget("shop", Kind.RECORDS)
+    seen.append(cache.generation)
+    assert seen == sorted(set(seen)), "each change moved it"
+    assert not cache.holds("shop")
