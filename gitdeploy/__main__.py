@@ -1,4 +1,4 @@
-from gitdeploy.cli.main import main
+from gitdeploy.cli.main import entry
 
 if __name__ == "__main__":
-    main()
+    entry()

@@ -239,21 +239,21 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="gitdeploy", standalone_mode=False)
     except click.exceptions.Exit as stop:
-        _exit(stop.exit_code)
+        sys.exit(stop.exit_code)
     except click.Abort:
         click.echo("Aborted.", err=True)
-        _exit(130)
+        sys.exit(130)
     except click.ClickException as problem:
         problem.show()
-        _exit(problem.exit_code)
+        sys.exit(problem.exit_code)
     except GitdeployError as problem:
         if debug:
             raise
         click.echo(f"error: {problem}", err=True)
-        _exit(1)
+        sys.exit(1)
     except BrokenPipeError:  # `gitdeploy history web | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        _exit(1)
+        sys.exit(1)
     except Exception as problem:  # a bug, or a library error no adapter translated
         if debug:
             raise
@@ -262,15 +262,26 @@ def main(argv: list[str] | None = None) -> None:
             "(rerun with --debug for the traceback, and please report it)",
             err=True,
         )
-        _exit(1)
-    _exit(code if isinstance(code, int) else 0)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
-def _exit(code: int) -> NoReturn:
-    """End the process with ``code``. When threads still run (a watch blocked in its read until
-    its server timeout, the leader elector), the interpreter is not shut down around them: a
-    daemon thread that wakes while Python finalizes can abort the process (SIGABRT, exit -6)
-    after the command did all its work and printed its answer. What was printed is flushed first."""
+def entry() -> NoReturn:
+    """The ``gitdeploy`` command (and ``python -m gitdeploy``): :func:`main`, then the exit.
+
+    When threads still run at the end (a watch blocked in its read until its server timeout, the
+    leader elector), the interpreter is not shut down around them: a daemon thread that wakes
+    while Python finalizes can abort the process (SIGABRT, exit -6) after the command did all its
+    work and printed its answer. What was printed is flushed first. Only here, at the process's
+    own entry: :func:`main` may run inside another program (``gitdeploy demo`` runs its steps so).
+    """
+    code = 0
+    try:
+        main()
+    except SystemExit as done:
+        if threading.active_count() == 1:
+            raise
+        code = done.code if isinstance(done.code, int) else 0  # main exits with numbers only
     if threading.active_count() == 1:
         sys.exit(code)
     logging.disable(logging.CRITICAL)  # nothing more from the threads while the streams flush
