@@ -139,10 +139,15 @@ def followed_apps(cluster: Cluster, namespaces: Sequence[str] = ()) -> FollowedA
     return apps
 
 
-def _refusable(
-    found: _Found, namespace: str | None, kind: Kind, once: Callable[[str, Callable[[str], None]], str]
-) -> tuple[threading.Event, Callable[[str, Callable[[str], None]], str]]:
-    """``once`` (one list-then-watch) that, refused (403), says so once and stops its watch."""
+def _follow_unless_refused(
+    found: _Found,
+    namespace: str | None,
+    kind: Kind,
+    what: str,
+    once: Callable[[str, Callable[[str], None]], str],
+) -> None:
+    """:func:`keep_following` with ``once`` (one list-then-watch) until the cluster refuses it
+    (403): then the refusal is told once, and the watch ends."""
     halt = threading.Event()
 
     def guarded(version: str, reached: Callable[[str], None]) -> str:
@@ -153,16 +158,18 @@ def _refusable(
             halt.set()
             return ""
 
-    return halt, guarded
+    keep_following(halt, what, guarded)
 
 
 def _follow_replica_sets(cluster: Cluster, cache: WatchCache, found: _Found, namespace: str) -> None:
-    halt, once = _refusable(
+    what = f"the dashboard's ReplicaSet watch of {namespace}"
+    _follow_unless_refused(
         found,
         namespace,
         Kind.REPLICA_SETS,
+        what,
         lambda version, reached: follow_once(
-            f"the dashboard's ReplicaSet watch of {namespace}",
+            what,
             lambda: cluster.list_replica_sets_at(namespace),
             lambda since: cluster.watch_replica_sets(namespace, WATCH_SECONDS, resource_version=since),
             version,
@@ -172,15 +179,15 @@ def _follow_replica_sets(cluster: Cluster, cache: WatchCache, found: _Found, nam
             listed=lambda items: cache.replace_replica_sets(namespace, items),
         ),
     )
-    keep_following(halt, f"the dashboard's ReplicaSet watch of {namespace}", once)
     cache.forget(namespace, Kind.REPLICA_SETS)
 
 
 def _follow_records(cluster: Cluster, cache: WatchCache, found: _Found, namespace: str) -> None:
-    halt, once = _refusable(
+    _follow_unless_refused(
         found,
         namespace,
         Kind.RECORDS,
+        f"the dashboard's record watch of {namespace}",
         lambda version, reached: follow_records_once(
             cluster,
             namespace,
@@ -192,7 +199,6 @@ def _follow_records(cluster: Cluster, cache: WatchCache, found: _Found, namespac
             listed=lambda items: cache.replace_records(namespace, items),
         ),
     )
-    keep_following(halt, f"the dashboard's record watch of {namespace}", once)
     cache.forget(namespace, Kind.RECORDS)
 
 
@@ -214,12 +220,14 @@ def _follow_every_records(cluster: Cluster, cache: WatchCache, found: _Found) ->
             found.add({stored.namespace})
         cache.record_changed(kind, stored)
 
-    halt, once = _refusable(
+    what = "the dashboard's record watch of every namespace"
+    _follow_unless_refused(
         found,
         None,
         Kind.RECORDS,
+        what,
         lambda version, reached: follow_once(
-            "the dashboard's record watch of every namespace",
+            what,
             lambda: cluster.list_app_records_at(None),
             lambda since: cluster.watch_app_records(None, since, WATCH_SECONDS),
             version,
@@ -229,7 +237,6 @@ def _follow_every_records(cluster: Cluster, cache: WatchCache, found: _Found) ->
             listed=listed,
         ),
     )
-    keep_following(halt, "the dashboard's record watch of every namespace", once)
 
 
 _FOLLOW: Final = {Kind.REPLICA_SETS: _follow_replica_sets, Kind.RECORDS: _follow_records}
