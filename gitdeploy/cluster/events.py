@@ -49,16 +49,12 @@ class Events:
             "count": 1,
         }
         with translated(f"record event {reason} on {namespace}/{name}"):
-            discard(
-                self.kube.core.create_namespaced_event(
-                    namespace, body, _preload_content=False, _request_timeout=self.kube.timeout
-                )
-            )
+            discard(self.kube.events.create(namespace, body))
 
     def list_events(self, namespace: str, name: str | None = None) -> list[dict[str, Any]]:
         """Events in ``namespace``, about the object ``name`` when given (oldest first)."""
         events = self.kube.list_json(
-            self.kube.core.list_namespaced_event, f"list events in {namespace}", namespace=namespace
+            self.kube.events.list, f"list events in {namespace}", namespace=namespace
         )
         if name is not None:
             events = [e for e in events if (e.get("involvedObject") or {}).get("name") == name]

@@ -53,17 +53,12 @@ class HeadLeases:
             "metadata": metadata,
             "spec": {},
         }
-        leases, limit = self.kube.leases, timeout or self.kube.timeout
         with translated(f"write Lease {namespace}/{name}"):
             if resource_version is None:
-                response = leases.create_namespaced_lease(
-                    namespace, body, _preload_content=False, _request_timeout=limit
-                )
+                response = self.kube.leases.create(namespace, body, timeout)
             else:
                 metadata["resourceVersion"] = resource_version
-                response = leases.replace_namespaced_lease(
-                    name, namespace, body, _preload_content=False, _request_timeout=limit
-                )
+                response = self.kube.leases.replace(namespace, name, body, timeout)
             raw = json.loads(response.data)
         return _observed(raw)
 
@@ -71,7 +66,7 @@ class HeadLeases:
         """The object (none or one) selected by name, and the list's resourceVersion: where
         :meth:`watch` goes on from."""
         return self.kube.list_converted_at(
-            self.kube.leases.list_namespaced_lease,
+            self.kube.leases.list,
             f"list Lease {namespace}/{name}",
             _observed,
             namespace=namespace,
@@ -84,7 +79,7 @@ class HeadLeases:
         """``(event type, announcement)`` for every change of the object after ``resource_version``
         (from :meth:`list_at`), until the server ends the watch; ``410 Gone`` is an ExpiredError."""
         for kind, raw in self.kube.watch_json(
-            self.kube.leases.list_namespaced_lease,
+            self.kube.leases.list,
             f"watch of Lease {namespace}/{name}",
             namespace=namespace,
             field_selector=f"metadata.name={name}",

@@ -17,9 +17,7 @@ def read_raw_lease(kube: RawApi, namespace: str, name: str, timeout: float | Non
     """The Lease ``namespace/name`` as the API server sent it, or None when there is none."""
     try:
         with translated(f"read Lease {namespace}/{name}"):
-            response = kube.leases.read_namespaced_lease(
-                name, namespace, _preload_content=False, _request_timeout=timeout or kube.timeout
-            )
+            response = kube.leases.read(namespace, name, timeout)
             raw: dict[str, Any] = json.loads(response.data)
     except NotFoundError:
         return None
@@ -60,18 +58,12 @@ class Leases:
         }
         if labels:
             body["metadata"]["labels"] = dict(labels)
-        leases = self.kube.leases
-        limit = timeout or self.kube.timeout
         with translated(f"write Lease {namespace}/{name}"):
             if resource_version is None:
-                response = leases.create_namespaced_lease(
-                    namespace, body, _preload_content=False, _request_timeout=limit
-                )
+                response = self.kube.leases.create(namespace, body, timeout)
             else:
                 body["metadata"]["resourceVersion"] = resource_version
-                response = leases.replace_namespaced_lease(
-                    name, namespace, body, _preload_content=False, _request_timeout=limit
-                )
+                response = self.kube.leases.replace(namespace, name, body, timeout)
             raw = json.loads(response.data)
         return _to_observed_lease(raw)
 
@@ -80,11 +72,8 @@ class Leases:
     ) -> dict[str, ObservedLease]:
         """The Leases of ``namespace`` that ``label_selector`` selects, by name (one list call)."""
         with translated(f"list Leases in {namespace}"):
-            response = self.kube.leases.list_namespaced_lease(
-                namespace,
-                label_selector=label_selector,
-                _preload_content=False,
-                _request_timeout=timeout or self.kube.timeout,
+            response = self.kube.leases.list(
+                namespace, label_selector=label_selector, _request_timeout=timeout or self.kube.timeout
             )
             raw = json.loads(response.data)
         items = raw.get("items") or []
@@ -95,14 +84,9 @@ class Leases:
     ) -> None:
         """Delete the Lease if it is still at ``resource_version`` (else ConflictError); gone: done."""
         body = {"preconditions": {"resourceVersion": resource_version}}
-        limit = timeout or self.kube.timeout
         try:
             with translated(f"delete Lease {namespace}/{name}"):
-                discard(
-                    self.kube.leases.delete_namespaced_lease(
-                        name, namespace, body=body, _preload_content=False, _request_timeout=limit
-                    )
-                )
+                discard(self.kube.leases.delete(namespace, name, body, timeout))
         except NotFoundError:
             pass
 

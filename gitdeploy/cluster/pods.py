@@ -113,8 +113,7 @@ class HookPods:
         """The hook and deployer pods gitdeploy made (never the app's own pods), in one list call."""
         selector = POD_ROLE_LABEL + (f",{APP_LABEL}={app}" if app else "")
         raw = self.kube.list_selected(
-            self.kube.core.list_pod_for_all_namespaces,
-            self.kube.core.list_namespaced_pod,
+            self.kube.pods,
             "list hook pods",
             namespace,
             selector,
@@ -129,7 +128,7 @@ class HookPods:
         each ReplicaSet exist, terminating ones included (see :class:`PodCensus`)."""
         selector = f"{APP_LABEL}={app}" if app else APP_LABEL
         raw = self.kube.list_json(
-            self.kube.core.list_namespaced_pod,
+            self.kube.pods.list,
             f"list pods in {namespace}",
             namespace=namespace,
             label_selector=selector,
@@ -151,7 +150,7 @@ class HookPods:
     def list_pod_states(self, namespace: str, app: str, template_hash: str) -> list[PodState]:
         """The app's pods of one ReplicaSet (by its template hash), as :class:`PodState`."""
         raw = self.kube.list_json(
-            self.kube.core.list_namespaced_pod,
+            self.kube.pods.list,
             f"list pods of {namespace}/{app}",
             namespace=namespace,
             label_selector=f"{APP_LABEL}={app},{TEMPLATE_HASH_LABEL}={template_hash},!{POD_ROLE_LABEL}",
@@ -193,20 +192,14 @@ class HookPods:
             "spec": quantities_as_text(spec.spec()),
         }
         with translated(f"create pod {spec.namespace}/{spec.name} (app {spec.app})", spec):
-            response = self.kube.core.create_namespaced_pod(
-                spec.namespace, body, _preload_content=False, _request_timeout=self.kube.timeout
-            )
+            response = self.kube.pods.create(spec.namespace, body)
             created = json.loads(response.data)
         return to_observed_pod(created)
 
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
             with translated(f"delete pod {namespace}/{name}"):
-                discard(
-                    self.kube.core.delete_namespaced_pod(
-                        name, namespace, _preload_content=False, _request_timeout=self.kube.timeout
-                    )
-                )
+                discard(self.kube.pods.delete(namespace, name))
         except NotFoundError:
             pass
 
@@ -232,13 +225,7 @@ class HookPods:
         """As :meth:`read_pod_log`, but a pod that is gone raises NotFoundError and a refusal
         (RBAC's 403 on ``pods/log``) PermanentError, for a reader that says which it was."""
         with translated(f"read the log of pod {namespace}/{name}"):
-            response = self.kube.core.read_namespaced_pod_log(
-                name,
-                namespace,
-                tail_lines=tail_lines,
-                _preload_content=False,
-                _request_timeout=self.kube.timeout,
-            )
+            response = self.kube.pods.read(namespace, name, subresource="log", tail_lines=tail_lines)
             try:
                 window = bytearray()
                 for chunk in response.stream(window_bytes):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Final, TypeVar
@@ -25,15 +26,17 @@ from kubernetes.watch.watch import iter_resp_lines
 from gitdeploy.cluster.apierrors import translated
 from gitdeploy.errors import AlreadyExistsError, ExpiredError, TransientError
 
-_QUERY_NAMES: Final = {
-    "label_selector": "labelSelector",
-    "field_selector": "fieldSelector",
-    "_continue": "continue",
-    "resource_version": "resourceVersion",
-    "timeout_seconds": "timeoutSeconds",
-    "allow_watch_bookmarks": "allowWatchBookmarks",
-}
-"""The generated list methods' keywords → the API's query parameters (others are the same)."""
+
+def _query_name(keyword: str) -> str:
+    """A generated method's keyword as the API's query parameter: ``label_selector`` →
+    ``labelSelector``, ``_continue`` → ``continue``.
+
+    >>> [_query_name(k) for k in ("limit", "_continue", "allow_watch_bookmarks")]
+    ['limit', 'continue', 'allowWatchBookmarks']
+    """
+    first, *rest = keyword.lstrip("_").split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
 
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
 """Seconds to connect, and to wait for each read of an answer, for every API call."""
@@ -82,59 +85,63 @@ class RawApi:
         self.timeout = request_timeout
         """``(connect, read)`` seconds of every call (:data:`REQUEST_TIMEOUT`)."""
 
-    # The client's generated API classes, built when first used: importing them (thousands of
-    # pydantic-checked methods) is most of the start-up of a command such as `gitdeploy status`,
-    # which lists through :meth:`lister` instead. Typed as Any on purpose: gitdeploy calls them
-    # with _preload_content=False and reads raw JSON, which their model-typed signatures do not
-    # describe.
+    @cached_property
+    def config_maps(self) -> Resource:
+        return Resource(self, "/api/v1", "configmaps")
 
     @cached_property
-    def core(self) -> Any:
-        return client.CoreV1Api(self.api)
+    def pods(self) -> Resource:
+        return Resource(self, "/api/v1", "pods")
 
     @cached_property
-    def apps(self) -> Any:
-        return client.AppsV1Api(self.api)
+    def events(self) -> Resource:
+        return Resource(self, "/api/v1", "events")
 
     @cached_property
-    def leases(self) -> Any:
-        return client.CoordinationV1Api(self.api)
+    def replica_sets(self) -> Resource:
+        return Resource(self, "/apis/apps/v1", "replicasets")
 
-    def lister(self, prefix: str, plural: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
-        """``(everywhere, in_namespace)``: list (or watch) requests of ``plural`` under ``prefix``
-        (``/api/v1``, ``/apis/apps/v1``), made as the generated ``list_*_for_all_namespaces`` and
-        ``list_namespaced_*`` make them (:meth:`ApiClient.param_serialize` and
-        :meth:`~ApiClient.call_api`), with the keywords they take, answering as they do with
-        ``_preload_content=False``: the HTTP response, unread; an error status raises the
-        client's ``ApiException``."""
+    @cached_property
+    def leases(self) -> Resource:
+        return Resource(self, "/apis/coordination.k8s.io/v1", "leases")
 
-        def everywhere(**kwargs: Any) -> Any:
-            return self._get(f"{prefix}/{plural}", **kwargs)
-
-        def in_namespace(namespace: str, **kwargs: Any) -> Any:
-            return self._get(f"{prefix}/namespaces/{quote(namespace, safe='')}/{plural}", **kwargs)
-
-        return everywhere, in_namespace
-
-    def read_namespaced(self, prefix: str, plural: str, namespace: str, name: str) -> Any:
-        """One object, read as the generated ``read_namespaced_*`` reads it with
-        ``_preload_content=False`` (see :meth:`lister`)."""
-        path = f"{prefix}/namespaces/{quote(namespace, safe='')}/{plural}/{quote(name, safe='')}"
-        return self._get(path, _request_timeout=self.timeout)
-
-    def _get(
+    def get(
         self, path: str, *, _preload_content: bool = False, _request_timeout: Any = None, **query: Any
     ) -> Any:
-        assert not _preload_content, "lister answers are read as raw JSON"
-        params = [(_QUERY_NAMES.get(name, name), value) for name, value in query.items() if value is not None]
+        """A GET (a list, or with ``watch=True`` a watch) with the generated list methods' keywords,
+        answering as they do with ``_preload_content=False`` (which it insists on)."""
+        assert not _preload_content, "answers are read as raw JSON"
+        return self.request("GET", path, timeout=_request_timeout, **query)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: Any = None,
+        **query: Any,
+    ) -> Any:
+        """One API call, made as the generated API classes make it (:meth:`ApiClient.param_serialize`
+        and :meth:`~ApiClient.call_api`, the bearer token, JSON both ways): the HTTP response,
+        unread, as they answer with ``_preload_content=False``; an error status raises the
+        client's ``ApiException``. ``query`` takes the generated methods' keywords
+        (``label_selector``, ``propagation_policy``, ...); ``timeout``: the client's, by default
+        :attr:`timeout`."""
+        params = [(_query_name(name), value) for name, value in query.items() if value is not None]
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
         request = self.api.param_serialize(
-            method="GET",
+            method=method,
             resource_path=path,
             query_params=params,
-            header_params={"Accept": "application/json"},
+            header_params=headers,
+            body=body,
             auth_settings=["BearerToken"],
         )
-        answer: Any = self.api.call_api(*request, _request_timeout=_request_timeout)
+        answer: Any = self.api.call_api(*request, _request_timeout=timeout or self.timeout)
         if not 200 <= answer.status <= 299:
             answer.read()
             raise ApiException.from_response(http_resp=answer, body=None, data=None)
@@ -178,17 +185,12 @@ class RawApi:
                     return items, version
 
     def list_selected(
-        self,
-        everywhere: Callable[..., Any],
-        in_namespace: Callable[..., Any],
-        what: str,
-        namespace: str | None,
-        selector: str,
+        self, resource: Resource, what: str, namespace: str | None, selector: str
     ) -> list[dict[str, Any]]:
         if namespace is None:
-            return self.list_json(everywhere, what, label_selector=selector)
+            return self.list_json(resource.list_everywhere, what, label_selector=selector)
         return self.list_json(
-            in_namespace, f"{what} in {namespace}", namespace=namespace, label_selector=selector
+            resource.list, f"{what} in {namespace}", namespace=namespace, label_selector=selector
         )
 
     def watch_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
@@ -212,8 +214,51 @@ class RawApi:
         try:
             with translated(f"create namespace {namespace}"):
                 body = {"metadata": {"name": namespace}}
-                discard(
-                    self.core.create_namespace(body, _preload_content=False, _request_timeout=self.timeout)
-                )
+                discard(self.request("POST", "/api/v1/namespaces", body=body))
         except AlreadyExistsError:
             pass
+
+
+@dataclass(frozen=True)
+class Resource:
+    """The namespaced objects of one kind (``plural`` under ``prefix``, e.g. ``/apis/apps/v1``
+    ``replicasets``) and the calls gitdeploy makes on them, each answering the HTTP response,
+    unread (see :meth:`RawApi.request`). ``timeout``: the whole call's, else the API's usual
+    :attr:`RawApi.timeout`."""
+
+    kube: RawApi
+    prefix: str
+    plural: str
+
+    def path(self, namespace: str, name: str = "") -> str:
+        collection = f"{self.prefix}/namespaces/{quote(namespace, safe='')}/{self.plural}"
+        return f"{collection}/{quote(name, safe='')}" if name else collection
+
+    def list_everywhere(self, **kwargs: Any) -> Any:
+        """A list (or, with ``watch=True``, a watch) of every namespace's, with the generated
+        ``list_*_for_all_namespaces`` keywords (see :meth:`RawApi.lister`)."""
+        return self.kube.get(f"{self.prefix}/{self.plural}", **kwargs)
+
+    def list(self, namespace: str, **kwargs: Any) -> Any:
+        """A list (or watch) of ``namespace``'s, as the generated ``list_namespaced_*``."""
+        return self.kube.get(self.path(namespace), **kwargs)
+
+    def read(
+        self, namespace: str, name: str, timeout: Any = None, subresource: str = "", **query: Any
+    ) -> Any:
+        path = self.path(namespace, name) + (f"/{subresource}" if subresource else "")
+        return self.kube.request("GET", path, timeout=timeout, **query)
+
+    def create(self, namespace: str, body: Any, timeout: Any = None) -> Any:
+        return self.kube.request("POST", self.path(namespace), body=body, timeout=timeout)
+
+    def replace(self, namespace: str, name: str, body: Any, timeout: Any = None) -> Any:
+        return self.kube.request("PUT", self.path(namespace, name), body=body, timeout=timeout)
+
+    def patch(
+        self, namespace: str, name: str, body: Any, content_type: str = "application/merge-patch+json"
+    ) -> Any:
+        return self.kube.request("PATCH", self.path(namespace, name), body=body, content_type=content_type)
+
+    def delete(self, namespace: str, name: str, body: Any = None, timeout: Any = None, **query: Any) -> Any:
+        return self.kube.request("DELETE", self.path(namespace, name), body=body, timeout=timeout, **query)

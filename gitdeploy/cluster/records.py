@@ -9,7 +9,7 @@ optimistic concurrency: a stale ``resourceVersion`` is a ConflictError.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
@@ -60,7 +60,7 @@ class _ConfigMaps:
     def read_config_map(self, namespace: str, name: str, what: str) -> dict[str, Any] | None:
         try:
             with translated(what):
-                response = self.kube.read_namespaced("/api/v1", "configmaps", namespace, name)
+                response = self.kube.config_maps.read(namespace, name)
                 loaded: dict[str, Any] = json.loads(response.data)
         except NotFoundError:
             return None
@@ -78,17 +78,12 @@ class _ConfigMaps:
         """Create (``resource_version`` None) or replace a ConfigMap; a stale version → ConflictError."""
         meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels)}
         body: dict[str, Any] = {"metadata": meta, "data": dict(data)}
-        timeout = self.kube.timeout
         with translated(what):
             if resource_version is None:
-                response = self.kube.core.create_namespaced_config_map(
-                    namespace, body, _preload_content=False, _request_timeout=timeout
-                )
+                response = self.kube.config_maps.create(namespace, body)
             else:
                 meta["resourceVersion"] = resource_version
-                response = self.kube.core.replace_namespaced_config_map(
-                    name, namespace, body, _preload_content=False, _request_timeout=timeout
-                )
+                response = self.kube.config_maps.replace(namespace, name, body)
             written: dict[str, Any] = json.loads(response.data)
         return written
 
@@ -99,7 +94,7 @@ class AppRecords(_ConfigMaps):
     def list_app_records(self, namespace: str | None = None, app: str | None = None) -> list[StoredRecord]:
         """Every app record (or ``app``'s), in one namespace (or all), in one list call."""
         raw = self.kube.list_selected(
-            *self.kube.lister("/api/v1", "configmaps"),
+            self.kube.config_maps,
             "list app records",
             namespace,
             f"{RECORD_LABEL}=true" + (f",{APP_LABEL}={app}" if app else ""),
@@ -112,13 +107,13 @@ class AppRecords(_ConfigMaps):
         on from."""
         if namespace is None:
             return self.kube.list_converted_at(
-                self.kube.core.list_config_map_for_all_namespaces,
+                self.kube.config_maps.list_everywhere,
                 "list app records",
                 _record,
                 label_selector=f"{RECORD_LABEL}=true",
             )
         return self.kube.list_converted_at(
-            self.kube.core.list_namespaced_config_map,
+            self.kube.config_maps.list,
             f"list app records in {namespace}",
             _record,
             namespace=namespace,
@@ -140,10 +135,9 @@ class AppRecords(_ConfigMaps):
         }
         if resource_version:
             kwargs["resource_version"] = resource_version
+        call: Callable[..., Any] = self.kube.config_maps.list_everywhere
         if namespace is not None:
-            call, kwargs["namespace"] = self.kube.core.list_namespaced_config_map, namespace
-        else:
-            call = self.kube.core.list_config_map_for_all_namespaces
+            call, kwargs["namespace"] = self.kube.config_maps.list, namespace
         for kind, raw in self.kube.watch_json(call, "watch of app records", **kwargs):
             yield kind, _record(raw)
 
@@ -167,13 +161,7 @@ class AppRecords(_ConfigMaps):
         try:
             with translated(f"delete the record of {namespace}/{app}"):
                 discard(
-                    self.kube.core.delete_namespaced_config_map(
-                        record_name(app),
-                        namespace,
-                        propagation_policy="Background",
-                        _preload_content=False,
-                        _request_timeout=self.kube.timeout,
-                    )
+                    self.kube.config_maps.delete(namespace, record_name(app), propagation_policy="Background")
                 )
         except NotFoundError:
             pass
@@ -185,8 +173,7 @@ class StreamStates(_ConfigMaps):
     def list_stream_states(self, namespace: str | None = None) -> list[StoredRecord]:
         """Every image stream state, in one namespace (or all), in one list call (``app`` is the stream)."""
         raw = self.kube.list_selected(
-            self.kube.core.list_config_map_for_all_namespaces,
-            self.kube.core.list_namespaced_config_map,
+            self.kube.config_maps,
             "list image stream states",
             namespace,
             IMAGESTREAM_LABEL,
@@ -197,7 +184,7 @@ class StreamStates(_ConfigMaps):
         """The image stream states in ``namespace`` and the list's resourceVersion, in one list
         call: where :meth:`watch_stream_states` goes on from."""
         return self.kube.list_converted_at(
-            self.kube.core.list_namespaced_config_map,
+            self.kube.config_maps.list,
             f"list image stream states in {namespace}",
             _stream_state,
             namespace=namespace,
@@ -211,7 +198,7 @@ class StreamStates(_ConfigMaps):
         after ``resource_version`` (from :meth:`list_stream_states_at`), until the server ends the watch; a
         ``410 Gone`` is an :class:`ExpiredError` (list again)."""
         for kind, raw in self.kube.watch_json(
-            self.kube.core.list_namespaced_config_map,
+            self.kube.config_maps.list,
             f"watch of image stream states in {namespace}",
             namespace=namespace,
             label_selector=IMAGESTREAM_LABEL,

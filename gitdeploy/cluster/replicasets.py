@@ -141,7 +141,7 @@ class ReplicaSets:
         ``app``, or (read from the whole list) only those of ``of_apps``."""
         selector = MANAGED_SELECTOR + (f",{APP_LABEL}={app}" if app else "")
         raw = self.kube.list_selected(
-            *self.kube.lister("/apis/apps/v1", "replicasets"),
+            self.kube.replica_sets,
             "list ReplicaSets",
             namespace,
             selector,
@@ -154,7 +154,7 @@ class ReplicaSets:
         """The ReplicaSets gitdeploy manages in ``namespace`` and the list's resourceVersion, from
         one list (read page by page): where :meth:`watch_replica_sets` goes on from."""
         return self.kube.list_converted_at(
-            self.kube.apps.list_namespaced_replica_set,
+            self.kube.replica_sets.list,
             f"list ReplicaSets in {namespace}",
             to_observed_replica_set,
             namespace=namespace,
@@ -172,7 +172,7 @@ class ReplicaSets:
         version = resource_version
         if not version:
             with translated(what):
-                listed = self.kube.apps.list_namespaced_replica_set(
+                listed = self.kube.replica_sets.list(
                     namespace,
                     label_selector=MANAGED_SELECTOR,
                     limit=1,
@@ -181,7 +181,7 @@ class ReplicaSets:
                 )
                 version = str(json.loads(listed.data)["metadata"]["resourceVersion"])
         for kind, raw in self.kube.watch_json(
-            self.kube.apps.list_namespaced_replica_set,
+            self.kube.replica_sets.list,
             what,
             namespace=namespace,
             label_selector=MANAGED_SELECTOR,
@@ -217,9 +217,7 @@ class ReplicaSets:
             },
         }
         with translated(f"create ReplicaSet {spec.namespace}/{spec.name}"):
-            response = self.kube.apps.create_namespaced_replica_set(
-                spec.namespace, body, _preload_content=False, _request_timeout=self.kube.timeout
-            )
+            response = self.kube.replica_sets.create(spec.namespace, body)
             created = json.loads(response.data)
         return to_observed_replica_set(created)
 
@@ -251,9 +249,7 @@ class ReplicaSets:
         template hash its selector matches, and what the planner reads of it."""
         try:
             with translated(f"read ReplicaSet {namespace}/{name}"):
-                response = self.kube.apps.read_namespaced_replica_set(
-                    name, namespace, _preload_content=False, _request_timeout=self.kube.timeout
-                )
+                response = self.kube.replica_sets.read(namespace, name)
         except NotFoundError:
             return None
         raw = json.loads(response.data)
@@ -284,21 +280,14 @@ class ReplicaSets:
     ) -> ObservedReplicaSet:
         """One patch of a ReplicaSet (``what`` names it in errors); the ReplicaSet as stored."""
         with translated(what):
-            response = self.kube.apps.patch_namespaced_replica_set(
-                name,
-                namespace,
-                patch,
-                _preload_content=False,
-                _content_type=content_type,
-                _request_timeout=self.kube.timeout,
-            )
+            response = self.kube.replica_sets.patch(namespace, name, patch, content_type)
             return to_observed_replica_set(json.loads(response.data))
 
     def list_replica_set_pods(self, namespace: str, app: str, template_hash: str) -> list[TemplatePod]:
         """The pods of an app's ReplicaSet (by its template hash), as made from a template."""
         selector = f"{APP_LABEL}={app},{TEMPLATE_HASH_LABEL}={template_hash}"
         found = self.kube.list_json(
-            self.kube.core.list_namespaced_pod, f"list pods of {namespace}/{app}", namespace=namespace,
+            self.kube.pods.list, f"list pods of {namespace}/{app}", namespace=namespace,
             label_selector=selector,
         )  # fmt: skip
         return [_template_pod(raw) for raw in found]
@@ -309,36 +298,17 @@ class ReplicaSets:
         what = f"release ReplicaSet {namespace}/{name} from the app record"
         try:
             with translated(what):
-                response = self.kube.apps.read_namespaced_replica_set(
-                    name, namespace, _preload_content=False, _request_timeout=self.kube.timeout
-                )
+                response = self.kube.replica_sets.read(namespace, name)
             patch = _old_ownership(json.loads(response.data))
             if patch:
                 with translated(what):
-                    discard(
-                        self.kube.apps.patch_namespaced_replica_set(
-                            name,
-                            namespace,
-                            patch,
-                            _preload_content=False,
-                            _content_type="application/merge-patch+json",
-                            _request_timeout=self.kube.timeout,
-                        )
-                    )
+                    discard(self.kube.replica_sets.patch(namespace, name, patch))
         except NotFoundError:
             pass
 
     def delete_replica_set(self, namespace: str, name: str) -> None:
         try:
             with translated(f"delete ReplicaSet {namespace}/{name}"):
-                discard(
-                    self.kube.apps.delete_namespaced_replica_set(
-                        name,
-                        namespace,
-                        propagation_policy="Background",
-                        _preload_content=False,
-                        _request_timeout=self.kube.timeout,
-                    )
-                )
+                discard(self.kube.replica_sets.delete(namespace, name, propagation_policy="Background"))
         except NotFoundError:
             pass

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.cluster.rawapi import LIST_PAGE
+from gitdeploy.cluster.rawapi import LIST_PAGE, Resource
 from gitdeploy.core.hashing import canonical_template, template_hash
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import ReplicaSetSpec
@@ -107,14 +107,14 @@ def test_a_list_longer_than_a_page_is_read_whole_and_a_watch_goes_on_from_its_ve
     assert seen[1].app == "late"
 
 
-def test_the_lister_answers_as_the_generated_list_methods_do(cluster: Cluster, kube_client: Any) -> None:
+def test_resource_lists_answer_as_the_generated_list_methods_do(cluster: Cluster, kube_client: Any) -> None:
     # Given apps in two namespaces
     for app in ("web", "api"):
         deploy(cluster, app)
     cluster.ensure_namespace("jobs")
     cluster.write_app_record("jobs", "worker", "{}", None)
     kube = cluster.replica_sets.kube
-    everywhere, in_namespace = kube.lister("/api/v1", "configmaps")
+    everywhere, in_namespace = kube.config_maps.list_everywhere, kube.config_maps.list
     generated = client.CoreV1Api(kube_client)
 
     def names(items: list[dict[str, Any]]) -> list[str]:
@@ -129,6 +129,6 @@ def test_the_lister_answers_as_the_generated_list_methods_do(cluster: Cluster, k
         "jobs/gitdeploy.worker"
     ]
     # and an error is the client's, translated as every call's is
-    _, unknown = kube.lister("/apis/apps/v1", "nothings")
+    unknown = Resource(kube, "/apis/apps/v1", "nothings")
     with pytest.raises(NotFoundError):
-        kube.list_json(unknown, "list nothings", namespace="shop")
+        kube.list_json(unknown.list, "list nothings", namespace="shop")
