@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from urllib3.util.retry import Retry
 
 from gitdeploy.errors import PermanentError
@@ -53,6 +53,8 @@ def connect(kubeconfig: str | Path | None = None, context: str | None = None) ->
     Every client has its own configuration object: nothing is written to the kubernetes package's
     global default, so several clusters can be used in one process (tests do).
     """
+    from kubernetes import config  # the loaders (OIDC, OAuth, exec plugins): a tenth of a second
+
     configuration = new_configuration()
     if kubeconfig is None and context is None and in_cluster_available():
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
@@ -76,6 +78,16 @@ def connect(kubeconfig: str | Path | None = None, context: str | None = None) ->
         )
     where = f"context {context} of {kubeconfig}" if context else f"{configuration.host} ({kubeconfig})"
     return Connection(client.ApiClient(configuration), where)
+
+
+def connect_with_token(server: str, token: str, ca_file: Path | None, description: str) -> Connection:
+    """A client for a server whose address, bearer token and certificate gitdeploy wrote itself
+    (the embedded cluster): what its kubeconfig says, without the kubeconfig loaders."""
+    configuration = new_configuration()
+    configuration.host = server
+    configuration.api_key["BearerToken"] = f"Bearer {token}"
+    configuration.ssl_ca_cert = str(ca_file) if ca_file else None
+    return Connection(client.ApiClient(configuration), description)
 
 
 def throttled(refresh: Callable[[Any], None], seconds: float) -> Callable[[Any], None]:
