@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from gitdeploy import __version__
 from gitdeploy.cli.context import get_context
-from gitdeploy.cli.dashboard_cmd import commit_links, dashboard_token_option, repo_web_url_option
+from gitdeploy.cli.dashboard_options import commit_links, dashboard_token_option, repo_web_url_option
 from gitdeploy.cli.durations import Duration
 from gitdeploy.cli.image_options import image_interval_option, image_settings, registry_options
 from gitdeploy.cli.output import camel_case, output_option, print_data, print_table
@@ -47,19 +47,14 @@ from gitdeploy.core.models import AppKey
 from gitdeploy.core.pruning import PruneLimit, parse_prune_limit
 from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.errors import GitdeployError, PermanentError
-from gitdeploy.server.http import (
-    HttpServer,
-    Readiness,
-    WebhookSettings,
-    parse_listen_address,
-    read_secret_file,
-)
-from gitdeploy.server.metrics import AppStates, Metrics
-from gitdeploy.server.webhook import PushEvent
 from gitdeploy.source.repo import ConfigRepo
-from gitdeploy.web.appsource import WatchedApps
-from gitdeploy.web.auth import read_token_file
-from gitdeploy.web.server import DashboardSettings, create_app
+
+if TYPE_CHECKING:  # run's HTTP side is imported when run starts: sync never needs it
+    from gitdeploy.server.http import HttpServer, Readiness, WebhookSettings
+    from gitdeploy.server.metrics import AppStates, Metrics
+    from gitdeploy.server.webhook import PushEvent
+    from gitdeploy.web.appsource import WatchedApps
+    from gitdeploy.web.server import DashboardSettings
 
 
 class PruneLimitType(click.ParamType):  # type: ignore[type-arg]
@@ -525,6 +520,12 @@ def run(
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
+    from gitdeploy.server.http import Readiness, WebhookSettings, read_secret_file
+    from gitdeploy.server.metrics import Metrics
+    from gitdeploy.web.appsource import WatchedApps
+    from gitdeploy.web.auth import read_token_file
+    from gitdeploy.web.server import DashboardSettings
+
     metrics = Metrics(version=__version__)
     readiness = Readiness()
     timings = LeaseTimings(lease_duration, renew_deadline, retry_period) if leader_elect else None
@@ -595,6 +596,9 @@ def _http_server(
 ) -> HttpServer:
     """The server of ``--listen``: probes, metrics, the webhook, and the dashboard on ``/`` (its
     apps list read from the loop's watches once they hold a namespace)."""
+    from gitdeploy.server.http import HttpServer, parse_listen_address
+    from gitdeploy.web.server import create_app
+
     settings, apps = dashboard
     host, port = parse_listen_address(listen)
     return HttpServer(
