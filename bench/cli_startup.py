@@ -1,8 +1,9 @@
 """How long a person waits for the ``gitdeploy`` command: ``python bench/cli_startup.py [--runs N]``.
 
 Times (wall clock, median of ``--runs``) ``gitdeploy --version``, ``gitdeploy --help``, and
-``gitdeploy status`` and ``gitdeploy history`` against the embedded cluster (its daemon up, one app
-synced from a config repo made here), side by side with kubectl's ``version --client`` and
+``gitdeploy status``, ``gitdeploy history`` and ``gitdeploy sync`` (one pass at a head already
+synced: git read, nothing written) against the embedded cluster (its daemon up, one app synced
+from a config repo made here), side by side with kubectl's ``version --client`` and
 ``get rs`` against the same cluster (kubectl of the real control plane's build, from
 ``scripts/realk8s bin``, when it was built). Not a test; the figures depend on the machine.
 Targets (issue 24): ``--help``/``--version`` ≤ 0.25 s, ``status`` ≤ 0.6 s.
@@ -89,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("gitdeploy --help", [gitdeploy, "--help"]),
                 ("gitdeploy status", [gitdeploy, "status"]),
                 ("gitdeploy history shop/web", [gitdeploy, "history", "shop/web"]),
+                ("gitdeploy sync (nothing new)", sync[:-1]),
             ]
             if kubectl is not None:
                 kubeconfig = ["--kubeconfig", str(state / "kubeconfig")]
