@@ -9,14 +9,16 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import yaml
-from rich.console import Console
 
 from gitdeploy.cli.context import get_context
 from gitdeploy.core.timestamps import format_timestamp
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,6 +51,8 @@ def output_option(*extra: str) -> Callable[[F], F]:
 
 
 def console(err: bool = False) -> Console:
+    from rich.console import Console  # imported when something prints through it (not tables)
+
     ctx = get_context(click.get_current_context())
     stream = sys.stderr if err else sys.stdout
     return Console(

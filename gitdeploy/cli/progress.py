@@ -4,12 +4,14 @@ line per change in ``kubectl rollout status``'s words."""
 from __future__ import annotations
 
 from types import TracebackType
-
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from typing import TYPE_CHECKING
 
 from gitdeploy.cli.output import console
 from gitdeploy.controller.inspect import AppView
 from gitdeploy.core.history.records import Outcome
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 
 def waiting_line(v: AppView) -> str:
@@ -49,6 +51,8 @@ class RolloutProgress:
         self._tasks: dict[str, TaskID] = {}
         self._bars: Progress | None = None
         if self._console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
             self._bars = Progress(
                 TextColumn("{task.fields[app]}"),
                 BarColumn(),
