@@ -108,8 +108,10 @@ _.failure_condition  # Metric
 _.failure_limit  # Metric
 _.inconclusive_limit  # Metric
 _.pod_template_hash  # AnalysisArg
-_.progress_deadline_abort  # CanaryParams: read, not yet acted on (see the README's Canary section)
 
 # -- Sharding (issue 25) ----------------------------------------------------------------------------
 _.user_agent  # kubernetes ApiClient.user_agent: a property setter of the client (Cluster.name_client)
 _.shard_epoch  # AppView.shard_epoch: printed by `gitdeploy status -o json`, read by dataclasses.asdict
+
+# -- CLI start-up ----------------------------------------------------------------------------------
+_.ssl_ca_cert  # kubernetes Configuration.ssl_ca_cert: read by the client's REST layer (connect_with_token)
