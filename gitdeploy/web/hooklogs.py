@@ -1,7 +1,8 @@
 """The app page's hook logs: the end of the logs of the pre, mid and post hook pods and Custom
 deployer pods of the newest revisions, read from the pod log API as ``kubectl logs --tail`` does.
 
-Each log is bounded (its last :data:`LOG_LINES` lines, at most :data:`LOG_BYTES` bytes). When the
+Each log is bounded (its last :data:`LOG_LINES` lines, at most :data:`LOG_BYTES` bytes) and shown
+as text, its colour codes and control characters removed (as the tail a revision keeps). When the
 pod is gone (deleted with its ReplicaSet, or by hand), the tail its revision kept in the app record
 is shown if there is one, and the page says so; a log the cluster refuses to give (RBAC: the
 account may not get ``pods/log``) or cannot get (the node unreachable) is a sentence saying which.
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.core.history.records import RevisionEntry
+from gitdeploy.core.history.records import RevisionEntry, plain_log
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedPod
 from gitdeploy.core.rollout.hooks import DEPLOYER_ROLE
@@ -81,7 +82,7 @@ def _read(cluster: Cluster, namespace: str, wanted: _Wanted) -> HookLog:
         return HookLog(wanted.revision, wanted.phase, wanted.pod, wanted.outcome, text, note)
 
     try:
-        return shown(cluster.tail_pod_log(namespace, wanted.pod, LOG_LINES, LOG_BYTES))
+        return shown(plain_log(cluster.tail_pod_log(namespace, wanted.pod, LOG_LINES, LOG_BYTES)))
     except NotFoundError:
         if wanted.kept:
             return shown(wanted.kept, f"pod {wanted.pod} is gone; the end of its log kept on revision "

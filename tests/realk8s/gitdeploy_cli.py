@@ -64,10 +64,11 @@ class Run:
         return re.search(r"became leader", self.log) is not None
 
 
-def view(gitdeploy: RunCli, namespace: str) -> dict[str, Any] | None:
+def view(gitdeploy: RunCli, namespace: str, app: str | None = None) -> dict[str, Any] | None:
+    """``status -n NAMESPACE -o json``'s view of ``app`` (None: the first app)."""
     done = gitdeploy("status", "-n", namespace, "-o", "json")
     views = json.loads(done.stdout) if done.returncode == 0 else []
-    return next(iter(views), None)
+    return next((v for v in views if app is None or v["key"] == f"{namespace}/{app}"), None)
 
 
 def at_revision(gitdeploy: RunCli, namespace: str, revision: int) -> Callable[[], bool]:

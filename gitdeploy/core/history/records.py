@@ -383,6 +383,16 @@ def load_record(namespace: str, app: str, payload: str) -> AppRecord:
         ) from bad
 
 
+def plain_log(text: str) -> str:
+    """A log as a page shows it: escape sequences (colours, cursor moves) and control characters
+    (tab and newline stay; a carriage return goes) removed, as a revision keeps its hooks' logs.
+
+    >>> plain_log("\\x1b[32m\N{CHECK MARK} done\\x1b[0m\\r\\n\\tnext\\n")
+    '\N{CHECK MARK} done\\n\\tnext\\n'
+    """
+    return _CONTROL_CHARACTER.sub("", _ESCAPE_SEQUENCE.sub("", text))
+
+
 def bound_log(text: str, limit: int = MAX_LOG_BYTES) -> str:
     """The tail of a pod's log that a revision keeps: escape sequences and control characters
     (tab and newline stay) removed, then at most ``limit`` bytes of UTF-8, cut at a character.
@@ -394,8 +404,7 @@ def bound_log(text: str, limit: int = MAX_LOG_BYTES) -> str:
     >>> bound_log("a\N{EURO SIGN}b", 3)  # the cut falls inside the euro sign: it goes whole
     'b'
     """
-    plain = _CONTROL_CHARACTER.sub("", _ESCAPE_SEQUENCE.sub("", text))
-    encoded = plain.encode("utf-8", "replace")
+    encoded = plain_log(text).encode("utf-8", "replace")
     if len(encoded) <= limit:
         return encoded.decode("utf-8")
     return encoded[len(encoded) - limit :].decode("utf-8", "ignore")
