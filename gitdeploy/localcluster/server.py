@@ -156,7 +156,9 @@ class LocalCluster:
         in a real API server's words. None: that token is allowed nothing but discovery."""
         self.service_account_token = secrets.token_urlsafe(32)
         self.write_gate = WriteGate()
-        self.store = Store(self.state_dir / "cluster.db", watch_window=watch_window, clock=self.clock.now)
+        self.store = Store(
+            self.state_dir / "cluster.db", watch_window=watch_window, clock=self.clock.now, log=self._log
+        )
         self.registry = Registry(self.store, self.clock, self.config)
         self.token = load_or_create_token(self.state_dir)
         self.kubeconfig_path = self.state_dir / "kubeconfig"

@@ -2,7 +2,8 @@
 
 Layout (one database file, WAL mode, safe for several processes at once):
 
-* ``objects``: one row per object, keyed by (resource key, namespace, name), with its ``uid``,
+* ``objects``: one row per object, keyed by (resource key, namespace, name) (a unique index of a
+  rowid table, so that a row of a few KB stays in its page), with its ``uid``,
   ``resourceVersion``, labels (JSON, for selectors without parsing the body) and the body as
   compact JSON that already carries its ``resourceVersion``, so a list is a string join.
   Objects are also indexed by their ``gitdeploy.io/app`` label (:data:`INDEXED_LABEL`), so that
@@ -47,14 +48,26 @@ INDEXED_LABEL = "gitdeploy.io/app"
 """The label of the ``objects_app`` index: gitdeploy's lists of one app select by it."""
 _APP_EXPRESSION = f"json_extract(labels, '$.\"{INDEXED_LABEL}\"')"
 
+_OBJECTS_COLUMNS = """
+    resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    uid TEXT NOT NULL, rv INTEGER NOT NULL, labels TEXT NOT NULL, body TEXT NOT NULL
+"""
+"""The columns of ``objects``, a rowid table whose key (resource, namespace, name) is the unique
+index ``objects_key``. A rowid table keeps a row of up to about 4 KB in its page; a
+``WITHOUT ROWID`` table (the layout before, see :func:`_migrate_objects`) only about 1 KB, so
+each write of a pod (1.26 KB with the API server's defaults) also rewrote an overflow page."""
+
+_UPSERT_OBJECT = (
+    "INSERT INTO objects(resource, namespace, name, uid, rv, labels, body) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT(resource, namespace, name) DO UPDATE"
+    " SET uid = excluded.uid, rv = excluded.rv, labels = excluded.labels, body = excluded.body"
+)
+
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta(key, value) VALUES ('rv', 0), ('compacted', 0);
-CREATE TABLE IF NOT EXISTS objects(
-    resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-    uid TEXT NOT NULL, rv INTEGER NOT NULL, labels TEXT NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (resource, namespace, name)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS objects({_OBJECTS_COLUMNS});
+CREATE UNIQUE INDEX IF NOT EXISTS objects_key ON objects(resource, namespace, name);
 CREATE INDEX IF NOT EXISTS objects_uid ON objects(uid);
 CREATE INDEX IF NOT EXISTS objects_app ON objects(resource, namespace, {_APP_EXPRESSION})
     WHERE {_APP_EXPRESSION} IS NOT NULL;
@@ -302,11 +315,8 @@ class Txn:
         if event_type == "MODIFIED" and labels_changed:
             previous = self._relabelled(resource, namespace, meta["name"], labels)
         self.encoded[id(obj)] = (obj, body)
-        self._conn.execute(
-            "INSERT OR REPLACE INTO objects(resource, namespace, name, uid, rv, labels, body)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (resource, namespace, meta["name"], meta["uid"], rv, labels, body),
-        )
+        same_labels = event_type == "MODIFIED" and previous is None
+        self._store_row(resource, namespace, meta, rv, labels, body, same_labels)
         if owners_changed:
             if event_type != "ADDED":  # a new object has a new uid: nothing to remove
                 self._conn.execute("DELETE FROM owners WHERE dep_uid = ?", (meta["uid"],))
@@ -317,6 +327,21 @@ class Txn:
                 )
         self._log(Change(rv, resource, namespace, event_type, body, previous))
         return obj
+
+    def _store_row(
+        self, resource: str, namespace: str, meta: dict[str, Any], rv: int, labels: str, body: str, same: bool
+    ) -> None:
+        """Write the object's row; a modified one's in place, without its labels when they stayed
+        (``same``): SQLite rewrites the entry of every index on a column that an ``UPDATE``
+        sets, changed or not, so the uid and app indexes are left alone (a uid never changes)."""
+        if same:
+            updated = self._conn.execute(
+                "UPDATE objects SET rv = ?, body = ? WHERE resource = ? AND namespace = ? AND name = ?",
+                (rv, body, resource, namespace, meta["name"]),
+            )
+            if updated.rowcount == 1:
+                return
+        self._conn.execute(_UPSERT_OBJECT, (resource, namespace, meta["name"], meta["uid"], rv, labels, body))
 
     def _relabelled(self, resource: str, namespace: str, name: str, labels: str) -> str | None:
         """The stored body of the object, if its labels differ from ``labels``; else None."""
@@ -366,7 +391,7 @@ class Txn:
     def dependents(self, owner_uid: str) -> list[tuple[str, dict[str, Any]]]:
         """``(resource, object)`` of every object with an owner reference to ``owner_uid``."""
         rows = self._conn.execute(
-            "SELECT o.resource, o.body FROM owners w JOIN objects o ON o.uid = w.dep_uid"
+            "SELECT o.resource, o.body FROM owners w CROSS JOIN objects o ON o.uid = w.dep_uid"
             " WHERE w.owner_uid = ?",
             (owner_uid,),
         ).fetchall()
@@ -375,7 +400,9 @@ class Txn:
     def controlled(self, owner_uid: str, resource: str) -> list[dict[str, Any]]:
         """Objects of ``resource`` whose controller reference is ``owner_uid``."""
         rows = self._conn.execute(
-            "SELECT o.body FROM owners w JOIN objects o ON o.uid = w.dep_uid"
+            # CROSS JOIN: owners first, then each object by its uid (not every object of the
+            # resource by objects_key, which SQLite would choose)
+            "SELECT o.body FROM owners w CROSS JOIN objects o ON o.uid = w.dep_uid"
             " WHERE w.owner_uid = ? AND w.controller = 1 AND o.resource = ?",
             (owner_uid, resource),
         ).fetchall()
@@ -433,12 +460,44 @@ class Txn:
         ]
 
 
+def _migrate_objects(conn: sqlite3.Connection) -> int | None:
+    """Move a database's ``objects`` from a ``WITHOUT ROWID`` table (the layout until 2026-11-25)
+    to a rowid table (:data:`_OBJECTS_COLUMNS`), keeping every row as it is (so every object, its
+    ``resourceVersion``, and the watch log and version counter, which are other tables); the
+    indexes are made afterwards by :data:`_SCHEMA`. Returns how many objects moved, None when
+    there was nothing to do (a new database, or one migrated already).
+
+    Runs in the caller's transaction, which holds the write lock from before the check: a process
+    that dies or fails midway leaves the old table as it was (the WAL's uncommitted pages are
+    ignored), and a second process opening the database at the same time finds it done."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'objects'").fetchone()
+    if row is None or "WITHOUT ROWID" not in str(row[0]).upper():
+        return None
+    columns = "resource, namespace, name, uid, rv, labels, body"
+    conn.execute("ALTER TABLE objects RENAME TO objects_without_rowid")
+    conn.execute(f"CREATE TABLE objects({_OBJECTS_COLUMNS})")
+    moved = conn.execute(
+        f"INSERT INTO objects({columns}) SELECT {columns} FROM objects_without_rowid"
+        " ORDER BY resource, namespace, name"
+    ).rowcount
+    conn.execute("DROP TABLE objects_without_rowid")  # and its indexes: _SCHEMA makes them again
+    return int(moved)
+
+
 class Store:
     """The database of one embedded cluster (``<state_dir>/cluster.db``)."""
 
     def __init__(
-        self, path: Path, *, watch_window: WatchWindow | None = None, clock: Callable[[], float] = time.time
+        self,
+        path: Path,
+        *,
+        watch_window: WatchWindow | None = None,
+        clock: Callable[[], float] = time.time,
+        log: Callable[[str], None] | None = None,
     ) -> None:
+        """Open (or create) the database at ``path``; a database with the objects table of an
+        older layout is migrated first, in the same transaction (see :func:`_migrate_objects`),
+        and ``log`` is told."""
         self.path = path
         self.watch_window = watch_window or WatchWindow()
         self._clock = clock
@@ -460,12 +519,27 @@ class Store:
         self._uncheckpointed = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
-            conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
-            columns = [row[1] for row in conn.execute("PRAGMA table_info(changes)")]
-            if "at" not in columns:  # an older db
-                conn.execute("ALTER TABLE changes ADD COLUMN at REAL NOT NULL DEFAULT 0")
-            if "previous" not in columns:
-                conn.execute("ALTER TABLE changes ADD COLUMN previous TEXT")
+            self._begin_immediate(conn)
+            try:
+                started = time.monotonic()
+                migrated = _migrate_objects(conn)
+                for statement in _SCHEMA.split(";"):  # not executescript: it would commit first
+                    conn.execute(statement)
+                columns = [row[1] for row in conn.execute("PRAGMA table_info(changes)")]
+                if "at" not in columns:  # an older db
+                    conn.execute("ALTER TABLE changes ADD COLUMN at REAL NOT NULL DEFAULT 0")
+                if "previous" not in columns:
+                    conn.execute("ALTER TABLE changes ADD COLUMN previous TEXT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        if migrated is not None and log is not None:
+            log(
+                f"{path}: moved its {migrated} objects to a rowid table (objects with the API server's"
+                f" defaults no longer overflow their page; versions and watch history kept) in"
+                f" {time.monotonic() - started:.2f} s"
+            )
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
