@@ -39,10 +39,9 @@ if __package__ in (None, ""):
 from bench.generate import GeneratedRepo, generate_repo
 from bench.push_latency import (
     SIMULATION,
-    ReplicaSetWatch,
     _synced_apps,
-    deliver_push,
     percentile,
+    push_to_first_write_ms,
     running,
 )
 from gitdeploy.clock import SystemClock
@@ -115,18 +114,8 @@ def measure(apps: int, rounds: int, seed: int) -> dict[str, object]:
         latencies: list[float] = []
         own_latencies: list[float] = []
         for index, fanned_out in chosen:
-            plan = repo.apps[index]
-            after = repo.commit_image_bump(index)
-            watch = ReplicaSetWatch(cluster, http, plan.namespace, plan.name)
-            try:
-                began = time.perf_counter()
-                status = deliver_push(hooks, receiver, repo.url, after)
-                if status != 200 or not watch.seen.wait(30):
-                    raise SystemExit(f"push {after[:7]} of {plan.name}: {status}, no ReplicaSet write")
-                (latencies if fanned_out else own_latencies).append((watch.at - began) * 1000)
-            finally:
-                watch.close()
-            time.sleep(0.2)  # let the rollout's first steps pass
+            latency = push_to_first_write_ms(cluster, http, hooks, receiver, repo, index)
+            (latencies if fanned_out else own_latencies).append(latency)
     p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
     return {
         "scenario": SCENARIO,

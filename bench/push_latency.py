@@ -210,6 +210,34 @@ def deliver_push(hooks: httpx.Client, base: str, repo_url: str, after: str) -> i
     return hooks.post(f"{base}/hooks/git", content=body, headers=headers).status_code
 
 
+def push_to_first_write_ms(
+    cluster: LocalCluster,
+    http: httpx.Client,
+    hooks: httpx.Client,
+    base: str,
+    repo: GeneratedRepo,
+    index: int,
+    wait: float = 30.0,
+) -> float:
+    """Commit an image bump of app ``index``, POST its push to ``base``, and return the milliseconds
+    from the POST to the first write of the app's ReplicaSets; then let the rollout's first steps
+    pass. ``http`` reads the cluster, ``hooks`` sends the push (see :func:`deliver_push`); no write
+    within ``wait`` seconds ends the benchmark."""
+    plan = repo.apps[index]
+    after = repo.commit_image_bump(index)
+    watch = ReplicaSetWatch(cluster, http, plan.namespace, plan.name)
+    try:
+        started = time.perf_counter()
+        status = deliver_push(hooks, base, repo.url, after)
+        if status != 200 or not watch.seen.wait(wait):
+            raise SystemExit(f"push {after[:7]} of {plan.name}: {status}, no ReplicaSet write")
+        latency = (watch.at - started) * 1000
+    finally:
+        watch.close()
+    time.sleep(0.2)
+    return latency
+
+
 def measure(apps: int, rounds: int, seed: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="gitdeploy-push-") as tmp:
         work = Path(tmp)
@@ -230,24 +258,11 @@ def measure(apps: int, rounds: int, seed: int) -> dict[str, object]:
                 latencies, polls = [], []
                 chosen = random.Random(seed).sample(range(apps), min(rounds, apps))
                 for index in chosen:
-                    plan = repo.apps[index]
-                    after = repo.commit_image_bump(index)
-                    watch = ReplicaSetWatch(cluster, http, plan.namespace, plan.name)
-                    try:
-                        polled = _polls(base)
-                        started = time.perf_counter()
-                        status = deliver_push(hooks, base, repo.url, after)
-                        if status != 200 or not watch.seen.wait(30):
-                            raise SystemExit(
-                                f"push {after[:7]} of {plan.name}: {status}, no ReplicaSet write"
-                            )
-                        latencies.append((watch.at - started) * 1000)
-                        count, seconds = _polls(base)
-                        if count == polled[0] + 1:  # the push's poll alone (git, not the load)
-                            polls.append((seconds - polled[1]) * 1000)
-                    finally:
-                        watch.close()
-                    time.sleep(0.2)  # let the rollout's first steps pass
+                    polled = _polls(base)
+                    latencies.append(push_to_first_write_ms(cluster, http, hooks, base, repo, index))
+                    count, seconds = _polls(base)
+                    if count == polled[0] + 1:  # the push's poll alone (git, not the load)
+                        polls.append((seconds - polled[1]) * 1000)
         finally:
             cluster.stop()
     p50, p99 = percentile(latencies, 50), percentile(latencies, 99)

@@ -39,7 +39,7 @@ if __package__ in (None, ""):
 
 from bench.generate import GeneratedRepo, generate_repo
 from bench.push_fanout import owner, replica, wait_until_synced
-from bench.push_latency import SIMULATION, ReplicaSetWatch, _samples, deliver_push, percentile
+from bench.push_latency import SIMULATION, _samples, percentile, push_to_first_write_ms
 from gitdeploy.clock import SystemClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.connection import connect
@@ -83,23 +83,9 @@ def push_latencies(
             break
         if owner(adapter, plan.namespace, plan.name) in others:
             chosen.append(index)
-    latencies = []
     headers = {"Authorization": f"Bearer {cluster.token}"}
     with httpx.Client(headers=headers) as http, httpx.Client(timeout=10) as hooks:
-        for index in chosen:
-            plan = repo.apps[index]
-            after = repo.commit_image_bump(index)
-            watch = ReplicaSetWatch(cluster, http, plan.namespace, plan.name)
-            try:
-                began = time.perf_counter()
-                status = deliver_push(hooks, base, repo.url, after)
-                if status != 200 or not watch.seen.wait(60):
-                    raise SystemExit(f"push {after[:7]} of {plan.name}: {status}, no ReplicaSet write")
-                latencies.append((watch.at - began) * 1000)
-            finally:
-                watch.close()
-            time.sleep(0.2)
-    return latencies
+        return [push_to_first_write_ms(cluster, http, hooks, base, repo, index, wait=60) for index in chosen]
 
 
 def failover_seconds(started: list[tuple[str, str]], apps: int, limit: float) -> float:
