@@ -66,7 +66,12 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def owned(base: str) -> int:
-    return int(sum(sample.value for sample in _samples(base, "gitdeploy_shard_apps_owned")))
+    """The apps the replica at ``base`` owns; 0 while its /metrics does not answer (a replica busy
+    claiming thousands of apps may answer a scrape late)."""
+    try:
+        return int(sum(sample.value for sample in _samples(base, "gitdeploy_shard_apps_owned")))
+    except httpx.TransportError:
+        return 0
 
 
 def push_latencies(
@@ -127,6 +132,7 @@ def measure(repo: GeneratedRepo, work: Path, replicas: int, rounds: int) -> dict
             "push_p50_ms": round(percentile(latencies, 50), 1),
             "push_max_ms": round(max(latencies), 1),
         }
+        print(f"  push p50 {result['push_p50_ms']} ms", file=sys.stderr, flush=True)
         if replicas > 1:
             result["failover_s"] = round(failover_seconds(started, apps, limit=600.0), 1)
             result["lease_duration_s"] = LEASE_DURATION_S
