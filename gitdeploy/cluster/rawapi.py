@@ -15,7 +15,6 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
 from typing import Any, Final, TypeVar
 from urllib.parse import quote
 
@@ -84,26 +83,11 @@ class RawApi:
         self.api = api
         self.timeout = request_timeout
         """``(connect, read)`` seconds of every call (:data:`REQUEST_TIMEOUT`)."""
-
-    @cached_property
-    def config_maps(self) -> Resource:
-        return Resource(self, "/api/v1", "configmaps")
-
-    @cached_property
-    def pods(self) -> Resource:
-        return Resource(self, "/api/v1", "pods")
-
-    @cached_property
-    def events(self) -> Resource:
-        return Resource(self, "/api/v1", "events")
-
-    @cached_property
-    def replica_sets(self) -> Resource:
-        return Resource(self, "/apis/apps/v1", "replicasets")
-
-    @cached_property
-    def leases(self) -> Resource:
-        return Resource(self, "/apis/coordination.k8s.io/v1", "leases")
+        self.config_maps = Resource(self, "/api/v1", "configmaps")
+        self.pods = Resource(self, "/api/v1", "pods")
+        self.events = Resource(self, "/api/v1", "events")
+        self.replica_sets = Resource(self, "/apis/apps/v1", "replicasets")
+        self.leases = Resource(self, "/apis/coordination.k8s.io/v1", "leases")
 
     def get(
         self, path: str, *, _preload_content: bool = False, _request_timeout: Any = None, **query: Any
