@@ -16,13 +16,12 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
 import re
 import socket
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,8 @@ import httpx
 import pytest
 
 from gitdeploy.core.observed import APP_LABEL, POD_ROLE_LABEL
-from tests.fixtures.cli import RunCli, gitdeploy_executable
+from tests.fixtures.cli import RunCli
+from tests.fixtures.dashboard import running_dashboard
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import (
     ControlPlane,
@@ -110,34 +110,11 @@ def shown_next(tables: Iterator[str], what: str, check: Callable[[str], bool]) -
 
 
 @pytest.fixture
-def dashboards(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    """``dashboards(KUBECONFIG, *ARGS)``: ``gitdeploy --kubeconfig KUBECONFIG dashboard ARGS`` in the
-    background (its output in tmp_path/dashboard.log), stopped at the end."""
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start(kubeconfig: Path, *args: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "GITDEPLOY_STATE_DIR": str(tmp_path / "state-dashboard"), "NO_COLOR": "1"}
-        env.pop("KUBECONFIG", None)
-        with (tmp_path / "dashboard.log").open("w") as out:
-            process = subprocess.Popen(
-                [gitdeploy_executable(), "--kubeconfig", str(kubeconfig), "dashboard", *args],
-                env=env, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
-
-
-def answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=5).status_code == 200
-    except httpx.TransportError:
-        return False
+def dashboards(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """``dashboards(*ARGS)``: ``gitdeploy dashboard ARGS`` in the background (tests/fixtures'
+    :func:`running_dashboard`), its base URL; stopped (and its exit checked) at the end."""
+    with ExitStack() as stack:
+        yield lambda *args: stack.enter_context(running_dashboard(tmp_path / "state-dashboard", *args))
 
 
 def assert_the_hook_log_is_shown(control_plane: ControlPlane, base: str, namespace: str) -> None:
@@ -167,7 +144,7 @@ def test_the_dashboards_follow_rollouts_show_hook_logs_and_roll_back_on_the_real
     git_remote: GitRemote,
     gitdeploy: RunCli,
     runs: Callable[..., Run],
-    dashboards: Callable[..., subprocess.Popen[bytes]],
+    dashboards: Callable[..., str],
     tmp_path: Path,
 ) -> None:
     # Given `gitdeploy run --listen` with a dashboard token, as the ServiceAccount, at revision 1
@@ -189,9 +166,7 @@ def test_the_dashboards_follow_rollouts_show_hook_logs_and_roll_back_on_the_real
     # and `gitdeploy dashboard -n NS` beside it, with a token of the same account of its own
     own = service_account_kubeconfig(control_plane, tmp_path / "dashboard-kubeconfig")
     since = audit_log_size(control_plane)
-    standalone = f"http://127.0.0.1:{free_port()}"
-    dashboards(own, "-n", namespace, "--listen", standalone.removeprefix("http://"))
-    wait_for("`gitdeploy dashboard` to answer", lambda: answers(standalone + "/"))
+    standalone = dashboards("--kubeconfig", str(own), "-n", namespace).rstrip("/")
 
     web, worker = f"{namespace}/web", f"{namespace}/worker"
     # When web 2 is pushed while the standalone dashboard's apps page is open (its live stream)
