@@ -291,7 +291,11 @@ class Controller:
 
     def mark_all_due(self) -> None:
         """Every app is due now (a new leader: the other one may have changed anything)."""
-        self.queue.add_all(self.source.all_keys(), self.clock.now(), new_input=True)
+        self.mark_due(self.source.all_keys())
+
+    def mark_due(self, keys: Iterable[AppKey]) -> None:
+        """``keys`` are due now, held ones too (their input changed)."""
+        self.queue.add_all(keys, self.clock.now(), new_input=True)
 
     def next_due_in(self, *, apps_only: bool = False) -> float | None:
         """Seconds until an app or the image check is due (None: neither is); ``apps_only``: an
