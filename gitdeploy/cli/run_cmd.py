@@ -349,7 +349,7 @@ def _sharding(
     gate.observers.append(metrics.set_shard)
     controller.reconciler.shards = gate
     controller.runner.shards = gate
-    controller.resync_scope = gate  # a resync looks at this replica's apps alone
+    controller.shard_scope = gate  # a resync and the record watch look at this replica's apps alone
     controller.pool.sharing = lambda: len(membership.members())  # ... and lists their namespaces
     gate.on_drop.append(lambda key: forget_app(controller.runner, key))  # its changes are no hand's
 

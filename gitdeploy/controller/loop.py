@@ -87,8 +87,9 @@ def _log_state(report: AppReport, head: str | None) -> None:
     )
 
 
-class ResyncScope(Protocol):
-    """Which apps a sharded replica's resync looks at (:class:`~gitdeploy.controller.shards.ShardGate`)."""
+class ShardScope(Protocol):
+    """Which apps a sharded replica looks at, in its resync and when their records change
+    (:class:`~gitdeploy.controller.shards.ShardGate`)."""
 
     def mine(self, key: AppKey) -> bool:
         """Whether this replica owns ``key`` by the hash among the live members."""
@@ -96,12 +97,16 @@ class ResyncScope(Protocol):
     def held(self) -> list[AppKey]:
         """The apps this replica claimed and has not released."""
 
+    def looks_at(self, key: AppKey) -> bool:
+        """Whether this replica owns ``key`` by the hash or claimed it: a change of its record
+        concerns this replica (another replica's app is its owner's to look at)."""
+
     def finds_orphans(self) -> bool:
         """Whether this replica looks for orphans (the leader)."""
 
 
 def resync_mine(
-    scope: ResyncScope, source: SourceTracker, queue: DueQueue, lock: threading.RLock, now: float
+    scope: ShardScope, source: SourceTracker, queue: DueQueue, lock: threading.RLock, now: float
 ) -> bool:
     """A sharded replica's resync: the apps it owns or holds are due (not the others', which
     their owners look at), and True when it also lists the records to find orphans (the leader
@@ -149,7 +154,7 @@ class Controller:
         self.prune_flag = prune
         self.prune_limit_flag = prune_limit
         self.resync_seconds = resync_seconds
-        self.resync_scope: ResyncScope | None = None  # run --sharding: see resync_mine
+        self.shard_scope: ShardScope | None = None  # run --sharding: see resync_mine
 
     # -- the parts, as readers outside the loop know them -----------------------------------------
 
@@ -252,6 +257,9 @@ class Controller:
         now. The loop's own writes are ignored. True when the app was marked due."""
         if self.runner.record_versions.get(key) == resource_version:
             return False
+        scope = self.shard_scope
+        if scope is not None and not scope.looks_at(key) and key not in self.source.orphans:
+            return False  # sharded: another replica's app (its claim or its step)
         with self._lock:
             if key not in self.source.apps and key not in self.source.orphans:
                 return False  # an orphan's record changes when a person confirms its prune
@@ -377,7 +385,7 @@ class Controller:
         (sharded: see :func:`resync_mine`)."""
         if not self.queue.resync_due(now, self.resync_seconds):
             return
-        scope = self.resync_scope
+        scope = self.shard_scope
         if scope is not None and not resync_mine(scope, self.source, self.queue, self._lock, now):
             return
         records: list[StoredRecord] = []

@@ -159,7 +159,7 @@ class ShardGate:
 
     def mine(self, key: AppKey) -> bool:
         """Whether this replica owns ``key`` by the hash among the live members (a resync looks at
-        it; see :class:`~gitdeploy.controller.loop.ResyncScope`)."""
+        it; see :class:`~gitdeploy.controller.loop.ShardScope`)."""
         return owner_of(str(key), self.membership.members()) == self.identity
 
     def concerned(
@@ -178,6 +178,14 @@ class ShardGate:
             if (first != then and self.identity in (first, then)) or (key in held and then != self.identity):
                 found.append(key)
         return found
+
+    def looks_at(self, key: AppKey) -> bool:
+        """Whether this replica owns ``key`` by the hash or claimed it (see
+        :class:`~gitdeploy.controller.loop.ShardScope`)."""
+        with self._lock:
+            if key in self.claims:
+                return True
+        return self.mine(key)
 
     def held(self) -> list[AppKey]:
         """The apps this replica claimed."""

@@ -10,8 +10,8 @@ import pytest
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.membership import Membership
 from gitdeploy.controller.handover import EVENTS_PER_HANDOVER, Handover
+from gitdeploy.controller.membership import Membership
 from gitdeploy.controller.shards import Admission, ShardGate
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.lease import LeaseTimings
