@@ -92,7 +92,6 @@ class GitPosition:
                 return sha
         return ""
 
-
     def _is_newer(self, head: str, sha: str) -> bool:
         newer = self._newer.get((head, sha))
         if newer is None:
