@@ -264,7 +264,7 @@ def _leadership(
         readiness.set_lease_decided()
         metrics.set_leader(role is Role.LEADER)
         if role is Role.LEADER:
-            controller.mark_all_due()  # the other leader may have changed anything meanwhile
+            controller.mark_due()  # the other leader may have changed anything meanwhile
         wake.set()
 
     identity = new_identity()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from gitdeploy.clock import Clock
@@ -116,6 +116,13 @@ def resync_mine(
         for key in [*scope.held(), *(k for k in [*source.all_keys(), *source.problems] if scope.mine(k))]:
             queue.add_if_absent(key, now)
     return scope.finds_orphans()
+
+
+def followers(apps: Mapping[AppKey, App], changed: set[str]) -> list[AppKey]:
+    """The apps with image change triggers on one of the ``changed`` stream tags."""
+    return [
+        k for k, app in apps.items() if any(stream_tag_key(t) in changed for t in app.triggers.image_change)
+    ]
 
 
 RESYNC_SECONDS = 300.0
@@ -257,8 +264,7 @@ class Controller:
         now. The loop's own writes are ignored. True when the app was marked due."""
         if self.runner.record_versions.get(key) == resource_version:
             return False
-        scope = self.shard_scope
-        if scope is not None and not scope.looks_at(key) and key not in self.source.orphans:
+        if self.shard_scope and not self.shard_scope.looks_at(key) and key not in self.source.orphans:
             return False  # sharded: another replica's app (its claim or its step)
         with self._lock:
             if key not in self.source.apps and key not in self.source.orphans:
@@ -297,13 +303,9 @@ class Controller:
         apps that follow a tag that moved (:meth:`ImageTriggers.notice`). True when news."""
         return self.images.notice(state)
 
-    def mark_all_due(self) -> None:
-        """Every app is due now (a new leader: the other one may have changed anything)."""
-        self.mark_due(self.source.all_keys())
-
-    def mark_due(self, keys: Iterable[AppKey]) -> None:
-        """``keys`` are due now, held ones too (their input changed)."""
-        self.queue.add_all(keys, self.clock.now(), new_input=True)
+    def mark_due(self, keys: Iterable[AppKey] | None = None) -> None:
+        """``keys`` (None: every app, as for a new leader) are due now, held ones too: new input."""
+        self.queue.add_all(self.source.all_keys() if keys is None else keys, self.clock.now(), new_input=True)
 
     def next_due_in(self, *, apps_only: bool = False) -> float | None:
         """Seconds until an app or the image check is due (None: neither is); ``apps_only``: an
@@ -422,10 +424,6 @@ class Controller:
 
     def _mark_followers_due(self, changed: set[str]) -> None:
         """Apps with triggers on one of the ``changed`` stream tags are due now (new input)."""
-        if not changed:
-            return
-        now = self.clock.now()
-        with self._lock:
-            for key, app in self.source.apps.items():
-                if any(stream_tag_key(t) in changed for t in app.triggers.image_change):
-                    self.queue.add(key, now, new_input=True)
+        if changed:
+            with self._lock:
+                self.mark_due(followers(self.source.apps, changed))

@@ -136,7 +136,7 @@ def test_a_due_app_with_hooks_also_lists_its_own_hook_pods(
 def test_a_pass_over_every_app_reads_the_namespace_and_gets_nothing(
     controller: Controller, embedded_cluster: LocalCluster
 ) -> None:
-    controller.mark_all_due()
+    controller.mark_due()
     embedded_cluster.stats.reset()
     reports = controller.reconcile_due()
     assert len(reports) == len(APPS)
