@@ -503,6 +503,7 @@ class RolloutRunner:
 
     def _record_event(self, app: App, record_uid: str, event: Event) -> None:
         try:
+            self.fence(app.key)  # a process paused after its step's writes tells nothing on resume
             self.cluster.record_event(
                 app.namespace,
                 ("ConfigMap", record_name(app.name), record_uid),  # an object that exists
