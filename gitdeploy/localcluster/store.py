@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Change", "Store", "Timer", "Txn", "WatchWindow", "dumps"]
+__all__ = ["Change", "Look", "Store", "Timer", "Txn", "WatchWindow", "dumps"]
 
 INDEXED_LABEL = "gitdeploy.io/app"
 """The label of the ``objects_app`` index: gitdeploy's lists of one app select by it."""
@@ -145,6 +145,20 @@ class Timer:
 
 
 @dataclass(frozen=True)
+class Look:
+    """A look of the ReplicaSet controller that a write of a ReplicaSet left pending, due at
+    ``due``: kept in the memory of the process that wrote, not as a timer row (see lifecycle.py).
+    ``obj``: the ReplicaSet as that write stored it (version ``rv``), or None when not known."""
+
+    due: float
+    namespace: str
+    name: str
+    uid: str
+    obj: dict[str, Any] | None
+    rv: int
+
+
+@dataclass(frozen=True)
 class Change:
     """One entry of the watch log. ``previous``: the object before a ``MODIFIED`` change that
     changed its labels (None when they stayed), so that a watch with a label selector can tell
@@ -175,6 +189,10 @@ class Txn:
         self.earliest_timer: float | None = None
         #: called once the transaction committed (not after a rollback or a dry run)
         self.after_commit: list[Callable[[], None]] = []
+        #: the ReplicaSet controller's looks this transaction left pending, by (namespace, name),
+        #: and those pending before it that it took (see lifecycle.py: its process keeps them)
+        self.looks: dict[tuple[str, str], Look] = {}
+        self.looks_taken: dict[tuple[str, str], Look] = {}
         # a write transaction counts versions here and stores the last one once, at its end
         self._rv: int | None = None
 
@@ -246,6 +264,25 @@ class Txn:
             (resource, namespace, name),
         ).fetchone()
         return None if row is None else str(row[0])
+
+    def rv_of(self, resource: str, namespace: str, name: str) -> int | None:
+        """The ``resourceVersion`` of the object, without reading its body; None when there is none."""
+        row = self._conn.execute(
+            "SELECT rv FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, name),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def behind(self, resource: str) -> list[tuple[str, str, str]]:
+        """``(namespace, name, uid)`` of each object of ``resource`` whose
+        ``status.observedGeneration`` is not its ``metadata.generation``."""
+        rows = self._conn.execute(
+            "SELECT namespace, name, uid FROM objects WHERE resource = ?"
+            " AND json_extract(body, '$.status.observedGeneration')"
+            " IS NOT json_extract(body, '$.metadata.generation')",
+            (resource,),
+        ).fetchall()
+        return [(str(a), str(b), str(c)) for a, b, c in rows]
 
     def list_raw(
         self,
