@@ -347,9 +347,11 @@ class Txn:
         meta["resourceVersion"] = str(rv)
         namespace = meta.get("namespace", "")
         body = dumps(obj)
-        labels = dumps(meta.get("labels") or {})
+        # the labels' JSON: for a new row, and to compare with the stored ones (not needed when
+        # the caller knows they stayed: the row is updated without them)
+        labels = None if event_type == "MODIFIED" and not labels_changed else dumps(meta.get("labels") or {})
         previous = None
-        if event_type == "MODIFIED" and labels_changed:
+        if labels is not None and event_type == "MODIFIED":
             previous = self._relabelled(resource, namespace, meta["name"], labels)
         self.encoded[id(obj)] = (obj, body)
         same_labels = event_type == "MODIFIED" and previous is None
@@ -366,7 +368,14 @@ class Txn:
         return obj
 
     def _store_row(
-        self, resource: str, namespace: str, meta: dict[str, Any], rv: int, labels: str, body: str, same: bool
+        self,
+        resource: str,
+        namespace: str,
+        meta: dict[str, Any],
+        rv: int,
+        labels: str | None,
+        body: str,
+        same: bool,
     ) -> None:
         """Write the object's row; a modified one's in place, without its labels when they stayed
         (``same``): SQLite rewrites the entry of every index on a column that an ``UPDATE``
@@ -378,6 +387,8 @@ class Txn:
             )
             if updated.rowcount == 1:
                 return
+        if labels is None:
+            labels = dumps(meta.get("labels") or {})
         self._conn.execute(_UPSERT_OBJECT, (resource, namespace, meta["name"], meta["uid"], rv, labels, body))
 
     def _relabelled(self, resource: str, namespace: str, name: str, labels: str) -> str | None:
