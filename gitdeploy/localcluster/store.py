@@ -173,75 +173,10 @@ class Change:
     previous: str | None = None
 
 
-class Txn:
-    """The operations of one transaction. Obtain it from :meth:`Store.read` or :meth:`Store.write`."""
+class _ObjectReads:
+    """The reads of object rows in a transaction (see :class:`Txn`)."""
 
-    def __init__(self, conn: sqlite3.Connection, writable: bool, now: float = 0.0) -> None:
-        self._conn = conn
-        self.now = now
-        """The cluster's time of a write transaction: its changes are logged at it."""
-        self.writable = writable
-        #: the changes this transaction logged, in order
-        self.logged: list[Change] = []
-        #: id → (object, its JSON as stored last), for answering with the same text
-        self.encoded: dict[int, tuple[dict[str, Any], str]] = {}
-        #: the earliest due time of the timers added since it was last set to None
-        self.earliest_timer: float | None = None
-        #: called once the transaction committed (not after a rollback or a dry run)
-        self.after_commit: list[Callable[[], None]] = []
-        #: the ReplicaSet controller's looks this transaction left pending, by (namespace, name),
-        #: and those pending before it that it took (see lifecycle.py: its process keeps them)
-        self.looks: dict[tuple[str, str], Look] = {}
-        self.looks_taken: dict[tuple[str, str], Look] = {}
-        # a write transaction counts versions here and stores the last one once, at its end
-        self._rv: int | None = None
-
-    # -- resource versions ---------------------------------------------------------------------
-
-    def current_rv(self) -> int:
-        if self._rv is not None:
-            return self._rv
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
-        return int(row[0])
-
-    def compacted_rv(self, resource: str) -> int:
-        """The version up to which ``resource``'s changes are no longer kept."""
-        row = self._conn.execute(
-            "SELECT MAX(value) FROM meta WHERE key IN ('compacted', ?)", (f"compacted:{resource}",)
-        ).fetchone()
-        return int(row[0])
-
-    def compact(self, resource: str, window: WatchWindow) -> None:
-        """Trim ``resource``'s log to ``window``: drop what is neither among its newest
-        ``events`` changes nor younger than ``fresh_seconds``."""
-        kept = self._conn.execute(
-            "SELECT rv FROM changes WHERE resource = ? ORDER BY rv DESC LIMIT 1 OFFSET ?",
-            (resource, max(window.events - 1, 0)),
-        ).fetchone()
-        if kept is None:
-            return
-        fresh = self._conn.execute(
-            "SELECT rv FROM changes WHERE resource = ? AND at > ? ORDER BY rv LIMIT 1",
-            (resource, self.now - window.fresh_seconds),
-        ).fetchone()
-        floor = int(kept[0]) - 1 if fresh is None else min(int(kept[0]), int(fresh[0])) - 1
-        self._conn.execute("DELETE FROM changes WHERE resource = ? AND rv <= ?", (resource, floor))
-        self._conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = MAX(value, excluded.value)",
-            (f"compacted:{resource}", floor),
-        )
-
-    def _next_rv(self) -> int:
-        self._rv = self.current_rv() + 1
-        return self._rv
-
-    def _store_rv(self) -> None:
-        """Write the version counter back (at the end of a write transaction that moved it)."""
-        if self._rv is not None:
-            self._conn.execute("UPDATE meta SET value = ? WHERE key = 'rv'", (self._rv,))
-
-    # -- objects -------------------------------------------------------------------------------
+    _conn: sqlite3.Connection
 
     def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
         row = self._conn.execute(
@@ -324,6 +259,77 @@ class Txn:
                 "SELECT COUNT(*) FROM objects WHERE resource = ? AND namespace = ?", (resource, namespace)
             ).fetchone()
         return int(row[0])
+
+
+class Txn(_ObjectReads):
+    """The operations of one transaction. Obtain it from :meth:`Store.read` or :meth:`Store.write`."""
+
+    def __init__(self, conn: sqlite3.Connection, writable: bool, now: float = 0.0) -> None:
+        self._conn = conn
+        self.now = now
+        """The cluster's time of a write transaction: its changes are logged at it."""
+        self.writable = writable
+        #: the changes this transaction logged, in order
+        self.logged: list[Change] = []
+        #: id → (object, its JSON as stored last), for answering with the same text
+        self.encoded: dict[int, tuple[dict[str, Any], str]] = {}
+        #: the earliest due time of the timers added since it was last set to None
+        self.earliest_timer: float | None = None
+        #: called once the transaction committed (not after a rollback or a dry run)
+        self.after_commit: list[Callable[[], None]] = []
+        #: the ReplicaSet controller's looks this transaction left pending, by (namespace, name),
+        #: and those pending before it that it took (see lifecycle.py: its process keeps them)
+        self.looks: dict[tuple[str, str], Look] = {}
+        self.looks_taken: dict[tuple[str, str], Look] = {}
+        # a write transaction counts versions here and stores the last one once, at its end
+        self._rv: int | None = None
+
+    # -- resource versions ---------------------------------------------------------------------
+
+    def current_rv(self) -> int:
+        if self._rv is not None:
+            return self._rv
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'rv'").fetchone()
+        return int(row[0])
+
+    def compacted_rv(self, resource: str) -> int:
+        """The version up to which ``resource``'s changes are no longer kept."""
+        row = self._conn.execute(
+            "SELECT MAX(value) FROM meta WHERE key IN ('compacted', ?)", (f"compacted:{resource}",)
+        ).fetchone()
+        return int(row[0])
+
+    def compact(self, resource: str, window: WatchWindow) -> None:
+        """Trim ``resource``'s log to ``window``: drop what is neither among its newest
+        ``events`` changes nor younger than ``fresh_seconds``."""
+        kept = self._conn.execute(
+            "SELECT rv FROM changes WHERE resource = ? ORDER BY rv DESC LIMIT 1 OFFSET ?",
+            (resource, max(window.events - 1, 0)),
+        ).fetchone()
+        if kept is None:
+            return
+        fresh = self._conn.execute(
+            "SELECT rv FROM changes WHERE resource = ? AND at > ? ORDER BY rv LIMIT 1",
+            (resource, self.now - window.fresh_seconds),
+        ).fetchone()
+        floor = int(kept[0]) - 1 if fresh is None else min(int(kept[0]), int(fresh[0])) - 1
+        self._conn.execute("DELETE FROM changes WHERE resource = ? AND rv <= ?", (resource, floor))
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = MAX(value, excluded.value)",
+            (f"compacted:{resource}", floor),
+        )
+
+    def _next_rv(self) -> int:
+        self._rv = self.current_rv() + 1
+        return self._rv
+
+    def _store_rv(self) -> None:
+        """Write the version counter back (at the end of a write transaction that moved it)."""
+        if self._rv is not None:
+            self._conn.execute("UPDATE meta SET value = ? WHERE key = 'rv'", (self._rv,))
+
+    # -- objects -------------------------------------------------------------------------------
 
     def put(
         self,
