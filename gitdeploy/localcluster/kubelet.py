@@ -8,9 +8,9 @@ next write fires it in its own transaction (see ``DueTimers.settle`` in timers.p
 transaction per write while writes come one after another. This thread fires it only once no write
 took it for a moment of real time: :data:`WRITE_SYNC_SECONDS`, or, while writes come one after
 another more slowly than that (a loaded machine, a slower client), twice the recent interval
-between them, at most :data:`WRITE_SYNC_MAX_SECONDS`; so a look after a write is taken by the next
-write rather than in a transaction of its own, and a moment after the last write, as a real
-ReplicaSet controller acts a moment after the write it was told of.
+between them (from the look, when this thread took it), at most :data:`WRITE_SYNC_MAX_SECONDS`; so a
+look after a write is taken by the next write rather than in a transaction of its own, and a moment
+after the last write, as a real ReplicaSet controller acts a moment after the write it was told of.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Kubelet:
         self._writes = 0  # how many writes left the ReplicaSet controller a look (told by the registry)
         self._looked_after = 0  # the count of those when this thread last fired them
         self._written_at = 0.0  # when the last of them was told (time.monotonic)
+        self._looked_at = 0.0  # when this thread last took the look after one
         self._interval = 0.0  # the recent interval between writes that come one after another
         registry.write_synced = self._written
 
@@ -62,7 +63,10 @@ class Kubelet:
         """A write committed and left a look of the ReplicaSet controller pending (called by the
         registry, holding the store's write lock: one at a time)."""
         now = time.monotonic()
-        apart = now - self._written_at
+        # since the write before, or since this thread took that write's look if it did: a
+        # client that waits for the look before writing again adds its own pause only, not the
+        # wait, which would otherwise grow with each write
+        apart = now - max(self._written_at, self._looked_at)
         if apart < _WRITES_APART_SECONDS:  # a moving average of the recent intervals
             self._interval += (apart - self._interval) / 4
         self._written_at = now
@@ -88,6 +92,8 @@ class Kubelet:
                 # no write for a moment took the last one's look (if any): this thread takes
                 # it, with whatever else is due (other processes' looks too)
                 self._registry.materialise()
+                if writes != self._looked_after:
+                    self._looked_at = time.monotonic()
                 self._looked_after, seen = writes, None
                 due_in = self._registry.next_transition_in()
                 wait = POLL_SECONDS if due_in is None else min(POLL_SECONDS, max(due_in, 0.0) + 0.001)
