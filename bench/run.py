@@ -1158,7 +1158,7 @@ def api_economy(bench: Bench) -> Measured:
         rollout = stats.snapshot()
         writes = stats.writes()
         events = stats.count("create", "events")
-        controller.mark_all_due()
+        controller.mark_due()
         stats.reset()
         Scheduler(controller).pass_once()
         settled = stats.snapshot()

@@ -16,7 +16,7 @@ ready after 50 ms) and the same generated config repo; the replicas are the real
 
 Prints a JSON line per replica count, then a table::
 
-    python bench/sharding_scale.py [--apps 30000] [--replicas 1 2 3] [--rounds 10]
+    python bench/sharding_scale.py [--apps 30000] [--replicas 1 2 3] [--rounds 10] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -147,9 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--keep", type=Path, metavar="DIR", help="work in DIR and keep it (the replicas' logs and states)"
+    )
     args = parser.parse_args(argv)
     results = []
-    with tempfile.TemporaryDirectory(prefix="gitdeploy-sharding-scale-") as tmp:
+    with ExitStack() as stack:
+        if args.keep is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="gitdeploy-sharding-scale-"))
+        else:
+            args.keep.mkdir(parents=True)
+            tmp = str(args.keep)
         print(f"generating a config repo of {args.apps} apps ...", file=sys.stderr, flush=True)
         repo = generate_repo(Path(tmp), args.apps, args.seed)
         for count in args.replicas:

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +29,7 @@ from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.clock import MonotonicClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.apirequests import observe_api_requests
+from gitdeploy.controller.handover import Handover
 from gitdeploy.controller.headnews import HeadNews
 from gitdeploy.controller.inspect import count_app_states, list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
@@ -263,7 +264,7 @@ def _leadership(
         readiness.set_lease_decided()
         metrics.set_leader(role is Role.LEADER)
         if role is Role.LEADER:
-            controller.mark_all_due()  # the other leader may have changed anything meanwhile
+            controller.mark_due()  # the other leader may have changed anything meanwhile
         wake.set()
 
     identity = new_identity()
@@ -317,9 +318,14 @@ def _sharding(
     identity = new_identity()
     controller.cluster.name_client(identity)  # who wrote what, in audit logs
 
-    def members_changed(_live: frozenset[str]) -> None:
+    members_before = [frozenset[str]()]
+
+    def members_changed(live: frozenset[str]) -> None:
         readiness.set_lease_decided()
-        controller.mark_all_due()  # apps may have moved to or from this replica
+        before, members_before[0] = members_before[0], live
+        source = controller.source  # the apps that moved to or from this replica, claimed or
+        handover.take(gate.concerned(before, live, [*source.apps, *source.problems]))  # released
+        controller.mark_due(source.orphans)  # and the orphans: the leader may have gone
         wake.set()
 
     def role_changed(role: Role) -> None:
@@ -343,14 +349,21 @@ def _sharding(
     gate.observers.append(metrics.set_shard)
     controller.reconciler.shards = gate
     controller.runner.shards = gate
-    controller.resync_scope = gate  # a resync looks at this replica's apps alone
+    controller.shard_scope = gate  # a resync and the record watch look at this replica's apps alone
     controller.pool.sharing = lambda: len(membership.members())  # ... and lists their namespaces
     gate.on_drop.append(lambda key: forget_app(controller.runner, key))  # its changes are no hand's
+
+    def due_now(keys: Iterable[AppKey]) -> None:
+        controller.mark_due(keys)
+        wake.set()
+
+    handover = Handover(gate, controller.cluster, controller.runner.write_record, due_now)
     controller.images.leading = elector.is_leader
     log = logging.getLogger("gitdeploy")
     log.info("sharding: member %s (lease %s)", identity, membership.lease)
     news = _share_head(controller, (namespace, name), identity, elector, relay)
     membership.step()  # the first renewal before the first pass
+    handover.start()
     membership.start()
     elector.start()
     news.start()
@@ -360,6 +373,7 @@ def _sharding(
         news.close()
         elector.close()
         membership.close()
+        handover.close()
 
 
 def _share_head(

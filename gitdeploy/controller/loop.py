@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from gitdeploy.clock import Clock
@@ -87,8 +87,9 @@ def _log_state(report: AppReport, head: str | None) -> None:
     )
 
 
-class ResyncScope(Protocol):
-    """Which apps a sharded replica's resync looks at (:class:`~gitdeploy.controller.shards.ShardGate`)."""
+class ShardScope(Protocol):
+    """Which apps a sharded replica looks at, in its resync and when their records change
+    (:class:`~gitdeploy.controller.shards.ShardGate`)."""
 
     def mine(self, key: AppKey) -> bool:
         """Whether this replica owns ``key`` by the hash among the live members."""
@@ -96,12 +97,16 @@ class ResyncScope(Protocol):
     def held(self) -> list[AppKey]:
         """The apps this replica claimed and has not released."""
 
+    def looks_at(self, key: AppKey) -> bool:
+        """Whether this replica owns ``key`` by the hash or claimed it: a change of its record
+        concerns this replica (another replica's app is its owner's to look at)."""
+
     def finds_orphans(self) -> bool:
         """Whether this replica looks for orphans (the leader)."""
 
 
 def resync_mine(
-    scope: ResyncScope, source: SourceTracker, queue: DueQueue, lock: threading.RLock, now: float
+    scope: ShardScope, source: SourceTracker, queue: DueQueue, lock: threading.RLock, now: float
 ) -> bool:
     """A sharded replica's resync: the apps it owns or holds are due (not the others', which
     their owners look at), and True when it also lists the records to find orphans (the leader
@@ -111,6 +116,13 @@ def resync_mine(
         for key in [*scope.held(), *(k for k in [*source.all_keys(), *source.problems] if scope.mine(k))]:
             queue.add_if_absent(key, now)
     return scope.finds_orphans()
+
+
+def followers(apps: Mapping[AppKey, App], changed: set[str]) -> list[AppKey]:
+    """The apps with image change triggers on one of the ``changed`` stream tags."""
+    return [
+        k for k, app in apps.items() if any(stream_tag_key(t) in changed for t in app.triggers.image_change)
+    ]
 
 
 RESYNC_SECONDS = 300.0
@@ -149,7 +161,7 @@ class Controller:
         self.prune_flag = prune
         self.prune_limit_flag = prune_limit
         self.resync_seconds = resync_seconds
-        self.resync_scope: ResyncScope | None = None  # run --sharding: see resync_mine
+        self.shard_scope: ShardScope | None = None  # run --sharding: see resync_mine
 
     # -- the parts, as readers outside the loop know them -----------------------------------------
 
@@ -252,6 +264,8 @@ class Controller:
         now. The loop's own writes are ignored. True when the app was marked due."""
         if self.runner.record_versions.get(key) == resource_version:
             return False
+        if self.shard_scope and not self.shard_scope.looks_at(key) and key not in self.source.orphans:
+            return False  # sharded: another replica's app (its claim or its step)
         with self._lock:
             if key not in self.source.apps and key not in self.source.orphans:
                 return False  # an orphan's record changes when a person confirms its prune
@@ -289,9 +303,9 @@ class Controller:
         apps that follow a tag that moved (:meth:`ImageTriggers.notice`). True when news."""
         return self.images.notice(state)
 
-    def mark_all_due(self) -> None:
-        """Every app is due now (a new leader: the other one may have changed anything)."""
-        self.queue.add_all(self.source.all_keys(), self.clock.now(), new_input=True)
+    def mark_due(self, keys: Iterable[AppKey] | None = None) -> None:
+        """``keys`` (None: every app, as for a new leader) are due now, held ones too: new input."""
+        self.queue.add_all(self.source.all_keys() if keys is None else keys, self.clock.now(), new_input=True)
 
     def next_due_in(self, *, apps_only: bool = False) -> float | None:
         """Seconds until an app or the image check is due (None: neither is); ``apps_only``: an
@@ -373,7 +387,7 @@ class Controller:
         (sharded: see :func:`resync_mine`)."""
         if not self.queue.resync_due(now, self.resync_seconds):
             return
-        scope = self.resync_scope
+        scope = self.shard_scope
         if scope is not None and not resync_mine(scope, self.source, self.queue, self._lock, now):
             return
         records: list[StoredRecord] = []
@@ -410,10 +424,6 @@ class Controller:
 
     def _mark_followers_due(self, changed: set[str]) -> None:
         """Apps with triggers on one of the ``changed`` stream tags are due now (new input)."""
-        if not changed:
-            return
-        now = self.clock.now()
-        with self._lock:
-            for key, app in self.source.apps.items():
-                if any(stream_tag_key(t) in changed for t in app.triggers.image_change):
-                    self.queue.add(key, now, new_input=True)
+        if changed:
+            with self._lock:
+                self.mark_due(followers(self.source.apps, changed))

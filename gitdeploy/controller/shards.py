@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from gitdeploy.clock import Clock
@@ -45,6 +45,8 @@ from gitdeploy.source.repo import ConfigRepo
 log = logging.getLogger("gitdeploy.sharding")
 
 RecordWriter = Callable[[AppKey, AppRecord, "str | None"], StoredRecord]
+Announce = Callable[[AppKey, StoredRecord, str, str], None]
+"""Tells of a claim or a release: (the app, its record as written, the event's reason, its message)."""
 
 
 class GitPosition:
@@ -64,6 +66,9 @@ class GitPosition:
         self.clock = clock
         self.patience = patience
         self._unknown_since: dict[str, float] = {}
+        self._newer: dict[tuple[str, str], bool] = {}
+        """Whether a commit is newer than a head, by (head, commit): a failover claims thousands
+        of apps whose records name a few commits, and each answer is a ``git merge-base``."""
         self.fetch_now: Callable[[str], None] = lambda _sha: None
 
     def behind(self, record: AppRecord) -> str:
@@ -75,7 +80,7 @@ class GitPosition:
             if head is None:
                 return sha
             try:
-                newer = self.repo.is_ancestor(head, sha)
+                newer = self._is_newer(head, sha)
             except GitdeployError:  # not fetched yet, or gone from the branch
                 if sha not in self._unknown_since:
                     self.fetch_now(sha)
@@ -86,6 +91,15 @@ class GitPosition:
             if newer:
                 return sha
         return ""
+
+    def _is_newer(self, head: str, sha: str) -> bool:
+        newer = self._newer.get((head, sha))
+        if newer is None:
+            newer = self.repo.is_ancestor(head, sha)
+            if len(self._newer) >= 1024:  # heads come and go: keep the answers of the recent ones
+                self._newer.clear()
+            self._newer[head, sha] = newer
+        return newer
 
 
 @dataclass(frozen=True)
@@ -133,6 +147,9 @@ class ShardGate:
         """(apps owned, moves so far) after every change of either."""
         self.on_drop: list[Callable[[AppKey], None]] = []
         """Told of every app this replica no longer holds (it released it, or another claimed it)."""
+        self.handing: set[AppKey] = set()
+        """Apps a :class:`~gitdeploy.controller.handover.Handover` is to admit: a pass leaves them
+        until then (it is due again after), so the two never race to claim one."""
 
     @property
     def retry(self) -> float:
@@ -154,8 +171,33 @@ class ShardGate:
 
     def mine(self, key: AppKey) -> bool:
         """Whether this replica owns ``key`` by the hash among the live members (a resync looks at
-        it; see :class:`~gitdeploy.controller.loop.ResyncScope`)."""
+        it; see :class:`~gitdeploy.controller.loop.ShardScope`)."""
         return owner_of(str(key), self.membership.members()) == self.identity
+
+    def concerned(
+        self, before: frozenset[str], after: frozenset[str], keys: Iterable[AppKey]
+    ) -> list[AppKey]:
+        """Of ``keys`` and the apps this replica holds, those that a change of the live members
+        from ``before`` to ``after`` concerns here: the apps whose owner by the hash became or
+        stopped being this replica, and the apps it holds that are not its own any more. Apps that
+        moved between two other replicas are theirs to look at, so a change costs each replica its
+        own moves only, not a pass over every app."""
+        with self._lock:
+            held = set(self.claims)
+        found = []
+        for key in dict.fromkeys([*held, *keys]):
+            first, then = owner_of(str(key), before), owner_of(str(key), after)
+            if (first != then and self.identity in (first, then)) or (key in held and then != self.identity):
+                found.append(key)
+        return found
+
+    def looks_at(self, key: AppKey) -> bool:
+        """Whether this replica owns ``key`` by the hash or claimed it (see
+        :class:`~gitdeploy.controller.loop.ShardScope`)."""
+        with self._lock:
+            if key in self.claims:
+                return True
+        return self.mine(key)
 
     def held(self) -> list[AppKey]:
         """The apps this replica claimed."""
@@ -178,11 +220,32 @@ class ShardGate:
             return record
         return dataclasses.replace(record, shard=ShardClaim(self.identity, 1))
 
-    def admit(
-        self, key: AppKey, stored: StoredRecord | None, write: RecordWriter, *, orphan: bool
-    ) -> Admission:
-        """Decide whether this pass acts on ``key`` (claiming or releasing it first if need be)."""
+    def hand(self, keys: Iterable[AppKey]) -> None:
+        """``keys`` are a handover's to admit (see :attr:`handing`)."""
         with self._lock:
+            self.handing.update(keys)
+
+    def handed(self, keys: Iterable[AppKey]) -> None:
+        """A handover is done with ``keys`` (a pass decides them now)."""
+        with self._lock:
+            self.handing.difference_update(keys)
+
+    def admit(
+        self,
+        key: AppKey,
+        stored: StoredRecord | None,
+        write: RecordWriter,
+        *,
+        orphan: bool,
+        ahead: Announce | None = None,
+    ) -> Admission:
+        """Decide whether this pass acts on ``key`` (claiming or releasing it first if need be).
+        ``ahead``: a handover admits it ahead of its pass, and tells of a claim or a release
+        through it (else an event on the app's record does, at once)."""
+        announce = ahead or self.announce
+        with self._lock:
+            if key in self.handing and ahead is None:
+                return Admission(False)
             self._admitted[key] = self.membership.term
         if not self.membership.fresh():
             return Admission(False, requeue_after=self.membership.timings.retry_period)
@@ -215,12 +278,10 @@ class ShardGate:
         written = write(key, dataclasses.replace(record, shard=decision.write), stored.resource_version)
         if decision.act is ShardAct.RELEASE:
             self._drop(key)
-            self._event(
-                key, written, "ShardReleased", f"released by {self.identity}: it now belongs to {owner}"
-            )
+            announce(key, written, "ShardReleased", f"released by {self.identity}: it now belongs to {owner}")
             log.info("[%s] released: it now belongs to %s", key, owner)
             return Admission(False)
-        self._claimed(key, written, claim, decision.write.epoch)
+        self._claimed(key, written, claim, decision.write.epoch, announce)
         return Admission(True, written)
 
     def _behind(self, key: AppKey, record: AppRecord) -> bool:
@@ -230,7 +291,9 @@ class ShardGate:
         self._told[key] = sha
         return bool(sha)
 
-    def _claimed(self, key: AppKey, written: StoredRecord, claim: ShardClaim | None, epoch: int) -> None:
+    def _claimed(
+        self, key: AppKey, written: StoredRecord, claim: ShardClaim | None, epoch: int, announce: Announce
+    ) -> None:
         moved = claim is not None and claim.owner != self.identity
         how = ""
         if claim is not None and moved:
@@ -238,7 +301,7 @@ class ShardGate:
         with self._lock:
             self.moves += moved
         self._hold(key, epoch)
-        self._event(key, written, "ShardClaimed", f"claimed by {self.identity}{how}, shard epoch {epoch}")
+        announce(key, written, "ShardClaimed", f"claimed by {self.identity}{how}, shard epoch {epoch}")
         log.info("[%s] claimed%s, shard epoch %d", key, how, epoch)
 
     def _hold(self, key: AppKey, epoch: int) -> None:
@@ -262,14 +325,19 @@ class ShardGate:
         for observer in self.observers:
             observer(owned, moves)
 
-    def _event(self, key: AppKey, written: StoredRecord, reason: str, message: str) -> None:
+    def announce(self, key: AppKey, written: StoredRecord, reason: str, message: str) -> None:
+        """An event on the app's record (:data:`Announce`)."""
+        self.event(key.namespace, ("ConfigMap", record_name(key.name), written.uid), reason, message)
+
+    def event(self, namespace: str, involved: tuple[str, str, str], reason: str, message: str) -> None:
         try:
-            self.cluster.record_event(
-                key.namespace,
-                ("ConfigMap", record_name(key.name), written.uid),
-                reason,
-                message,
-                now=self.clock.now(),
-            )
+            self.cluster.record_event(namespace, involved, reason, message, now=self.clock.now())
         except GitdeployError as problem:  # an event is never worth failing a step for
-            log.warning("[%s] could not record event %s: %s", key, reason, problem)
+            log.warning(
+                "could not record event %s on %s %s/%s: %s",
+                reason,
+                involved[0],
+                namespace,
+                involved[1],
+                problem,
+            )

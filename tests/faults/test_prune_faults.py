@@ -295,7 +295,7 @@ def test_prunes_over_the_limit_are_held_until_a_person_confirms_them(loop: Loop)
     assert [(h.key.name, h.commit, h.confirmed) for h in held] == [(n, head, False) for n in EIGHT[:6]]
     # And another pass holds them still, without a second event
     assert loop.controller is not None
-    loop.controller.mark_all_due()
+    loop.controller.mark_due()
     loop.settle()
     assert left(loop) == EIGHT and len(held_events(loop)) == 6
     # When a person confirms the held prunes of that commit

@@ -198,7 +198,7 @@ def test_no_change_poll_makes_no_api_call_and_a_pass_lists_once_per_namespace(
     assert controller.reconcile_due() == []
     assert embedded_cluster.stats.snapshot() == before
 
-    controller.mark_all_due()
+    controller.mark_due()
     reports = controller.reconcile_due()
     assert len(reports) == 12 and all(r.sync == "Synced" for r in reports)
     after = embedded_cluster.stats.snapshot()

@@ -136,7 +136,7 @@ def test_a_due_app_with_hooks_also_lists_its_own_hook_pods(
 def test_a_pass_over_every_app_reads_the_namespace_and_gets_nothing(
     controller: Controller, embedded_cluster: LocalCluster
 ) -> None:
-    controller.mark_all_due()
+    controller.mark_due()
     embedded_cluster.stats.reset()
     reports = controller.reconcile_due()
     assert len(reports) == len(APPS)
@@ -178,6 +178,9 @@ class Share:
     def finds_orphans(self) -> bool:
         return self.leads
 
+    def looks_at(self, key: AppKey) -> bool:
+        return self.mine(key) or key in self.held()
+
 
 @pytest.mark.parametrize(
     ("share", "passed", "lists"),
@@ -196,10 +199,25 @@ def test_a_sharded_resync_looks_at_this_replicas_apps_and_the_leader_alone_finds
     passed: list[str],
     lists: dict[str, int],
 ) -> None:
-    controller.resync_scope = share
+    controller.shard_scope = share
     controller.pool.sharing = lambda: 1 if share is None else 2
     fake_clock.advance(controller.resync_seconds + 1)
     embedded_cluster.stats.reset()
     reports = controller.reconcile_due()
     assert sorted(r.key.name for r in reports) == passed
     assert {resource: n for (verb, resource), n in embedded_cluster.stats.snapshot().items()} == lists
+
+
+@pytest.mark.parametrize(
+    ("share", "noticed"),
+    [(None, APPS), (Share(leads=False), ["app0", "app1", "app2", "app3", "app7"])],
+    ids=["one replica", "a sharded replica"],
+)
+def test_a_sharded_replica_passes_over_a_record_changed_by_another_only_when_the_app_is_its_own(
+    controller: Controller, share: Share | None, noticed: list[str]
+) -> None:
+    controller.shard_scope = share
+    assert not controller.reconcile_due()  # settled: nothing due
+    found = [name for name in APPS if controller.notice(AppKey("shop", name), "changed elsewhere")]
+    assert found == noticed
+    assert sorted(r.key.name for r in controller.reconcile_due()) == noticed

@@ -75,7 +75,7 @@ def test_a_pass_lists_a_namespace_once_all_but_the_last_listed_are_done(
         assert synced == dict.fromkeys(APPS, "Synced")
 
         # When a pass goes over every app
-        controller.mark_all_due()
+        controller.mark_due()
         embedded_cluster.stats.reset()
         reports = Scheduler(controller, pace.hooks).pass_once()
 

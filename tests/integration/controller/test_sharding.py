@@ -10,8 +10,9 @@ import pytest
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.handover import EVENTS_PER_HANDOVER, Handover
 from gitdeploy.controller.membership import Membership
-from gitdeploy.controller.shards import ShardGate
+from gitdeploy.controller.shards import Admission, ShardGate
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.lease import LeaseTimings
 from gitdeploy.core.models import AppKey
@@ -194,3 +195,77 @@ def test_an_app_that_left_git_is_the_leaders_once_its_owner_released_it(
     # Then the leader claims it (and prunes it)
     assert leader.admit(key, stored, write(adapter), orphan=True).act
     assert record_of(adapter, key)[0].shard == ShardClaim(A, 2)
+
+
+def test_a_membership_change_concerns_a_replica_only_in_its_own_moves_and_holds(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a = member(adapter, A, fake_clock)
+    a.step()
+    gate = ShardGate(a, adapter, fake_clock)
+    keys = [AppKey("shop", f"app-{i}") for i in range(300)]
+    before, after = frozenset({A, B}), frozenset({A, B, "c_3"})
+    held = next(k for k in keys if owner_of(str(k), before) == owner_of(str(k), after) == B)
+    adapter.write_app_record(held.namespace, held.name, AppRecord(shard=ShardClaim(A, 1)).to_json(), None)
+    _, stored = record_of(adapter, held)
+    assert gate.admit(held, stored, write(adapter), orphan=False).act  # a alone: it claimed the app
+    assert gate.holds(held)
+
+    concerned = gate.concerned(before, after, keys)
+
+    owners = {k: (owner_of(str(k), before), owner_of(str(k), after)) for k in keys}
+    from_a = {k for k, (first, then) in owners.items() if first == A != then}
+    between_others = {k for k, (first, then) in owners.items() if first == B and then == "c_3"}
+    assert from_a and between_others and held not in between_others
+    assert set(concerned) == from_a | {held} and len(concerned) == len(set(concerned))
+    assert not set(concerned) & between_others  # c's to take from b: not a's business
+    # ... and when c leaves again, a's apps come back to it
+    back = gate.concerned(after, before, keys)
+    assert set(back) == from_a | {held}
+
+
+def test_a_handover_claims_the_apps_of_a_member_that_went_ahead_of_their_passes(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
+    b.step()
+    a.step()
+    keys = [AppKey("shop", f"app-{i}") for i in range(50)]
+    for key in keys:  # each app claimed by its owner
+        claim = ShardClaim(owner_of(str(key), [A, B]) or "", 1)
+        adapter.write_app_record(key.namespace, key.name, AppRecord(shard=claim).to_json(), None)
+    b_apps = [key for key in keys if owner_of(str(key), [A, B]) == B]
+    gate = ShardGate(a, adapter, fake_clock)
+    due: list[AppKey] = []
+    handover = Handover(gate, adapter, write(adapter), due.extend)
+    handover.start()
+
+    # When b's member Lease expires (it stopped renewing) and a sees it gone
+    fake_clock.advance(15)
+    a.step()
+    assert a.members() == {A}
+    moved = gate.concerned(frozenset({A, B}), frozenset({A}), keys)
+    assert set(moved) == set(b_apps)
+    gate.hand(moved)
+    # ... a pass that comes before the handover leaves them to it
+    _, stored = record_of(adapter, b_apps[0])
+    assert gate.admit(b_apps[0], stored, write(adapter), orphan=False) == Admission(False)
+    handover.take(moved)
+    handover.close()
+
+    # Then a claimed every one of them, once, and they are due for their passes
+    for key in b_apps:
+        assert record_of(adapter, key)[0].shard == ShardClaim(A, 2)
+    assert gate.claims == dict.fromkeys(b_apps, 2) and gate.moves == len(b_apps)
+    assert sorted(due) == sorted(b_apps) and not gate.handing
+    # ... told by an event on each of the first ten apps' records, and one on a's member Lease
+    claimed = [e for e in adapter.list_events("shop") if e.get("reason") == "ShardClaimed"]
+    assert len(claimed) == EVENTS_PER_HANDOVER < len(b_apps)
+    assert all(f"claimed by {A} from {B} (its member Lease expired)" in e["message"] for e in claimed)
+    (summary,) = [e for e in adapter.list_events(NAMESPACE) if e.get("reason") == "ShardClaimed"]
+    assert summary["involvedObject"]["name"] == member_lease_name(A)
+    assert summary["message"].startswith(f"{len(b_apps) - EVENTS_PER_HANDOVER} more apps claimed by {A}")
+    # ... and a pass over one acts on the claim without writing it again
+    _, stored = record_of(adapter, b_apps[0])
+    assert gate.admit(b_apps[0], stored, write(adapter), orphan=False).act
+    assert record_of(adapter, b_apps[0])[1].resource_version == stored.resource_version

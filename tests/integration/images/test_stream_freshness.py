@@ -92,7 +92,7 @@ def test_enable_triggers_rolls_out_the_stored_tag_even_before_the_stream_watch_b
         load_app=None,
     )  # fmt: skip
     control.write_record(adapter, plan.state, plan.record)
-    controller.mark_all_due()
+    controller.mark_due()
     settle(controller, fake_clock)
     assert images_by_revision(adapter) == [
         (1, "ConfigChange", image("A")),

@@ -129,7 +129,7 @@ def test_relabelled_current_replica_set_is_found_by_name_and_relabelled(
     # When someone changes its labels by hand, and the next pass looks at web
     labels, undone = EDITS[edit]
     _label(kube_client, name, labels)
-    controller.mark_all_due()
+    controller.mark_due()
     embedded_cluster.stats.reset()
     [report] = Scheduler(controller).pass_once()
     assert (report.sync, report.health) != ("Synced", "Healthy") or _replica_sets(kube_client)[name].get(
@@ -153,7 +153,7 @@ def test_a_settled_apps_pass_reads_nothing_by_name(
     _push(git_remote, "nginx:1")
     settle(controller, fake_clock)
     # When a pass looks at it again
-    controller.mark_all_due()
+    controller.mark_due()
     embedded_cluster.stats.reset()
     Scheduler(controller).pass_once()
     # Then it lists, and reads no ReplicaSet by name
@@ -227,7 +227,7 @@ def test_a_foreign_replica_set_with_the_name_is_refused_and_left_alone(
     _replace_with_foreign(kube_client, name)
 
     # When a pass looks at web
-    controller.mark_all_due()
+    controller.mark_due()
     embedded_cluster.stats.reset()
     Scheduler(controller).pass_once()
 

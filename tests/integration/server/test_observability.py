@@ -217,7 +217,7 @@ def test_the_app_state_gauges_follow_the_cluster_as_status_does_not_the_last_pas
     assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 0
 
     # And once a pass scales it back and the pods are ready, they are green again
-    controller.mark_all_due()
+    controller.mark_due()
     settle(controller, fake_clock, metrics)
     samples = scrape(metrics)
     assert total(samples, "gitdeploy_apps_sync_state", state="Synced") == 1

@@ -1,0 +1,143 @@
+"""Claiming and releasing the apps a membership change moved (``run --sharding``), ahead of
+their passes.
+
+When a member's Lease expires, the survivors inherit its apps: thousands at once, in a large
+fleet. Claiming each in the pass over it would make the last claim wait for every step before it
+(a pass looks at each app it claims, a few at a time), while the apps go unowned; and when a
+member joins, the apps it gets wait for their old owners to release them. :class:`Handover` does
+both first, on a thread of its own: it reads the moved apps' records (one list per namespace, or
+one read per app when few moved there) and admits each through
+:meth:`~gitdeploy.controller.shards.ShardGate.admit` on a few threads, by the same rules and
+fencing as a pass (a claim or a release names the resourceVersion read; an app whose old owner
+has not let go yet waits). Each app is then due, and its pass acts on what was decided. An app a
+pass reaches first is decided there as before; of the two, the second finds a conflict and looks
+again.
+
+Events: the claims and releases of one handover are told once its writes are done, as events on
+the records of the first :data:`EVENTS_PER_HANDOVER` apps, and for the rest one event per reason
+on this replica's member Lease, with their count (the log has a line for every app, and each
+record names its owner). So a failover of thousands of apps writes its claims, not as many events
+again; the Kubernetes event recorder, too, folds a burst of similar events into one.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.shards import RecordWriter, ShardGate
+from gitdeploy.core.models import AppKey
+from gitdeploy.core.observed import StoredRecord
+from gitdeploy.errors import GitdeployError
+
+log = logging.getLogger("gitdeploy.sharding")
+
+READ_EACH_BELOW = 16
+"""Fewer moved apps than this in a namespace are read one by one rather than by listing it."""
+
+EVENTS_PER_HANDOVER = 10
+"""The claims and releases of one handover told by an event on the app's record; the rest by one
+event on the member Lease (the event recorder of client-go folds similar events after 10, too)."""
+
+Told = tuple[AppKey, StoredRecord, str, str]
+"""A claim or a release to tell of (:data:`~gitdeploy.controller.shards.Announce`'s arguments)."""
+
+
+class Handover:
+    """Admits the apps handed to :meth:`take` on a thread of its own, then marks them due (all of
+    a change's at once: their passes do not take turns with the claims)."""
+
+    def __init__(
+        self,
+        gate: ShardGate,
+        cluster: Cluster,
+        write: RecordWriter,
+        mark_due: Callable[[Iterable[AppKey]], None],
+        workers: int = 4,
+    ) -> None:
+        self.gate = gate
+        self.cluster = cluster
+        self.write = write
+        self.mark_due = mark_due
+        self.workers = workers
+        self._todo: queue.SimpleQueue[list[AppKey] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def take(self, keys: list[AppKey]) -> None:
+        """Admit ``keys`` soon (they are due once that was tried, whatever came of it)."""
+        if keys:
+            self.gate.hand(keys)
+            self._todo.put(keys)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="handover", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._todo.put(None)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while (keys := self._todo.get()) is not None:
+            try:
+                self.claim(keys)
+            finally:  # whatever came of it, their passes decide them now
+                self.gate.handed(keys)
+                self.mark_due(keys)
+
+    def claim(self, keys: list[AppKey]) -> None:
+        """Admit each of ``keys``, claiming or releasing it where the rules say so."""
+        by_namespace: dict[str, list[AppKey]] = defaultdict(list)
+        for key in keys:
+            by_namespace[key.namespace].append(key)
+        told: list[Told] = []
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="handover") as pool:
+            for namespace, members in sorted(by_namespace.items()):
+                try:
+                    records = self._records(namespace, members)
+                except GitdeployError as problem:  # their passes decide
+                    log.warning(
+                        "could not read the app records in %s to hand them over: %s", namespace, problem
+                    )
+                    continue
+                for key in members:
+                    pool.submit(self._admit, key, records.get(key.name), told)
+        self._tell(told)
+
+    def _records(self, namespace: str, keys: list[AppKey]) -> dict[str, StoredRecord]:
+        if len(keys) < READ_EACH_BELOW:
+            found = (self.cluster.read_app_record(namespace, key.name) for key in keys)
+            return {record.app: record for record in found if record is not None}
+        return {record.app: record for record in self.cluster.list_app_records(namespace)}
+
+    def _admit(self, key: AppKey, stored: StoredRecord | None, told: list[Told]) -> None:
+        def tell(*what: *Told) -> None:
+            told.append(what)
+
+        try:
+            self.gate.admit(key, stored, self.write, orphan=False, ahead=tell)
+        except GitdeployError as problem:  # a conflict or a failed write: its pass looks again
+            log.info("[%s] not handed over ahead of its pass: %s", key, problem.message)
+
+    def _tell(self, told: list[Told]) -> None:
+        """Events for the claims and releases of one handover (see the module docstring)."""
+        for key, written, reason, message in told[:EVENTS_PER_HANDOVER]:
+            self.gate.announce(key, written, reason, message)
+        rest: dict[str, list[AppKey]] = defaultdict(list)
+        for key, _, reason, _ in told[EVENTS_PER_HANDOVER:]:
+            rest[reason].append(key)
+        membership = self.gate.membership
+        for reason, keys in sorted(rest.items()):
+            done = "claimed by" if reason == "ShardClaimed" else "released by"
+            named = ", ".join(map(str, keys[:3])) + (", ..." if len(keys) > 3 else "")
+            message = (
+                f"{len(keys)} more apps {done} {self.gate.identity} in one handover ({named}); "
+                "each is in its log, and its record names its owner"
+            )
+            self.gate.event(membership.namespace, ("Lease", membership.name, ""), reason, message)
