@@ -3,6 +3,13 @@
 Each write stores the object as the API server does (its strategy in strategy.py), leaves the
 garbage collector what it must look at (garbage.py), and leaves the ReplicaSet controller a look
 at the ReplicaSet it concerns, a moment after it (see :meth:`ObjectLifecycle._after_write`).
+
+The look after a write of a ReplicaSet is kept in the writing process's memory
+(:attr:`ObjectLifecycle.pending_looks`), not as a row of the timers table: the write's stored
+ReplicaSet marks it durably already, its ``status.observedGeneration`` being behind its
+``metadata.generation`` until the look, so a process that opens the database (after a crash of
+the one that wrote, say) looks at every ReplicaSet so marked first (see timers.py). The look also
+reads the ReplicaSet as the write stored it, when the stored one is still that version.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from gitdeploy.localcluster.apierrors import ApiError
 from gitdeploy.localcluster.config import SimulationConfig
 from gitdeploy.localcluster.resources import NAMESPACES, PODS, REPLICASETS, RESOURCES, ResourceType
 from gitdeploy.localcluster.scale import scale_of, scaled_replicaset
-from gitdeploy.localcluster.store import Timer, Txn
+from gitdeploy.localcluster.store import Look, Timer, Txn
 from gitdeploy.localcluster.strategy import prepare_for_create, prepare_for_update
 
 __all__ = ["Admission", "ObjectLifecycle"]
@@ -34,6 +41,9 @@ class ObjectLifecycle:
         self.write_synced: Callable[[], None] = lambda: None
         """Called after a write committed that left the ReplicaSet controller something to look
         at (the server wakes its kubelet thread)."""
+        self.pending_looks: dict[tuple[str, str], Look] = {}
+        """The looks after writes of ReplicaSets that this process committed and no transaction
+        took yet, by (namespace, name); changed only by a commit, holding the store's write lock."""
 
     def insert(
         self,
@@ -187,7 +197,13 @@ class ObjectLifecycle:
             # a write that left the spec as its controller last saw it (annotations) changes no status
             meta = obj["metadata"]
             if (obj.get("status") or {}).get("observedGeneration") != meta.get("generation"):
-                self._sync_later(txn, str(meta.get("namespace") or ""), meta["name"], meta["uid"], now)
+                # stored behind its generation until the look: durable without a timer row
+                namespace = str(meta.get("namespace") or "")
+                look = Look(now, namespace, meta["name"], meta["uid"], obj, int(meta["resourceVersion"]))
+                self._keep_at_commit(txn)
+                txn.looks[(namespace, meta["name"])] = look
+                if self.write_synced not in txn.after_commit:
+                    txn.after_commit.append(self.write_synced)
         elif resource is PODS:
             namespace = str(obj["metadata"].get("namespace") or "")
             for ref in obj["metadata"].get("ownerReferences") or []:
@@ -201,3 +217,30 @@ class ObjectLifecycle:
         txn.add_timer(Timer(now, REPLICASETS.key, namespace, name, uid, simulation.RS_WRITTEN))
         if self.write_synced not in txn.after_commit:
             txn.after_commit.append(self.write_synced)
+
+    def take_looks(self, txn: Txn, at: float) -> list[Look]:
+        """The looks after writes due by ``at`` that no transaction took yet: this process's
+        pending ones and those ``txn`` left; taken by ``txn`` (kept pending if it rolls back)."""
+        taken = [look for key, look in self.pending_looks.items() if key not in txn.looks_taken]
+        taken += txn.looks.values()
+        taken = [look for look in taken if look.due <= at]
+        if taken:
+            self._keep_at_commit(txn)
+        for look in taken:
+            key = (look.namespace, look.name)
+            if txn.looks.get(key) is look:
+                del txn.looks[key]
+            else:
+                txn.looks_taken[key] = look
+        return taken
+
+    def _keep_at_commit(self, txn: Txn) -> None:
+        """Have ``txn``'s commit update :attr:`pending_looks` (once per transaction)."""
+        if not txn.looks and not txn.looks_taken:
+            txn.after_commit.append(lambda: self._kept(txn))
+
+    def _kept(self, txn: Txn) -> None:
+        for key, look in txn.looks_taken.items():
+            if self.pending_looks.get(key) is look:
+                del self.pending_looks[key]
+        self.pending_looks.update(txn.looks)

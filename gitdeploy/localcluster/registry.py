@@ -75,10 +75,11 @@ class Registry:
     def materialise(self, now: float | None = None) -> int:
         """Apply every simulation transition due by ``now``; returns how many timers fired."""
         at = self.clock.now() if now is None else now
-        with self.store.read(snapshot=False) as txn:
-            due = txn.next_due()
-        if due is None or due > at:
-            return 0
+        if self._timers.idle:  # no look after a write pending in memory: are timers due?
+            with self.store.read(snapshot=False) as txn:
+                due = txn.next_due()
+            if due is None or due > at:
+                return 0
         with self.store.write() as txn:
             return self._timers.settle(txn, at)
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Change", "Store", "Timer", "Txn", "WatchWindow", "dumps"]
+__all__ = ["Change", "Look", "Store", "Timer", "Txn", "WatchWindow", "dumps"]
 
 INDEXED_LABEL = "gitdeploy.io/app"
 """The label of the ``objects_app`` index: gitdeploy's lists of one app select by it."""
@@ -145,6 +145,20 @@ class Timer:
 
 
 @dataclass(frozen=True)
+class Look:
+    """A look of the ReplicaSet controller that a write of a ReplicaSet left pending, due at
+    ``due``: kept in the memory of the process that wrote, not as a timer row (see lifecycle.py).
+    ``obj``: the ReplicaSet as that write stored it (version ``rv``), or None when not known."""
+
+    due: float
+    namespace: str
+    name: str
+    uid: str
+    obj: dict[str, Any] | None
+    rv: int
+
+
+@dataclass(frozen=True)
 class Change:
     """One entry of the watch log. ``previous``: the object before a ``MODIFIED`` change that
     changed its labels (None when they stayed), so that a watch with a label selector can tell
@@ -159,7 +173,95 @@ class Change:
     previous: str | None = None
 
 
-class Txn:
+class _ObjectReads:
+    """The reads of object rows in a transaction (see :class:`Txn`)."""
+
+    _conn: sqlite3.Connection
+
+    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        row = self._conn.execute(
+            "SELECT body FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, name),
+        ).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def exists(self, resource: str, namespace: str, name: str) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, name),
+        ).fetchone()
+        return row is not None
+
+    def uid_of(self, resource: str, namespace: str, name: str) -> str | None:
+        """The uid of the object, without reading its body; None when there is none."""
+        row = self._conn.execute(
+            "SELECT uid FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, name),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def rv_of(self, resource: str, namespace: str, name: str) -> int | None:
+        """The ``resourceVersion`` of the object, without reading its body; None when there is none."""
+        row = self._conn.execute(
+            "SELECT rv FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
+            (resource, namespace, name),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def behind(self, resource: str) -> list[tuple[str, str, str]]:
+        """``(namespace, name, uid)`` of each object of ``resource`` whose
+        ``status.observedGeneration`` is not its ``metadata.generation``."""
+        rows = self._conn.execute(
+            "SELECT namespace, name, uid FROM objects WHERE resource = ?"
+            " AND json_extract(body, '$.status.observedGeneration')"
+            " IS NOT json_extract(body, '$.metadata.generation')",
+            (resource,),
+        ).fetchall()
+        return [(str(a), str(b), str(c)) for a, b, c in rows]
+
+    def list_raw(
+        self,
+        resource: str,
+        namespace: str | None,
+        *,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+        app: str | None = None,
+    ) -> list[tuple[str, str, str, str]]:
+        """Rows ``(namespace, name, labels JSON, body JSON)`` in (namespace, name) order; with
+        ``app``, only the objects labelled :data:`INDEXED_LABEL` ``= app``, found by the index
+        without reading the others."""
+        sql = "SELECT namespace, name, labels, body FROM objects"
+        sql += " INDEXED BY objects_app WHERE resource = ?" if app is not None else " WHERE resource = ?"
+        args: list[Any] = [resource]
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        if app is not None:
+            sql += f" AND {_APP_EXPRESSION} = ?"
+            args.append(app)
+        if after is not None:
+            sql += " AND (namespace, name) > (?, ?)"
+            args.extend(after)
+        sql += " ORDER BY namespace, name"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [(str(a), str(b), str(c), str(d)) for a, b, c, d in self._conn.execute(sql, args)]
+
+    def count(self, resource: str, namespace: str | None = None) -> int:
+        if namespace is None:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM objects WHERE resource = ?", (resource,)
+            ).fetchone()
+        else:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM objects WHERE resource = ? AND namespace = ?", (resource, namespace)
+            ).fetchone()
+        return int(row[0])
+
+
+class Txn(_ObjectReads):
     """The operations of one transaction. Obtain it from :meth:`Store.read` or :meth:`Store.write`."""
 
     def __init__(self, conn: sqlite3.Connection, writable: bool, now: float = 0.0) -> None:
@@ -175,6 +277,10 @@ class Txn:
         self.earliest_timer: float | None = None
         #: called once the transaction committed (not after a rollback or a dry run)
         self.after_commit: list[Callable[[], None]] = []
+        #: the ReplicaSet controller's looks this transaction left pending, by (namespace, name),
+        #: and those pending before it that it took (see lifecycle.py: its process keeps them)
+        self.looks: dict[tuple[str, str], Look] = {}
+        self.looks_taken: dict[tuple[str, str], Look] = {}
         # a write transaction counts versions here and stores the last one once, at its end
         self._rv: int | None = None
 
@@ -225,69 +331,6 @@ class Txn:
 
     # -- objects -------------------------------------------------------------------------------
 
-    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
-        row = self._conn.execute(
-            "SELECT body FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
-            (resource, namespace, name),
-        ).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
-
-    def exists(self, resource: str, namespace: str, name: str) -> bool:
-        row = self._conn.execute(
-            "SELECT 1 FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
-            (resource, namespace, name),
-        ).fetchone()
-        return row is not None
-
-    def uid_of(self, resource: str, namespace: str, name: str) -> str | None:
-        """The uid of the object, without reading its body; None when there is none."""
-        row = self._conn.execute(
-            "SELECT uid FROM objects WHERE resource = ? AND namespace = ? AND name = ?",
-            (resource, namespace, name),
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    def list_raw(
-        self,
-        resource: str,
-        namespace: str | None,
-        *,
-        after: tuple[str, str] | None = None,
-        limit: int | None = None,
-        app: str | None = None,
-    ) -> list[tuple[str, str, str, str]]:
-        """Rows ``(namespace, name, labels JSON, body JSON)`` in (namespace, name) order; with
-        ``app``, only the objects labelled :data:`INDEXED_LABEL` ``= app``, found by the index
-        without reading the others."""
-        sql = "SELECT namespace, name, labels, body FROM objects"
-        sql += " INDEXED BY objects_app WHERE resource = ?" if app is not None else " WHERE resource = ?"
-        args: list[Any] = [resource]
-        if namespace is not None:
-            sql += " AND namespace = ?"
-            args.append(namespace)
-        if app is not None:
-            sql += f" AND {_APP_EXPRESSION} = ?"
-            args.append(app)
-        if after is not None:
-            sql += " AND (namespace, name) > (?, ?)"
-            args.extend(after)
-        sql += " ORDER BY namespace, name"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(limit)
-        return [(str(a), str(b), str(c), str(d)) for a, b, c, d in self._conn.execute(sql, args)]
-
-    def count(self, resource: str, namespace: str | None = None) -> int:
-        if namespace is None:
-            row = self._conn.execute(
-                "SELECT COUNT(*) FROM objects WHERE resource = ?", (resource,)
-            ).fetchone()
-        else:
-            row = self._conn.execute(
-                "SELECT COUNT(*) FROM objects WHERE resource = ? AND namespace = ?", (resource, namespace)
-            ).fetchone()
-        return int(row[0])
-
     def put(
         self,
         resource: str,
@@ -310,9 +353,11 @@ class Txn:
         meta["resourceVersion"] = str(rv)
         namespace = meta.get("namespace", "")
         body = dumps(obj)
-        labels = dumps(meta.get("labels") or {})
+        # the labels' JSON: for a new row, and to compare with the stored ones (not needed when
+        # the caller knows they stayed: the row is updated without them)
+        labels = None if event_type == "MODIFIED" and not labels_changed else dumps(meta.get("labels") or {})
         previous = None
-        if event_type == "MODIFIED" and labels_changed:
+        if labels is not None and event_type == "MODIFIED":
             previous = self._relabelled(resource, namespace, meta["name"], labels)
         self.encoded[id(obj)] = (obj, body)
         same_labels = event_type == "MODIFIED" and previous is None
@@ -329,7 +374,14 @@ class Txn:
         return obj
 
     def _store_row(
-        self, resource: str, namespace: str, meta: dict[str, Any], rv: int, labels: str, body: str, same: bool
+        self,
+        resource: str,
+        namespace: str,
+        meta: dict[str, Any],
+        rv: int,
+        labels: str | None,
+        body: str,
+        same: bool,
     ) -> None:
         """Write the object's row; a modified one's in place, without its labels when they stayed
         (``same``): SQLite rewrites the entry of every index on a column that an ``UPDATE``
@@ -341,6 +393,8 @@ class Txn:
             )
             if updated.rowcount == 1:
                 return
+        if labels is None:
+            labels = dumps(meta.get("labels") or {})
         self._conn.execute(_UPSERT_OBJECT, (resource, namespace, meta["name"], meta["uid"], rv, labels, body))
 
     def _relabelled(self, resource: str, namespace: str, name: str, labels: str) -> str | None:

@@ -15,7 +15,7 @@ from gitdeploy.localcluster import garbage, simulation
 from gitdeploy.localcluster.lifecycle import ObjectLifecycle
 from gitdeploy.localcluster.resources import PODS, REPLICASETS
 from gitdeploy.localcluster.rscontroller import ReplicaSetController
-from gitdeploy.localcluster.store import Timer, Txn
+from gitdeploy.localcluster.store import Look, Timer, Txn
 
 __all__ = ["DueTimers"]
 
@@ -32,6 +32,7 @@ class DueTimers:
     def __init__(self, objects: ObjectLifecycle) -> None:
         self._objects = objects
         self._replicasets = ReplicaSetController(objects)
+        self._recovered = False  # the looks left pending by a process that ended were taken up
 
     def settle(self, txn: Txn, at: float) -> int:
         """Fire the timers due by ``at`` in ``txn``, and those that firing them adds due by
@@ -39,25 +40,60 @@ class DueTimers:
         so that the ReplicaSet controller's look after one write shares the next write's
         transaction. A ReplicaSet is looked at as of the latest timer that named it (the look
         after a write as of the write), so that pods it makes start when due after it."""
+        if not self._recovered:
+            self._recover(txn, at)
         fired = 0
         for _ in range(_SETTLE_ROUNDS):
             txn.earliest_timer = None
             timers = txn.pop_due(at)
-            fired += len(timers)
+            looks = self._objects.take_looks(txn, at)
+            fired += len(timers) + len(looks)
             # each ReplicaSet whose pods moved is looked at once, after all of them (pods started
             # together become ready together: one status write, not one per pod)
             replicasets: dict[_Named, float] = {}
+            stored: dict[_Named, Look] = {}
+            for look in looks:
+                named = (look.uid, look.namespace, look.name)
+                replicasets[named] = max(replicasets.get(named, look.due), look.due)
+                stored[named] = look
             for timer in timers:
                 for named in self._fire(txn, timer, at):
                     replicasets[named] = max(replicasets.get(named, timer.due), timer.due)
-            for (uid, namespace, name), when in replicasets.items():
-                # by its key, not its uid: the primary key finds it without the uid index
-                replicaset = txn.get(REPLICASETS.key, namespace, name)
-                if replicaset is not None and replicaset["metadata"]["uid"] == uid:
+            for named, when in replicasets.items():
+                replicaset = self._replicaset(txn, named, stored.get(named))
+                if replicaset is not None:
                     self._replicasets.reconcile(txn, replicaset, when)
-            if txn.earliest_timer is None or txn.earliest_timer > at:
+            if txn.earliest_timer is not None and txn.earliest_timer <= at:
+                continue
+            if not any(look.due <= at for look in txn.looks.values()):  # a look firing left none
                 break
         return fired
+
+    @property
+    def idle(self) -> bool:
+        """No look after a write is pending in this process (none left to recover either)."""
+        return self._recovered and not self._objects.pending_looks
+
+    def _recover(self, txn: Txn, at: float) -> None:
+        """Take up the looks after writes that a process left pending when it ended (a crash):
+        each ReplicaSet stored behind its generation (see lifecycle.py), looked at now."""
+        for namespace, name, uid in txn.behind(REPLICASETS.key):
+            self._objects.pending_looks.setdefault((namespace, name), Look(at, namespace, name, uid, None, 0))
+        self._recovered = True
+
+    @staticmethod
+    def _replicaset(txn: Txn, named: _Named, look: Look | None) -> dict[str, Any] | None:
+        """The ReplicaSet to look at, as stored: the one a look after a write kept, if it is
+        still the stored version (a copy: the look changes its status and version)."""
+        uid, namespace, name = named
+        kept = None if look is None else look.obj
+        if look is not None and kept is not None and txn.rv_of(REPLICASETS.key, namespace, name) == look.rv:
+            return {**kept, "metadata": dict(kept["metadata"])}
+        # by its key, not its uid: the primary key finds it without the uid index
+        replicaset = txn.get(REPLICASETS.key, namespace, name)
+        if replicaset is None or replicaset["metadata"]["uid"] != uid:
+            return None
+        return replicaset
 
     def _fire(self, txn: Txn, timer: Timer, now: float) -> list[_Named]:
         """Apply one transition; returns the ReplicaSets to look at for it."""
