@@ -7,11 +7,16 @@ fleet. Claiming each in the pass over it would make the last claim wait for ever
 member joins, the apps it gets wait for their old owners to release them. :class:`Handover` does
 both first, on a thread of its own: it reads the moved apps' records (one list per namespace, or
 one read per app when few moved there) and admits each through
-:meth:`~gitdeploy.controller.shards.ShardGate.admit` on a few threads, by the same rules and
-fencing as a pass (a claim or a release names the resourceVersion read; an app whose old owner
-has not let go yet waits). Each app is then due, and its pass acts on what was decided. An app a
-pass reaches first is decided there as before; of the two, the second finds a conflict and looks
-again.
+:meth:`~gitdeploy.controller.shards.ShardGate.admit`, by the same rules as a pass (an app whose
+old owner has not let go yet waits; a release is written at once, naming the resourceVersion
+read). An app whose old owner let go (released it, or its Lease expired) is *adopted*: held at
+once with the next shard epoch, without a write, so a failover costs no write per app before the
+survivors act. Each app is then due, and its pass acts on what was decided; a step that changes
+anything writes the app record first, naming the resourceVersion read, and that write carries
+the claim. Then the handover writes the claims that no step wrote, on a few threads
+(:meth:`~gitdeploy.controller.shards.ShardGate.settle`), so every record names its owner again;
+one that conflicts is read again, and one another replica claimed meanwhile is dropped and left
+to its pass.
 
 Events: the claims and releases of one handover are told once its writes are done, as events on
 the records of the first :data:`EVENTS_PER_HANDOVER` apps, and for the rest one event per reason
@@ -27,13 +32,13 @@ import queue
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.shards import RecordWriter, ShardGate
+from gitdeploy.controller.shards import RecordWriter, ShardGate, shard_event
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord
-from gitdeploy.errors import GitdeployError
+from gitdeploy.errors import ConflictError, GitdeployError
 
 log = logging.getLogger("gitdeploy.sharding")
 
@@ -85,18 +90,22 @@ class Handover:
 
     def _run(self) -> None:
         while (keys := self._todo.get()) is not None:
+            adopted: dict[AppKey, StoredRecord] = {}
             try:
-                self.claim(keys)
+                adopted = self.claim(keys)
             finally:  # whatever came of it, their passes decide them now
                 self.gate.handed(keys)
                 self.mark_due(keys)
+            self.settle(adopted)
 
-    def claim(self, keys: list[AppKey]) -> None:
-        """Admit each of ``keys``, claiming or releasing it where the rules say so."""
+    def claim(self, keys: list[AppKey]) -> dict[AppKey, StoredRecord]:
+        """Admit each of ``keys``, adopting or releasing it where the rules say so; the apps
+        adopted, with their records as read (their claims are for :meth:`settle` to write)."""
         by_namespace: dict[str, list[AppKey]] = defaultdict(list)
         for key in keys:
             by_namespace[key.namespace].append(key)
         told: list[Told] = []
+        admitted: list[tuple[AppKey, StoredRecord | None, Future[bool]]] = []
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="handover") as pool:
             for namespace, members in sorted(by_namespace.items()):
                 try:
@@ -107,8 +116,44 @@ class Handover:
                     )
                     continue
                 for key in members:
-                    pool.submit(self._admit, key, records.get(key.name), told)
+                    stored = records.get(key.name)
+                    admitted.append((key, stored, pool.submit(self._admit, key, stored, told)))
         self._tell(told)
+        return {
+            key: stored
+            for key, stored, act in admitted
+            if act.result() and stored is not None and key in self.gate.unwritten
+        }
+
+    def settle(self, adopted: dict[AppKey, StoredRecord]) -> None:
+        """Write the claims of the ``adopted`` apps that no step wrote yet (see the module
+        docstring), and tell of them."""
+        told: list[Told] = []
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="handover") as pool:
+            for key, stored in adopted.items():
+                pool.submit(self._settle, key, stored, told)
+        self._tell(told)
+
+    def _settle(self, key: AppKey, stored: StoredRecord | None, told: list[Told]) -> None:
+        def tell(*what: *Told) -> None:
+            told.append(what)
+
+        problem = "its record kept changing"
+        for _ in range(3):
+            if stored is None:
+                problem = "its record is gone"
+                break
+            try:
+                self.gate.settle(key, stored, self.write, tell)
+                return
+            except ConflictError:  # a step wrote the record meanwhile (with the claim, or not)
+                stored = self.cluster.read_app_record(key.namespace, key.name)
+            except GitdeployError as failed:
+                problem = failed.message
+                break
+        log.info("[%s] claim not written ahead of its pass: %s", key, problem)
+        self.gate.release_adopted(key)
+        self.mark_due([key])
 
     def _records(self, namespace: str, keys: list[AppKey]) -> dict[str, StoredRecord]:
         if len(keys) < READ_EACH_BELOW:
@@ -116,14 +161,17 @@ class Handover:
             return {record.app: record for record in found if record is not None}
         return {record.app: record for record in self.cluster.list_app_records(namespace)}
 
-    def _admit(self, key: AppKey, stored: StoredRecord | None, told: list[Told]) -> None:
+    def _admit(self, key: AppKey, stored: StoredRecord | None, told: list[Told]) -> bool:
+        """Admit ``key`` ahead of its pass; whether it is this replica's to act on now."""
+
         def tell(*what: *Told) -> None:
             told.append(what)
 
         try:
-            self.gate.admit(key, stored, self.write, orphan=False, ahead=tell)
-        except GitdeployError as problem:  # a conflict or a failed write: its pass looks again
+            return self.gate.admit(key, stored, self.write, orphan=False, ahead=tell).act
+        except GitdeployError as problem:  # a failed release: its pass looks again
             log.info("[%s] not handed over ahead of its pass: %s", key, problem.message)
+            return False
 
     def _tell(self, told: list[Told]) -> None:
         """Events for the claims and releases of one handover (see the module docstring)."""
@@ -140,4 +188,5 @@ class Handover:
                 f"{len(keys)} more apps {done} {self.gate.identity} in one handover ({named}); "
                 "each is in its log, and its record names its owner"
             )
-            self.gate.event(membership.namespace, ("Lease", membership.name, ""), reason, message)
+            lease = ("Lease", membership.name, "")
+            shard_event(self.cluster, self.gate.clock, membership.namespace, lease, reason, message)

@@ -7,7 +7,12 @@ and decides, by :func:`~gitdeploy.core.sharding.decide_shard`, whether this repl
 * it owns the app and the record names nobody, or an owner that released the app or whose member
   Lease expired: claim it (write the record with the next shard epoch, naming the resourceVersion
   read: of two claimers one gets a conflict), then act. A new app's record is created with this
-  replica's claim (creating is the claim: of two creators one finds it exists);
+  replica's claim (creating is the claim: of two creators one finds it exists). A
+  :class:`~gitdeploy.controller.handover.Handover` instead *adopts* the apps a membership change
+  gave this replica: it holds them at once, with the next epoch, and writes their claims after
+  their passes are due (:meth:`ShardGate.settle`); until then a step's record write carries the
+  claim (:meth:`ShardGate.before_write`), so the record is still written first, naming the
+  resourceVersion read, and the fencing is the same;
 * it claimed the app but no longer owns it: release it in the record (the step in progress is
   over: a pass is one step) and leave it;
 * otherwise leave it (another replica's app, or the new owner waits for the old one to stop).
@@ -38,7 +43,7 @@ from gitdeploy.controller.membership import Membership
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord, record_name
-from gitdeploy.core.sharding import ShardAct, ShardClaim, decide_shard, owner_of
+from gitdeploy.core.sharding import ShardAct, ShardClaim, ShardDecision, decide_shard, owner_of
 from gitdeploy.errors import DamagedRecordError, GitdeployError, TransientError
 from gitdeploy.source.repo import ConfigRepo
 
@@ -147,6 +152,9 @@ class ShardGate:
         """(apps owned, moves so far) after every change of either."""
         self.on_drop: list[Callable[[AppKey], None]] = []
         """Told of every app this replica no longer holds (it released it, or another claimed it)."""
+        self.unwritten: dict[AppKey, ShardClaim | None] = {}
+        """Apps adopted ahead of their passes whose claim is not written yet (see :meth:`settle`),
+        with the claim their record named then."""
         self.handing: set[AppKey] = set()
         """Apps a :class:`~gitdeploy.controller.handover.Handover` is to admit: a pass leaves them
         until then (it is due again after), so the two never race to claim one."""
@@ -214,11 +222,17 @@ class ShardGate:
             return key in self.claims and self._admitted.get(key) == self.membership.term
 
     def before_write(self, key: AppKey, record: AppRecord, version: str | None) -> AppRecord:
-        """Fence a record write; a record this replica creates names it as the owner (epoch 1)."""
+        """Fence a record write; a record this replica creates names it as the owner (epoch 1),
+        and so does one of an app it adopted whose claim is not written yet (the step's write is
+        the claim)."""
         self.fence(key)
-        if version is not None or record.shard is not None:
-            return record
-        return dataclasses.replace(record, shard=ShardClaim(self.identity, 1))
+        if version is None and record.shard is None:
+            return dataclasses.replace(record, shard=ShardClaim(self.identity, 1))
+        with self._lock:
+            epoch = self.claims.get(key) if key in self.unwritten else None
+        if epoch is not None and (record.shard is None or record.shard.owner != self.identity):
+            return dataclasses.replace(record, shard=ShardClaim(self.identity, epoch))
+        return record
 
     def hand(self, keys: Iterable[AppKey]) -> None:
         """``keys`` are a handover's to admit (see :attr:`handing`)."""
@@ -270,19 +284,85 @@ class ShardGate:
         if decision.act is ShardAct.IGNORE:
             self._drop(key)
             return Admission(False)
-        assert decision.write is not None
         if stored is None or record is None:  # a new app: creating its record is the claim
             return Admission(True, stored)
-        if decision.act is ShardAct.CLAIM and self._behind(key, record):
-            return Admission(False, requeue_after=self.membership.timings.retry_period)
-        written = write(key, dataclasses.replace(record, shard=decision.write), stored.resource_version)
         if decision.act is ShardAct.RELEASE:
+            assert decision.write is not None
+            written = write(key, dataclasses.replace(record, shard=decision.write), stored.resource_version)
             self._drop(key)
             announce(key, written, "ShardReleased", f"released by {self.identity}: it now belongs to {owner}")
             log.info("[%s] released: it now belongs to %s", key, owner)
             return Admission(False)
-        self._claimed(key, written, claim, decision.write.epoch, announce)
+        return self._claim(key, stored, record, decision, write, announce, adopt=ahead is not None)
+
+    def _claim(
+        self,
+        key: AppKey,
+        stored: StoredRecord,
+        record: AppRecord,
+        decision: ShardDecision,
+        write: RecordWriter,
+        announce: Announce,
+        *,
+        adopt: bool,
+    ) -> Admission:
+        """Claim ``key`` as ``decision`` says: adopt it (its claim is written after, by
+        :meth:`settle` or its step's record write), or write the claim now, then act."""
+        assert decision.write is not None
+        if self._behind(key, record):
+            return Admission(False, requeue_after=self.membership.timings.retry_period)
+        if adopt or self._adopted(key, decision.write):
+            self._adopt(key, record.shard, decision.write.epoch)
+            return Admission(True, stored)
+        written = write(key, dataclasses.replace(record, shard=decision.write), stored.resource_version)
+        self._claimed(key, written, record.shard, decision.write.epoch, announce)
         return Admission(True, written)
+
+    def settle(self, key: AppKey, stored: StoredRecord, write: RecordWriter, announce: Announce) -> bool:
+        """Write the claim of ``key``, adopted ahead of its pass, into its record ``stored`` (as
+        :meth:`admit` would have), unless a step wrote it already; tell of it through ``announce``.
+        False when it is not this replica's to claim any more (the record changed: another
+        replica claimed it, or its old owner came back): the adoption is dropped and its next
+        pass decides. Raises what the write raises (a conflict: read the record again)."""
+        with self._lock:
+            if key not in self.unwritten or key not in self.claims:
+                return True  # dropped meanwhile
+            before, mine = self.unwritten[key], ShardClaim(self.identity, self.claims[key])
+        record = AppRecord.from_json(stored.payload)
+        if record.shard != mine:  # else a step wrote it
+            members = self.membership.members()
+            owner = owner_of(str(key), members)
+            if decide_shard(record.shard, identity=self.identity, owner=owner, live=members).write != mine:
+                self._drop(key)
+                return False
+            stored = write(key, dataclasses.replace(record, shard=mine), stored.resource_version)
+        with self._lock:
+            self.unwritten.pop(key, None)
+        self._told_claim(key, stored, before, mine.epoch, announce)
+        return True
+
+    def release_adopted(self, key: AppKey) -> None:
+        """:meth:`settle` could not write the claim of ``key``: let go of it, so that its next
+        pass decides it again (and claims it, if it still may)."""
+        with self._lock:
+            if key not in self.unwritten:
+                return
+            before = self.unwritten[key]
+            self.moves -= before is not None and before.owner != self.identity
+        self._drop(key)
+
+    def _adopted(self, key: AppKey, claim: ShardClaim) -> bool:
+        """Whether ``key`` was adopted with ``claim`` and that claim is not written yet."""
+        with self._lock:
+            return key in self.unwritten and self.claims.get(key) == claim.epoch
+
+    def _adopt(self, key: AppKey, claim: ShardClaim | None, epoch: int) -> None:
+        with self._lock:
+            if key in self.unwritten and self.claims.get(key) == epoch:
+                return  # adopted ahead of this pass
+            self.unwritten[key] = claim
+            self.moves += claim is not None and claim.owner != self.identity
+        self._hold(key, epoch)
 
     def _behind(self, key: AppKey, record: AppRecord) -> bool:
         sha = self.position.behind(record) if self.position is not None else ""
@@ -294,13 +374,17 @@ class ShardGate:
     def _claimed(
         self, key: AppKey, written: StoredRecord, claim: ShardClaim | None, epoch: int, announce: Announce
     ) -> None:
-        moved = claim is not None and claim.owner != self.identity
-        how = ""
-        if claim is not None and moved:
-            how = f" from {claim.owner} ({'released' if claim.released else 'its member Lease expired'})"
         with self._lock:
-            self.moves += moved
+            self.moves += claim is not None and claim.owner != self.identity
         self._hold(key, epoch)
+        self._told_claim(key, written, claim, epoch, announce)
+
+    def _told_claim(
+        self, key: AppKey, written: StoredRecord, claim: ShardClaim | None, epoch: int, announce: Announce
+    ) -> None:
+        how = ""
+        if claim is not None and claim.owner != self.identity:
+            how = f" from {claim.owner} ({'released' if claim.released else 'its member Lease expired'})"
         announce(key, written, "ShardClaimed", f"claimed by {self.identity}{how}, shard epoch {epoch}")
         log.info("[%s] claimed%s, shard epoch %d", key, how, epoch)
 
@@ -313,6 +397,7 @@ class ShardGate:
 
     def _drop(self, key: AppKey) -> None:
         with self._lock:
+            self.unwritten.pop(key, None)
             changed = self.claims.pop(key, None) is not None
         if changed:
             for dropped in self.on_drop:
@@ -327,17 +412,17 @@ class ShardGate:
 
     def announce(self, key: AppKey, written: StoredRecord, reason: str, message: str) -> None:
         """An event on the app's record (:data:`Announce`)."""
-        self.event(key.namespace, ("ConfigMap", record_name(key.name), written.uid), reason, message)
+        involved = ("ConfigMap", record_name(key.name), written.uid)
+        shard_event(self.cluster, self.clock, key.namespace, involved, reason, message)
 
-    def event(self, namespace: str, involved: tuple[str, str, str], reason: str, message: str) -> None:
-        try:
-            self.cluster.record_event(namespace, involved, reason, message, now=self.clock.now())
-        except GitdeployError as problem:  # an event is never worth failing a step for
-            log.warning(
-                "could not record event %s on %s %s/%s: %s",
-                reason,
-                involved[0],
-                namespace,
-                involved[1],
-                problem,
-            )
+
+def shard_event(
+    cluster: Cluster, clock: Clock, namespace: str, involved: tuple[str, str, str], reason: str, message: str
+) -> None:
+    """An event of a claim or a release on ``involved`` (never worth failing a step for)."""
+    try:
+        cluster.record_event(namespace, involved, reason, message, now=clock.now())
+    except GitdeployError as problem:
+        log.warning(
+            "could not record event %s on %s %s/%s: %s", reason, involved[0], namespace, involved[1], problem
+        )

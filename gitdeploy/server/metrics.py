@@ -380,7 +380,10 @@ def _api_families(add: _Families) -> tuple[Counter, Gauge]:
 
 def _shard_families(add: _Families) -> tuple[Gauge, Counter]:
     """``run --sharding``: the apps this replica owns, and the apps that moved to it."""
-    owned = add.gauge("shard_apps_owned", "Apps this replica has claimed and reconciles (run --sharding).")
+    owned = add.gauge(
+        "shard_apps_owned",
+        "Apps this replica has claimed (or adopted in a handover) and reconciles (run --sharding).",
+    )
     moves = add.counter("shard_moves", "Apps this replica took over from another replica (run --sharding).")
     return owned, moves
 

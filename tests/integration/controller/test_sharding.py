@@ -269,3 +269,112 @@ def test_a_handover_claims_the_apps_of_a_member_that_went_ahead_of_their_passes(
     _, stored = record_of(adapter, b_apps[0])
     assert gate.admit(b_apps[0], stored, write(adapter), orphan=False).act
     assert record_of(adapter, b_apps[0])[1].resource_version == stored.resource_version
+
+
+def b_gone(adapter: Cluster, fake_clock: FakeClock, apps: int) -> tuple[Membership, list[AppKey]]:
+    """Given a and b, each app's record claimed by its owner, then b's member Lease expired: a
+    (its membership) sees itself alone, and the apps b had."""
+    a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
+    b.step()
+    a.step()
+    keys = [AppKey("shop", f"app-{i}") for i in range(apps)]
+    for key in keys:
+        claim = ShardClaim(owner_of(str(key), [A, B]) or "", 1)
+        adapter.write_app_record(key.namespace, key.name, AppRecord(shard=claim).to_json(), None)
+    fake_clock.advance(15)
+    a.step()
+    assert a.members() == {A}
+    return a, [key for key in keys if owner_of(str(key), [A, B]) == B]
+
+
+def test_a_failover_hands_apps_to_their_passes_before_any_claim_is_written(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b_apps = b_gone(adapter, fake_clock, 40)
+    gate = ShardGate(a, adapter, fake_clock)
+    seen_when_due: list[tuple[AppKey, ShardClaim | None, bool]] = []
+
+    def due(keys: Any) -> None:  # what a pass would find when the apps become due
+        for key in keys:
+            seen_when_due.append((key, record_of(adapter, key)[0].shard, gate.holds(key)))
+
+    handover = Handover(gate, adapter, write(adapter), due)
+    handover.start()
+
+    # When a's handover takes b's apps
+    handover.take(b_apps)
+    handover.close()
+
+    # Then they were due while their records still named b: a held them (adopted), unwritten
+    assert sorted(k for k, _, _ in seen_when_due) == sorted(b_apps)
+    assert all(claim == ShardClaim(B, 1) and held for _, claim, held in seen_when_due)
+    # ... and afterwards every record names a, at the next epoch, each written once
+    for key in b_apps:
+        assert record_of(adapter, key)[0].shard == ShardClaim(A, 2)
+    assert gate.claims == dict.fromkeys(b_apps, 2) and not gate.unwritten
+    assert gate.moves == len(b_apps)
+    claimed = [e for e in adapter.list_events("shop") if e.get("reason") == "ShardClaimed"]
+    assert all(f"claimed by {A} from {B} (its member Lease expired)" in e["message"] for e in claimed)
+
+
+def test_the_step_of_an_adopted_app_writes_its_claim_and_the_handover_does_not_again(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b_apps = b_gone(adapter, fake_clock, 20)
+    gate = ShardGate(a, adapter, fake_clock)
+    key = b_apps[0]
+    record, stored = record_of(adapter, key)
+    told: list[tuple[str, str]] = []
+
+    def tell(_key: AppKey, _written: StoredRecord, reason: str, message: str) -> None:
+        told.append((reason, message))
+
+    # Given a adopted the app ahead of its pass: nothing written
+    assert gate.admit(key, stored, write(adapter), orphan=False, ahead=tell).act
+    assert record_of(adapter, key)[1].resource_version == stored.resource_version and not told
+    # ... and its pass acts on it without writing either
+    assert gate.admit(key, stored, write(adapter), orphan=False).act
+    assert record_of(adapter, key)[1].resource_version == stored.resource_version
+
+    # When the step writes the record it read (as it would after a rollout step)
+    step = gate.before_write(key, record, stored.resource_version)
+    assert step.shard == ShardClaim(A, 2)  # the step's write is the claim
+    write(adapter)(key, step, stored.resource_version)
+
+    # Then the handover's claim from its older read conflicts; from a new read, it only tells
+    with pytest.raises(ConflictError):
+        gate.settle(key, stored, write(adapter), tell)
+    _, current = record_of(adapter, key)
+    assert gate.settle(key, current, write(adapter), tell)
+    assert record_of(adapter, key)[1].resource_version == current.resource_version
+    assert told == [("ShardClaimed", f"claimed by {A} from {B} (its member Lease expired), shard epoch 2")]
+    assert gate.claims == {key: 2} and not gate.unwritten and gate.moves == 1
+    # ... and a record the replica holds and claimed is written as it is (a release keeps its word)
+    released = AppRecord(shard=ShardClaim(A, 2, released=True))
+    assert gate.before_write(key, released, current.resource_version) == released
+
+
+def test_an_adopted_app_whose_record_another_replica_claimed_is_let_go(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b_apps = b_gone(adapter, fake_clock, 20)
+    gate = ShardGate(a, adapter, fake_clock)
+    key = b_apps[0]
+    _, stored = record_of(adapter, key)
+    assert gate.admit(key, stored, write(adapter), orphan=False, ahead=lambda *_: None).act
+
+    # When another replica claimed the record meanwhile (a view of the members that differed)
+    adapter.write_app_record(
+        key.namespace, key.name, AppRecord(shard=ShardClaim("c_3", 2)).to_json(), stored.resource_version
+    )
+    a.step()  # ... and c is live to a as well
+    c = member(adapter, "c_3", fake_clock)
+    c.step()
+    a.step()
+    _, current = record_of(adapter, key)
+
+    # Then a writes no claim over it and lets the app go (its pass decides: c's app, or a's once
+    # c released it)
+    assert not gate.settle(key, current, write(adapter), lambda *_: None)
+    assert record_of(adapter, key)[0].shard == ShardClaim("c_3", 2)
+    assert key not in gate.claims and not gate.unwritten and not gate.holds(key)
