@@ -93,6 +93,10 @@ class Handover:
             adopted: dict[AppKey, StoredRecord] = {}
             try:
                 adopted = self.claim(keys)
+            except Exception:  # a bug: logged, their passes decide, and this thread lives on
+                log.exception("handing over %d apps ahead of their passes failed", len(keys))
+                for key in keys:
+                    self.gate.release_adopted(key)
             finally:  # whatever came of it, their passes decide them now
                 self.gate.handed(keys)
                 self.mark_due(keys)
@@ -130,8 +134,12 @@ class Handover:
         docstring), and tell of them."""
         told: list[Told] = []
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="handover") as pool:
-            for key, stored in adopted.items():
-                pool.submit(self._settle, key, stored, told)
+            settling = {key: pool.submit(self._settle, key, stored, told) for key, stored in adopted.items()}
+        for key, settled in settling.items():
+            if settled.exception() is not None:  # a bug: logged; its pass claims it
+                log.error("[%s] claim not written ahead of its pass", key, exc_info=settled.exception())
+                self.gate.release_adopted(key)
+                self.mark_due([key])
         self._tell(told)
 
     def _settle(self, key: AppKey, stored: StoredRecord | None, told: list[Told]) -> None:
@@ -139,15 +147,17 @@ class Handover:
             told.append(what)
 
         problem = "its record kept changing"
-        for _ in range(3):
-            if stored is None:
-                problem = "its record is gone"
-                break
+        for attempt in range(3):
             try:
+                if attempt:  # a step wrote the record meanwhile (with the claim, or not)
+                    stored = self.cluster.read_app_record(key.namespace, key.name)
+                if stored is None:
+                    problem = "its record is gone"
+                    break
                 self.gate.settle(key, stored, self.write, tell)
                 return
-            except ConflictError:  # a step wrote the record meanwhile (with the claim, or not)
-                stored = self.cluster.read_app_record(key.namespace, key.name)
+            except ConflictError:
+                continue
             except GitdeployError as failed:
                 problem = failed.message
                 break

@@ -378,3 +378,36 @@ def test_an_adopted_app_whose_record_another_replica_claimed_is_let_go(
     assert not gate.settle(key, current, write(adapter), lambda *_: None)
     assert record_of(adapter, key)[0].shard == ShardClaim("c_3", 2)
     assert key not in gate.claims and not gate.unwritten and not gate.holds(key)
+
+
+def test_a_handover_settles_claims_that_steps_wrote_or_whose_record_went_away(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b_apps = b_gone(adapter, fake_clock, 40)
+    gate = ShardGate(a, adapter, fake_clock)
+    due: list[AppKey] = []
+    handover = Handover(gate, adapter, write(adapter), due.extend)
+    stepped, gone, rest = b_apps[0], b_apps[1], b_apps[2:]
+
+    # Given a's handover adopted b's apps (nothing written yet)
+    adopted = handover.claim(b_apps)
+    assert set(adopted) == set(b_apps) and set(gate.unwritten) == set(b_apps)
+    # ... then one app's step wrote its record (the claim with it), and one app's record was deleted
+    record, stored = record_of(adapter, stepped)
+    version = stored.resource_version
+    write(adapter)(stepped, gate.before_write(stepped, record, version), version)
+    adapter.delete_app_record(gone.namespace, gone.name)
+
+    # When the handover writes the claims from what it read
+    handover.settle(adopted)
+
+    # Then the stepped app's claim stands as its step wrote it, told like the others
+    assert record_of(adapter, stepped)[0].shard == ShardClaim(A, 2)
+    assert all(record_of(adapter, key)[0].shard == ShardClaim(A, 2) for key in rest)
+    claimed = [e for e in adapter.list_events("shop") if e.get("reason") == "ShardClaimed"]
+    summary = [e for e in adapter.list_events(NAMESPACE) if e.get("reason") == "ShardClaimed"]
+    assert len(claimed) == EVENTS_PER_HANDOVER
+    assert summary[0]["message"].startswith(f"{len(b_apps) - 1 - EVENTS_PER_HANDOVER} more apps claimed")
+    # ... and the app whose record went away is let go and due, for its pass to decide
+    assert gone not in gate.claims and due == [gone]
+    assert not gate.unwritten and gate.moves == len(b_apps) - 1
