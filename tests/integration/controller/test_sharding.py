@@ -271,9 +271,9 @@ def test_a_handover_claims_the_apps_of_a_member_that_went_ahead_of_their_passes(
     assert record_of(adapter, b_apps[0])[1].resource_version == stored.resource_version
 
 
-def b_gone(adapter: Cluster, fake_clock: FakeClock, apps: int) -> tuple[Membership, list[AppKey]]:
-    """Given a and b, each app's record claimed by its owner, then b's member Lease expired: a
-    (its membership) sees itself alone, and the apps b had."""
+def b_gone(adapter: Cluster, fake_clock: FakeClock, apps: int) -> tuple[ShardGate, list[AppKey]]:
+    """Given a and b, each app's record claimed by its owner, then b's member Lease expired: a's
+    gate (its membership sees a alone), and the apps b had."""
     a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
     b.step()
     a.step()
@@ -284,14 +284,13 @@ def b_gone(adapter: Cluster, fake_clock: FakeClock, apps: int) -> tuple[Membersh
     fake_clock.advance(15)
     a.step()
     assert a.members() == {A}
-    return a, [key for key in keys if owner_of(str(key), [A, B]) == B]
+    return ShardGate(a, adapter, fake_clock), [key for key in keys if owner_of(str(key), [A, B]) == B]
 
 
 def test_a_failover_hands_apps_to_their_passes_before_any_claim_is_written(
     adapter: Cluster, fake_clock: FakeClock
 ) -> None:
-    a, b_apps = b_gone(adapter, fake_clock, 40)
-    gate = ShardGate(a, adapter, fake_clock)
+    gate, b_apps = b_gone(adapter, fake_clock, 40)
     seen_when_due: list[tuple[AppKey, ShardClaim | None, bool]] = []
 
     def due(keys: Any) -> None:  # what a pass would find when the apps become due
@@ -320,8 +319,7 @@ def test_a_failover_hands_apps_to_their_passes_before_any_claim_is_written(
 def test_the_step_of_an_adopted_app_writes_its_claim_and_the_handover_does_not_again(
     adapter: Cluster, fake_clock: FakeClock
 ) -> None:
-    a, b_apps = b_gone(adapter, fake_clock, 20)
-    gate = ShardGate(a, adapter, fake_clock)
+    gate, b_apps = b_gone(adapter, fake_clock, 20)
     key = b_apps[0]
     record, stored = record_of(adapter, key)
     told: list[tuple[str, str]] = []
@@ -357,8 +355,7 @@ def test_the_step_of_an_adopted_app_writes_its_claim_and_the_handover_does_not_a
 def test_an_adopted_app_whose_record_another_replica_claimed_is_let_go(
     adapter: Cluster, fake_clock: FakeClock
 ) -> None:
-    a, b_apps = b_gone(adapter, fake_clock, 20)
-    gate = ShardGate(a, adapter, fake_clock)
+    gate, b_apps = b_gone(adapter, fake_clock, 20)
     key = b_apps[0]
     _, stored = record_of(adapter, key)
     assert gate.admit(key, stored, write(adapter), orphan=False, ahead=lambda *_: None).act
@@ -367,10 +364,8 @@ def test_an_adopted_app_whose_record_another_replica_claimed_is_let_go(
     adapter.write_app_record(
         key.namespace, key.name, AppRecord(shard=ShardClaim("c_3", 2)).to_json(), stored.resource_version
     )
-    a.step()  # ... and c is live to a as well
-    c = member(adapter, "c_3", fake_clock)
-    c.step()
-    a.step()
+    member(adapter, "c_3", fake_clock).step()  # ... and c is live to a as well
+    gate.membership.step()
     _, current = record_of(adapter, key)
 
     # Then a writes no claim over it and lets the app go (its pass decides: c's app, or a's once
@@ -383,8 +378,7 @@ def test_an_adopted_app_whose_record_another_replica_claimed_is_let_go(
 def test_a_handover_settles_claims_that_steps_wrote_or_whose_record_went_away(
     adapter: Cluster, fake_clock: FakeClock
 ) -> None:
-    a, b_apps = b_gone(adapter, fake_clock, 40)
-    gate = ShardGate(a, adapter, fake_clock)
+    gate, b_apps = b_gone(adapter, fake_clock, 40)
     due: list[AppKey] = []
     handover = Handover(gate, adapter, write(adapter), due.extend)
     stepped, gone, rest = b_apps[0], b_apps[1], b_apps[2:]
