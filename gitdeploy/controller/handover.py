@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -91,8 +92,15 @@ class Handover:
     def _run(self) -> None:
         while (keys := self._todo.get()) is not None:
             adopted: dict[AppKey, StoredRecord] = {}
+            started = time.monotonic()
             try:
                 adopted = self.claim(keys)
+                log.info(
+                    "handed over %d apps ahead of their passes in %.1f s (%d adopted: their claims follow)",
+                    len(keys),
+                    time.monotonic() - started,
+                    len(adopted),
+                )
             except Exception:  # a bug: logged, their passes decide, and this thread lives on
                 log.exception("handing over %d apps ahead of their passes failed", len(keys))
                 for key in keys:
@@ -133,6 +141,7 @@ class Handover:
         """Write the claims of the ``adopted`` apps that no step wrote yet (see the module
         docstring), and tell of them."""
         told: list[Told] = []
+        started = time.monotonic()
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="handover") as pool:
             settling = {key: pool.submit(self._settle, key, stored, told) for key, stored in adopted.items()}
         for key, settled in settling.items():
@@ -140,6 +149,8 @@ class Handover:
                 log.error("[%s] claim not written ahead of its pass", key, exc_info=settled.exception())
                 self.gate.release_adopted(key)
                 self.mark_due([key])
+        if adopted:
+            log.info("wrote %d claims of adopted apps in %.1f s", len(told), time.monotonic() - started)
         self._tell(told)
 
     def _settle(self, key: AppKey, stored: StoredRecord | None, told: list[Told]) -> None:
