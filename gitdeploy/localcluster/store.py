@@ -32,6 +32,7 @@ watches of each (resource, namespace) it wrote (:meth:`Store.wait_for_commit`,
 from __future__ import annotations
 
 import json
+import json.encoder
 import sqlite3
 import threading
 import time
@@ -110,9 +111,26 @@ _CHECKPOINT_EVERY_COMMITS = 100
 _WAL_CHECKPOINT_PAGES = 16000
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+# the C encoder of _ENCODER's options, made once: ``json.dumps`` with options makes a JSONEncoder
+# and its C encoder on every call, which cost more than encoding a small object (labels, a Scale).
+# No check for circular references (``markers`` None): what is encoded here was decoded from JSON.
+_MAKE_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # not in the stubs
+_C_ENCODE: Callable[[Any, int], Any] | None = (
+    None
+    if _MAKE_C_ENCODER is None
+    else _MAKE_C_ENCODER(
+        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+)
+
+
 def dumps(value: Any) -> str:
-    """Compact JSON, as stored and served."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON, as stored and served (what ``json.dumps(value, separators=(",", ":"),
+    ensure_ascii=False)`` gives)."""
+    if _C_ENCODE is None:
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODE(value, 0))
 
 
 @dataclass(frozen=True)
