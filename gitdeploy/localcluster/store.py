@@ -659,21 +659,27 @@ class Store:
             self._begin_immediate(conn)
             txn = Txn(conn, writable=True, now=self._clock())
             try:
-                yield txn
-                self._trim_logs(txn)
-                txn._store_rv()
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            if getattr(self._last_write, "dry_run", False):
-                conn.execute("ROLLBACK")  # the answer is computed, nothing is kept or told
-            else:
-                conn.execute("COMMIT")
-                self._checkpoint_later()
-                if txn.logged:  # still holding the write lock: commits are told in their order
-                    self._committed_changes(txn.logged)
-                for call in txn.after_commit:
-                    call()
+                try:
+                    yield txn
+                    self._trim_logs(txn)
+                    txn._store_rv()
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                if getattr(self._last_write, "dry_run", False):
+                    conn.execute("ROLLBACK")  # the answer is computed, nothing is kept or told
+                else:
+                    conn.execute("COMMIT")
+                    self._checkpoint_later()
+                    if txn.logged:  # still holding the write lock: commits are told in their order
+                        self._committed_changes(txn.logged)
+                    for call in txn.after_commit:
+                        call()
+            finally:
+                # a call may hold the transaction (lifecycle.py's does): dropped, the transaction
+                # and all it refers to (the objects it wrote) are freed when the last reference
+                # goes, not left in a cycle for the garbage collector (about 38 objects a write)
+                txn.after_commit.clear()
         self._last_write.encoded = txn.encoded
 
     def _checkpoint_later(self) -> None:
