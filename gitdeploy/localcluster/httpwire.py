@@ -8,8 +8,10 @@ and of the other endpoints is built on it (apireads.py, apiwrites.py, nonresourc
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
 import sys
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -27,6 +29,19 @@ MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 """The API server's limit on a request body (``MaxRequestBodyBytes``): 413 beyond it."""
 _MAX_HEADER_LINE = 65536  # the stdlib's limits
 _MAX_HEADERS = 100
+
+
+_date: tuple[int, str] = (0, "")
+
+
+def _http_date() -> str:
+    """The Date header's value now (``BaseHTTPRequestHandler.date_time_string``), formatted once
+    a second."""
+    global _date
+    second = int(time.time())
+    if _date[0] != second:
+        _date = (second, email.utils.formatdate(second, usegmt=True))
+    return _date[1]
 
 
 class ClusterServer(ThreadingHTTPServer):
@@ -110,10 +125,22 @@ class HttpWire(BaseHTTPRequestHandler):
         self.server.cluster._track(self.connection, add=False)
 
     def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
+        """Answer with ``body``: the status line and the headers that ``send_response``,
+        ``send_header`` and ``end_headers`` would send (Server, Date, the type and length),
+        made in one piece (those calls cost about a tenth of answering a small write)."""
+        if self.request_version == "HTTP/0.9" or getattr(self, "_headers_buffer", None):
+            self.send_response(code)  # no headers for HTTP/0.9; or headers already begun
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+        else:
+            reason = self.responses[code][0] if code in self.responses else ""
+            head = (
+                f"{self.protocol_version} {code} {reason}\r\nServer: {self.version_string()}\r\n"
+                f"Date: {_http_date()}\r\nContent-Type: {content_type}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            self.wfile.write(head.encode("latin-1", "strict"))
         self.wfile.write(body)
 
     def _send_json(self, code: int, value: Any) -> None:

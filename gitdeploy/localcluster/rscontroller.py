@@ -7,7 +7,7 @@ become available later (``minReadySeconds``). Its looks are due on timers (see t
 
 from __future__ import annotations
 
-import uuid
+import os
 from typing import Any
 
 from gitdeploy.localcluster import simulation
@@ -63,7 +63,7 @@ class ReplicaSetController:
         namespace = meta.get("namespace", "") or "default"
         stamp = simulation.format_time(now)
         event = {
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "metadata": {"name": f"{meta['name']}.{os.urandom(8).hex()}", "namespace": namespace},
             "involvedObject": {
                 "kind": about.get("kind", ""),
                 "namespace": namespace,

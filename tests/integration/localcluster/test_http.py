@@ -97,3 +97,11 @@ def test_two_requests_on_one_connection_get_two_answers(embedded_cluster: LocalC
                     length = int(line.split(b":")[1])
             reader.read(length)
     assert statuses == [200, 200]
+
+
+def test_an_answer_carries_the_server_and_date_headers(embedded_cluster: LocalCluster) -> None:
+    status, headers, body, _closed = _exchange(embedded_cluster, _get(embedded_cluster))
+    assert status == 200
+    assert headers["server"].startswith("BaseHTTP/")
+    assert headers["date"].endswith(" GMT")
+    assert int(headers["content-length"]) == len(body)
