@@ -31,7 +31,7 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.apirequests import observe_api_requests
 from gitdeploy.controller.handover import Handover
 from gitdeploy.controller.headnews import HeadNews
-from gitdeploy.controller.inspect import count_app_states, list_app_views
+from gitdeploy.controller.inspect import AppTally, count_app_states, list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.membership import Membership
@@ -641,18 +641,21 @@ def instrument(
     controller.reconcile_observers.append(metrics.observe_reconcile)
     controller.runner.observers.append(metrics.observe_rollout)
     controller.runner.event_observers.append(metrics.observe_event)
-    metrics.follow_app_states(lambda: live_app_states(controller) if acting() else ({}, {}, 0))
+    tally = AppTally()  # a scrape works out again only the apps that changed since the last one
+    metrics.follow_app_states(lambda: live_app_states(controller, tally) if acting() else ({}, {}, 0))
     if notifier is not None:
         notifier.start()
         controller.runner.observers.append(notifier)
 
 
-def live_app_states(controller: Controller) -> AppStates | None:
+def live_app_states(controller: Controller, tally: AppTally | None = None) -> AppStates | None:
     """The apps by state as ``gitdeploy status`` shows them now, from what the loop's watches saw
-    (no API request) or, in a namespace they have not listed yet, from the cluster; None when the
-    cluster cannot be read (the gauges keep their previous values, and the log says why)."""
+    (no API request; with ``tally``, see :class:`~gitdeploy.controller.inspect.AppTally`) or, in a
+    namespace they have not listed yet, from the cluster; None when the cluster cannot be read (the
+    gauges keep their previous values, and the log says why)."""
     try:
-        counts = count_app_states(controller.cluster, controller.managed_namespaces(), controller.watch_cache)
+        namespaces = controller.managed_namespaces()
+        counts = count_app_states(controller.cluster, namespaces, controller.watch_cache, tally)
     except GitdeployError as problem:
         logging.getLogger("gitdeploy").warning("apps by state for /metrics: %s", problem)
         return None

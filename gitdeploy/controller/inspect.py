@@ -8,6 +8,7 @@ message comes from git (the config repo, or the mirror ``run``/``sync`` keep in 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -250,18 +251,77 @@ class AppStateCounts:
     triggers_suspended: int
 
 
+AppState = tuple[str, str, bool]
+"""An app's sync state, health and whether its triggers are suspended, as :class:`AppView` has them."""
+
+
+class AppTally:
+    """The state of each app of a watch cache as last counted, with the resourceVersions of its
+    ReplicaSets and record then: :func:`count_app_states` works an app's state out again only when
+    one of them changed. A scrape of a settled fleet then costs a grouping of the cached objects,
+    not a verdict per app (about 20 µs an app: 0.6 s of a core per scrape at 30,000 apps). Exact:
+    the state depends on those objects alone (not on the time). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._states: dict[str, dict[str, tuple[tuple[str, ...], AppState]]] = {}
+        """By namespace and app, each app's state with the resourceVersions it was worked out from."""
+
+    def states(
+        self,
+        namespace: str,
+        held: tuple[list[ObservedReplicaSet], list[StoredRecord]],
+        load: Callable[[StoredRecord], AppRecord],
+    ) -> list[AppState]:
+        """The state of every app of ``namespace`` as the watch cache ``held`` it."""
+        replica_sets: dict[str, list[ObservedReplicaSet]] = defaultdict(list)
+        for rs in held[0]:
+            replica_sets[rs.app].append(rs)
+        records = {stored.app: stored for stored in held[1]}
+        keys = replica_sets.keys() | records.keys()
+        with self._lock:
+            known = self._states.get(namespace, {})
+        found: dict[str, tuple[tuple[str, ...], AppState]] = {}
+        for key in keys:
+            stored = records.get(key)
+            versions = (
+                *sorted(rs.resource_version for rs in replica_sets.get(key, ())),
+                stored.resource_version if stored is not None else "none",
+            )
+            last = known.get(key)
+            if last is not None and last[0] == versions and "" not in versions:  # "": unknown
+                found[key] = last
+                continue
+            [view] = app_views(replica_sets.get(key, []), [stored] if stored is not None else [], load=load)
+            found[key] = (versions, (view.sync, view.health, view.triggers_suspended))
+        with self._lock:
+            self._states[namespace] = found
+        return [state for _, state in found.values()]
+
+
 def count_app_states(
-    cluster: Cluster, namespaces: Iterable[str | None], watched: WatchCache | None = None
+    cluster: Cluster,
+    namespaces: Iterable[str | None],
+    watched: WatchCache | None = None,
+    tally: AppTally | None = None,
 ) -> AppStateCounts:
     """The apps of ``namespaces`` counted by state as :func:`list_app_views` shows them now (the
     stored verdict checked against the cluster), never by the last pass's word. A namespace the
-    loop's watches hold in ``watched`` is counted from there, with no API request; the others are
+    loop's watches hold in ``watched`` is counted from there, with no API request (with ``tally``:
+    working out again only the apps whose objects changed since it last counted); the others are
     listed (two list calls each)."""
-    views = watched_app_views(cluster, namespaces, watched)
+    states: list[AppState] = []
+    for namespace in namespaces:
+        held = watched.contents(namespace) if watched is not None and namespace is not None else None
+        if held is not None and watched is not None and namespace is not None and tally is not None:
+            states += tally.states(namespace, held, watched.load)
+        else:
+            views = watched_app_views(cluster, [namespace], watched)
+            states += [(v.sync, v.health, v.triggers_suspended) for v in views]
     return AppStateCounts(
-        Counter(v.sync for v in views),
-        Counter(v.health for v in views),
-        sum(v.triggers_suspended for v in views),
+        Counter(sync for sync, _, _ in states),
+        Counter(health for _, health, _ in states),
+        sum(suspended for _, _, suspended in states),
     )
 
 

@@ -1,0 +1,85 @@
+"""The apps-by-state counts of a watch cache, worked out again only for the apps that changed
+(:class:`~gitdeploy.controller.inspect.AppTally`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kubernetes import client
+
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.inspect import AppTally, count_app_states
+from gitdeploy.controller.watchcache import WatchCache
+from gitdeploy.core.history.records import AppRecord, SyncStatus, load_record
+from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
+from gitdeploy.core.scaling.replicasets import ReplicaSetState
+
+NO_CLUSTER = Cluster(client.ApiClient(), "unused")  # never asked: the cache holds what is counted
+
+
+def replica_set(app: str, version: str, ready: int = 2) -> ObservedReplicaSet:
+    name = f"{app}-abc"
+    state = ReplicaSetState(name, "abc", 1, 1.0, 2, 2, ready, ready)
+    return ObservedReplicaSet("shop", app, state, resource_version=version)
+
+
+def record(app: str, version: str, sync: str = "Synced", health: str = "Healthy") -> StoredRecord:
+    payload = AppRecord(status=SyncStatus(sync, health)).to_json()
+    return StoredRecord("shop", app, payload, version, f"uid-{app}")
+
+
+def test_a_count_works_out_again_only_the_apps_whose_objects_changed() -> None:
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [replica_set("web", "1"), replica_set("api", "2")])
+    cache.replace_records("shop", [record("web", "3"), record("api", "4"), record("db", "5", "Unknown")])
+    loaded: list[str] = []
+
+    def load(stored: StoredRecord) -> AppRecord:
+        loaded.append(stored.app)
+        return load_record(stored.namespace, stored.app, stored.payload)
+
+    held = cache.contents("shop")
+    assert held is not None
+    tally = AppTally()
+
+    # Given a first count, which works out every app
+    first = tally.states("shop", held, load)
+    assert sorted(loaded) == ["api", "db", "web"]
+    assert sorted(first) == [("Synced", "Healthy", False)] * 2 + [("Unknown", "Healthy", False)]
+
+    # When nothing changed, the next count works nothing out again
+    loaded.clear()
+    assert sorted(tally.states("shop", held, load)) == sorted(first) and loaded == []
+
+    # When web's ReplicaSet loses its ready pods and api's record is replaced (and db is gone)
+    cache.replica_set_changed("MODIFIED", replica_set("web", "6", ready=0))
+    cache.record_changed("MODIFIED", record("api", "7", "OutOfSync", "Progressing"))
+    cache.record_changed("DELETED", record("db", "8"))
+    held = cache.contents("shop")
+    assert held is not None
+    states = tally.states("shop", held, load)
+
+    # Then those two are worked out again, and the counts are what a count from nothing gives
+    assert sorted(loaded) == ["api", "web"]
+    fresh = count_app_states(NO_CLUSTER, ["shop"], cache)
+    counted = count_app_states(NO_CLUSTER, ["shop"], cache, tally)
+    assert counted == fresh and fresh.sync == {"Synced": 1, "OutOfSync": 1}
+    assert sorted(states) == [("OutOfSync", "Progressing", False), ("Synced", "Healthy", False)]
+
+
+def test_an_object_of_unknown_version_is_worked_out_at_every_count() -> None:
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [replace(replica_set("web", ""), resource_version="")])
+    cache.replace_records("shop", [record("web", "1")])
+    held = cache.contents("shop")
+    assert held is not None
+    loaded: list[str] = []
+
+    def load(stored: StoredRecord) -> AppRecord:
+        loaded.append(stored.app)
+        return load_record(stored.namespace, stored.app, stored.payload)
+
+    tally = AppTally()
+    tally.states("shop", held, load)
+    tally.states("shop", held, load)
+    assert loaded == ["web", "web"]
