@@ -146,7 +146,7 @@ class Handover:
             settling = {key: pool.submit(self._settle, key, stored, told) for key, stored in adopted.items()}
         for key, settled in settling.items():
             if settled.exception() is not None:  # a bug: logged; its pass claims it
-                log.error("[%s] claim not written ahead of its pass", key, exc_info=settled.exception())
+                log.error("[%s] claim not written; its next pass decides", key, exc_info=settled.exception())
                 self.gate.release_adopted(key)
                 self.mark_due([key])
         if adopted:
@@ -172,7 +172,7 @@ class Handover:
             except GitdeployError as failed:
                 problem = failed.message
                 break
-        log.info("[%s] claim not written ahead of its pass: %s", key, problem)
+        log.info("[%s] claim not written (%s); its next pass decides", key, problem)
         self.gate.release_adopted(key)
         self.mark_due([key])
 
