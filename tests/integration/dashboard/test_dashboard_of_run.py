@@ -48,6 +48,15 @@ def lists_by(embedded: Embedded, identity: str) -> Counter[str]:
     return found
 
 
+def watching(embedded: Embedded, identity: str) -> set[str]:
+    """The resources the run named ``identity`` has had a watch of (a watch starts after its list)."""
+    return {
+        row["resource"]
+        for row in embedded._stats()["byAgent"]
+        if row["agent"] == f"gitdeploy ({identity})" and row["verb"] == "watch"
+    }
+
+
 def test_the_dashboard_of_run_lists_no_apps_per_refresh_and_shows_changes_live(
     git_remote: GitRemote,
     cluster: Embedded,  # noqa: F811
@@ -69,6 +78,8 @@ def test_the_dashboard_of_run_lists_no_apps_per_refresh_and_shows_changes_live(
     revision = page.locator('tr[data-app="shop/web"] [data-col="revision"]')
     expect(revision).to_have_text("1 Complete", timeout=BOUND)
     page.evaluate("window.notReloaded = true")
+    # ... and run's watches of shop listed it (they start within 2 s of a namespace's first app)
+    eventually(lambda: {"replicasets", "configmaps"} <= watching(cluster, identity), "run's watches")
 
     # When the page stays open over several refresh intervals (the Lease renewals count them)
     cluster.stats("DELETE")
