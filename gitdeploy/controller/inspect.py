@@ -255,6 +255,10 @@ AppState = tuple[str, str, bool]
 """An app's sync state, health and whether its triggers are suspended, as :class:`AppView` has them."""
 
 
+def _state(view: AppView) -> AppState:
+    return view.sync, view.health, view.triggers_suspended
+
+
 class AppTally:
     """The state of each app of a watch cache as last counted, with the resourceVersions of its
     ReplicaSets and record then: :func:`count_app_states` works an app's state out again only when
@@ -293,7 +297,7 @@ class AppTally:
                 found[key] = last
                 continue
             [view] = app_views(replica_sets.get(key, []), [stored] if stored is not None else [], load=load)
-            found[key] = (versions, (view.sync, view.health, view.triggers_suspended))
+            found[key] = (versions, _state(view))
         with self._lock:
             self._states[namespace] = found
         return [state for _, state in found.values()]
@@ -313,11 +317,13 @@ def count_app_states(
     states: list[AppState] = []
     for namespace in namespaces:
         held = watched.contents(namespace) if watched is not None and namespace is not None else None
-        if held is not None and watched is not None and namespace is not None and tally is not None:
-            states += tally.states(namespace, held, watched.load)
+        if held is None or watched is None:
+            states += map(_state, list_app_views(cluster, namespace))
+        elif tally is None:
+            states += map(_state, app_views(*held, load=watched.load))
         else:
-            views = watched_app_views(cluster, [namespace], watched)
-            states += [(v.sync, v.health, v.triggers_suspended) for v in views]
+            assert namespace is not None  # held: a namespace the watches listed
+            states += tally.states(namespace, held, watched.load)
     return AppStateCounts(
         Counter(sync for sync, _, _ in states),
         Counter(health for _, health, _ in states),
