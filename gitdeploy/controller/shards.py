@@ -43,7 +43,7 @@ from gitdeploy.controller.membership import Membership
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord, record_name
-from gitdeploy.core.sharding import ShardAct, ShardClaim, ShardDecision, decide_shard, owner_of
+from gitdeploy.core.sharding import ShardAct, ShardClaim, ShardDecision, concerned, decide_shard, owner_of
 from gitdeploy.errors import DamagedRecordError, GitdeployError, TransientError
 from gitdeploy.source.repo import ConfigRepo
 
@@ -185,19 +185,9 @@ class ShardGate:
     def concerned(
         self, before: frozenset[str], after: frozenset[str], keys: Iterable[AppKey]
     ) -> list[AppKey]:
-        """Of ``keys`` and the apps this replica holds, those that a change of the live members
-        from ``before`` to ``after`` concerns here: the apps whose owner by the hash became or
-        stopped being this replica, and the apps it holds that are not its own any more. Apps that
-        moved between two other replicas are theirs to look at, so a change costs each replica its
-        own moves only, not a pass over every app."""
-        with self._lock:
-            held = set(self.claims)
-        found = []
-        for key in dict.fromkeys([*held, *keys]):
-            first, then = owner_of(str(key), before), owner_of(str(key), after)
-            if (first != then and self.identity in (first, then)) or (key in held and then != self.identity):
-                found.append(key)
-        return found
+        """:func:`~gitdeploy.core.sharding.concerned`: of ``keys`` and the apps this replica
+        holds, those a change of the live members concerns here."""
+        return concerned(self.identity, self.held(), before, after, keys)
 
     def looks_at(self, key: AppKey) -> bool:
         """Whether this replica owns ``key`` by the hash or claimed it (see
@@ -252,10 +242,12 @@ class ShardGate:
         *,
         orphan: bool,
         ahead: Announce | None = None,
+        parsed: AppRecord | None = None,
     ) -> Admission:
         """Decide whether this pass acts on ``key`` (claiming or releasing it first if need be).
         ``ahead``: a handover admits it ahead of its pass, and tells of a claim or a release
-        through it (else an event on the app's record does, at once)."""
+        through it (else an event on the app's record does, at once). ``parsed``: ``stored``'s
+        record, when the caller has it parsed already (a watch cache keeps it so)."""
         announce = ahead or self.announce
         with self._lock:
             if key in self.handing and ahead is None:
@@ -268,7 +260,7 @@ class ShardGate:
         if orphan:  # pruning is leader-only work: the leader claims orphans, as owners claim apps
             owner = self.identity if self.leading() else (self.leader() or None)
         try:
-            record = AppRecord.from_json(stored.payload) if stored is not None else None
+            record = parsed or (AppRecord.from_json(stored.payload) if stored is not None else None)
         except DamagedRecordError:  # nothing writes a damaged record: its owner reports it
             return Admission(owner == self.identity, stored)
         claim = record.shard if record is not None else None
@@ -318,9 +310,17 @@ class ShardGate:
         self._claimed(key, written, record.shard, decision.write.epoch, announce)
         return Admission(True, written)
 
-    def settle(self, key: AppKey, stored: StoredRecord, write: RecordWriter, announce: Announce) -> bool:
-        """Write the claim of ``key``, adopted ahead of its pass, into its record ``stored`` (as
-        :meth:`admit` would have), unless a step wrote it already; tell of it through ``announce``.
+    def settle(
+        self,
+        key: AppKey,
+        stored: StoredRecord,
+        write: RecordWriter,
+        announce: Announce,
+        parsed: AppRecord | None = None,
+    ) -> bool:
+        """Write the claim of ``key``, adopted ahead of its pass, into its record ``stored`` (its
+        record ``parsed`` when at hand, as for :meth:`admit`), as :meth:`admit` would have, unless
+        a step wrote it already; tell of it through ``announce``.
         False when it is not this replica's to claim any more (the record changed: another
         replica claimed it, or its old owner came back): the adoption is dropped and its next
         pass decides. Raises what the write raises (a conflict: read the record again)."""
@@ -328,7 +328,7 @@ class ShardGate:
             if key not in self.unwritten or key not in self.claims:
                 return True  # dropped meanwhile
             before, mine = self.unwritten[key], ShardClaim(self.identity, self.claims[key])
-        record = AppRecord.from_json(stored.payload)
+        record = parsed if parsed is not None else AppRecord.from_json(stored.payload)
         if record.shard != mine:  # else a step wrote it
             members = self.membership.members()
             owner = owner_of(str(key), members)

@@ -43,9 +43,10 @@ ShardDecision(act=<ShardAct.CLAIM: 'claim'>, write=ShardClaim(owner='c', epoch=5
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeVar
 
 from gitdeploy.core.lease import LeaseSpec
 
@@ -192,3 +193,27 @@ def moved(before: frozenset[str], after: frozenset[str], keys: Iterable[str]) ->
     ['k1', 'k4']
     """
     return [k for k in keys if owner_of(k, before) != owner_of(k, after)]
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def concerned(
+    identity: str, held: Iterable[K], before: frozenset[str], after: frozenset[str], keys: Iterable[K]
+) -> list[K]:
+    """Of ``keys`` and the ``held`` ones (claimed by ``identity``), those that a change of the live
+    members from ``before`` to ``after`` concerns for ``identity``: the keys whose owner by the
+    hash became or stopped being ``identity``, and the held keys that are not its own any more.
+    Keys that moved between two other members are theirs to look at, so a change costs each
+    member its own moves only, not a pass over every key.
+
+    >>> concerned("a", ["k9"], frozenset({"a", "b"}), frozenset({"a", "b", "c"}), [f"k{i}" for i in range(8)])
+    ['k9', 'k4']
+    """
+    held = set(held)
+    found = []
+    for key in dict.fromkeys([*held, *keys]):
+        first, then = owner_of(str(key), before), owner_of(str(key), after)
+        if (first != then and identity in (first, then)) or (key in held and then != identity):
+            found.append(key)
+    return found
