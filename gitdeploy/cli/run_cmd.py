@@ -357,7 +357,8 @@ def _sharding(
         controller.mark_due(keys)
         wake.set()
 
-    handover = Handover(gate, controller.cluster, controller.runner.write_record, due_now)
+    write = controller.runner.write_record
+    handover = Handover(gate, controller.cluster, write, due_now, cache=controller.watch_cache)
     controller.images.leading = elector.is_leader
     log = logging.getLogger("gitdeploy")
     log.info("sharding: member %s (lease %s)", identity, membership.lease)

@@ -5,8 +5,9 @@ When a member's Lease expires, the survivors inherit its apps: thousands at once
 fleet. Claiming each in the pass over it would make the last claim wait for every step before it
 (a pass looks at each app it claims, a few at a time), while the apps go unowned; and when a
 member joins, the apps it gets wait for their old owners to release them. :class:`Handover` does
-both first, on a thread of its own: it reads the moved apps' records (one list per namespace, or
-one read per app when few moved there) and admits each through
+both first, on a thread of its own: it reads the moved apps' records (from the watch cache,
+which holds every watched namespace's records, parsed once per version; else one list per
+namespace, or one read per app when few moved there) and admits each through
 :meth:`~gitdeploy.controller.shards.ShardGate.admit`, by the same rules as a pass (an app whose
 old owner has not let go yet waits; a release is written at once, naming the resourceVersion
 read). An app whose old owner let go (released it, or its Lease expired) is *adopted*: held at
@@ -37,9 +38,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.shards import RecordWriter, ShardGate, shard_event
+from gitdeploy.controller.watchcache import WatchCache
+from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord
-from gitdeploy.errors import ConflictError, GitdeployError
+from gitdeploy.errors import ConflictError, DamagedRecordError, GitdeployError
 
 log = logging.getLogger("gitdeploy.sharding")
 
@@ -49,6 +52,9 @@ READ_EACH_BELOW = 16
 EVENTS_PER_HANDOVER = 10
 """The claims and releases of one handover told by an event on the app's record; the rest by one
 event on the member Lease (the event recorder of client-go folds similar events after 10, too)."""
+
+Read = tuple[StoredRecord, AppRecord | None]
+"""An app record as read, with its parse when the watch cache had it (else its payload is parsed)."""
 
 Told = tuple[AppKey, StoredRecord, str, str]
 """A claim or a release to tell of (:data:`~gitdeploy.controller.shards.Announce`'s arguments)."""
@@ -65,8 +71,11 @@ class Handover:
         write: RecordWriter,
         mark_due: Callable[[Iterable[AppKey]], None],
         workers: int = 4,
+        cache: WatchCache | None = None,
     ) -> None:
         self.gate = gate
+        self.cache = cache
+        """The loop's watch cache: the records of the namespaces it holds are read from it."""
         self.cluster = cluster
         self.write = write
         self.mark_due = mark_due
@@ -91,7 +100,7 @@ class Handover:
 
     def _run(self) -> None:
         while (keys := self._todo.get()) is not None:
-            adopted: dict[AppKey, StoredRecord] = {}
+            adopted: dict[AppKey, Read] = {}
             started = time.monotonic()
             try:
                 adopted = self.claim(keys)
@@ -110,14 +119,14 @@ class Handover:
                 self.mark_due(keys)
             self.settle(adopted)
 
-    def claim(self, keys: list[AppKey]) -> dict[AppKey, StoredRecord]:
+    def claim(self, keys: list[AppKey]) -> dict[AppKey, Read]:
         """Admit each of ``keys``, adopting or releasing it where the rules say so; the apps
         adopted, with their records as read (their claims are for :meth:`settle` to write)."""
         by_namespace: dict[str, list[AppKey]] = defaultdict(list)
         for key in keys:
             by_namespace[key.namespace].append(key)
         told: list[Told] = []
-        admitted: list[tuple[AppKey, StoredRecord | None, Future[bool]]] = []
+        admitted: list[tuple[AppKey, Read | None, Future[bool]]] = []
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="handover") as pool:
             for namespace, members in sorted(by_namespace.items()):
                 try:
@@ -128,22 +137,22 @@ class Handover:
                     )
                     continue
                 for key in members:
-                    stored = records.get(key.name)
-                    admitted.append((key, stored, pool.submit(self._admit, key, stored, told)))
+                    read = records.get(key.name)
+                    admitted.append((key, read, pool.submit(self._admit, key, read, told)))
         self._tell(told)
         return {
-            key: stored
-            for key, stored, act in admitted
-            if act.result() and stored is not None and key in self.gate.unwritten
+            key: read
+            for key, read, act in admitted
+            if act.result() and read is not None and key in self.gate.unwritten
         }
 
-    def settle(self, adopted: dict[AppKey, StoredRecord]) -> None:
+    def settle(self, adopted: dict[AppKey, Read]) -> None:
         """Write the claims of the ``adopted`` apps that no step wrote yet (see the module
         docstring), and tell of them."""
         told: list[Told] = []
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="handover") as pool:
-            settling = {key: pool.submit(self._settle, key, stored, told) for key, stored in adopted.items()}
+            settling = {key: pool.submit(self._settle, key, read, told) for key, read in adopted.items()}
         for key, settled in settling.items():
             if settled.exception() is not None:  # a bug: logged; its pass claims it
                 log.error("[%s] claim not written; its next pass decides", key, exc_info=settled.exception())
@@ -153,19 +162,21 @@ class Handover:
             log.info("wrote %d claims of adopted apps in %.1f s", len(told), time.monotonic() - started)
         self._tell(told)
 
-    def _settle(self, key: AppKey, stored: StoredRecord | None, told: list[Told]) -> None:
+    def _settle(self, key: AppKey, read: Read, told: list[Told]) -> None:
         def tell(*what: *Told) -> None:
             told.append(what)
 
         problem = "its record kept changing"
+        stored: StoredRecord | None
+        stored, parsed = read
         for attempt in range(3):
             try:
                 if attempt:  # a step wrote the record meanwhile (with the claim, or not)
-                    stored = self.cluster.read_app_record(key.namespace, key.name)
+                    stored, parsed = self.cluster.read_app_record(key.namespace, key.name), None
                 if stored is None:
                     problem = "its record is gone"
                     break
-                self.gate.settle(key, stored, self.write, tell)
+                self.gate.settle(key, stored, self.write, tell, parsed)
                 return
             except ConflictError:
                 continue
@@ -176,20 +187,25 @@ class Handover:
         self.gate.release_adopted(key)
         self.mark_due([key])
 
-    def _records(self, namespace: str, keys: list[AppKey]) -> dict[str, StoredRecord]:
+    def _records(self, namespace: str, keys: list[AppKey]) -> dict[str, Read]:
+        cache = self.cache
+        if cache is not None and (held := cache.records(namespace)) is not None:
+            # as current as the watch: a write naming an older version than the server's conflicts
+            return {key.name: _parsed(cache, held[key.name]) for key in keys if key.name in held}
         if len(keys) < READ_EACH_BELOW:
             found = (self.cluster.read_app_record(namespace, key.name) for key in keys)
-            return {record.app: record for record in found if record is not None}
-        return {record.app: record for record in self.cluster.list_app_records(namespace)}
+            return {record.app: (record, None) for record in found if record is not None}
+        return {record.app: (record, None) for record in self.cluster.list_app_records(namespace)}
 
-    def _admit(self, key: AppKey, stored: StoredRecord | None, told: list[Told]) -> bool:
+    def _admit(self, key: AppKey, read: Read | None, told: list[Told]) -> bool:
         """Admit ``key`` ahead of its pass; whether it is this replica's to act on now."""
 
         def tell(*what: *Told) -> None:
             told.append(what)
 
+        stored, parsed = read or (None, None)
         try:
-            return self.gate.admit(key, stored, self.write, orphan=False, ahead=tell).act
+            return self.gate.admit(key, stored, self.write, orphan=False, ahead=tell, parsed=parsed).act
         except GitdeployError as problem:  # a failed release: its pass looks again
             log.info("[%s] not handed over ahead of its pass: %s", key, problem.message)
             return False
@@ -211,3 +227,10 @@ class Handover:
             )
             lease = ("Lease", membership.name, "")
             shard_event(self.cluster, self.gate.clock, membership.namespace, lease, reason, message)
+
+
+def _parsed(cache: WatchCache, stored: StoredRecord) -> Read:
+    try:
+        return stored, cache.load(stored)
+    except DamagedRecordError:  # its payload is kept: the admission finds it damaged
+        return stored, None

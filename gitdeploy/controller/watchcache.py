@@ -141,6 +141,13 @@ class WatchCache:
             return replica_sets and records
         return replica_sets if kind is Kind.REPLICA_SETS else records
 
+    def records(self, namespace: str) -> dict[str, StoredRecord] | None:
+        """The app records of ``namespace`` by app name (pass each through :meth:`load`), or
+        None while its record watch has not listed it."""
+        with self._lock:
+            held = self._records.get(namespace)
+            return None if held is None else dict(held)
+
     def contents(self, namespace: str) -> tuple[list[ObservedReplicaSet], list[StoredRecord]] | None:
         """The ReplicaSets and app records of ``namespace``, or None while one of its watches has
         not listed it yet."""

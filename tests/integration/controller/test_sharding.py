@@ -4,6 +4,8 @@ scenarios decide who renews when, and a pause is the clock moving while a replic
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -13,12 +15,14 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.handover import EVENTS_PER_HANDOVER, Handover
 from gitdeploy.controller.membership import Membership
 from gitdeploy.controller.shards import Admission, ShardGate
+from gitdeploy.controller.watchcache import WatchCache
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.lease import LeaseTimings
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord
 from gitdeploy.core.sharding import ShardClaim, member_lease_name, owner_of
 from gitdeploy.errors import ConflictError, TransientError
+from gitdeploy.localcluster import LocalCluster
 
 NAMESPACE = "gitdeploy-system"
 TIMINGS = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
@@ -405,3 +409,37 @@ def test_a_handover_settles_claims_that_steps_wrote_or_whose_record_went_away(
     # ... and the app whose record went away is let go and due, for its pass to decide
     assert gone not in gate.claims and due == [gone]
     assert not gate.unwritten and gate.moves == len(b_apps) - 1
+
+
+def test_a_handover_takes_the_moved_apps_records_from_the_watch_cache_even_when_it_lags(
+    adapter: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock
+) -> None:
+    gate, b_apps = b_gone(adapter, fake_clock, 40)
+    cache = WatchCache()
+    cache.replace_records("shop", adapter.list_app_records("shop"))  # what a's record watch listed
+    held = cache.records("shop")
+    assert held is not None
+    cache.load(held[b_apps[1].name])  # ... one record parsed already (a scrape)
+    # ... and one app's record was written since, its watch event not in yet: the cache lags
+    lagging = b_apps[0]
+    record, stored = record_of(adapter, lagging)
+    edited = dataclasses.replace(record, deploy_requested=True)  # as `gitdeploy deploy` asks
+    adapter.write_app_record("shop", lagging.name, edited.to_json(), stored.resource_version)
+    due: list[AppKey] = []
+    handover = Handover(gate, adapter, write(adapter), due.extend, cache=cache)
+    before = embedded_cluster.stats.snapshot()
+
+    # When a's handover takes b's apps
+    handover.start()
+    handover.take(b_apps)
+    handover.close()
+
+    # Then it read no record to admit them: the one read is the lagging record's, after its
+    # claim from the cache's version conflicted
+    requests = Counter(embedded_cluster.stats.snapshot()) - Counter(before)
+    assert requests[("list", "configmaps")] == 0 and requests[("get", "configmaps")] == 1
+    # ... and every record names a at the next epoch, each written once (the edit is kept)
+    assert all(record_of(adapter, key)[0].shard == ShardClaim(A, 2) for key in b_apps)
+    assert record_of(adapter, lagging)[0].deploy_requested
+    assert requests[("update", "configmaps")] == len(b_apps) + 1  # the lagging one's conflict too
+    assert sorted(due) == sorted(b_apps) and not gate.unwritten and gate.moves == len(b_apps)
