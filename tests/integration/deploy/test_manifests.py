@@ -43,10 +43,12 @@ LEADER_RULES = [
         "resources": ["leases"],
         "verbs": ["create", "get", "list", "watch", "update", "delete"],
     },
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
 """The leader Lease, the member Leases of ``run --sharding`` (``gitdeploy-member-<hash>``, names
 unknown beforehand, so not limited by name) and its head announcement ``gitdeploy-head``, which
-every replica watches: no patch, gitdeploy's namespace alone."""
+every replica watches (no patch of Leases), and the events on a member Lease that sum up a
+handover of many apps: gitdeploy's namespace alone."""
 
 
 Doc = dict[str, Any]
