@@ -7,9 +7,7 @@ reaches the others through the head announcement Lease they watch (the Role's ``
 from __future__ import annotations
 
 import json
-import re
 import signal
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,21 +21,23 @@ from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
 from tests.realk8s.controlplane import GITDEPLOY_NAMESPACE, ControlPlane, audit_events, audit_log_size
 from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, wait_for
-from tests.realk8s.manifests import deployment, settings
+from tests.realk8s.manifests import settings
+from tests.realk8s.sharding import (
+    FAST_LEASE,
+    apps,
+    converged,
+    fleet,
+    free_port,
+    identity,
+    members_seen,
+    views,
+    writers,
+)
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 APPS = 12
-WRITES = {"create", "update", "patch", "delete"}
-FAST_LEASE = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.3s"]
 SECRET = b"fan-out-secret-real"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def deliver_push(port: int, repo_url: str, after: str) -> int:
@@ -56,61 +56,6 @@ def deliver_push(port: int, repo_url: str, after: str) -> int:
     ).status_code
 
 
-def apps(image: str) -> dict[str, str]:
-    return {f"apps/app-{i:02}.yaml": deployment(f"app-{i:02}", image, 1) for i in range(APPS)}
-
-
-def views(gitdeploy: RunCli, namespace: str) -> dict[str, dict[str, Any]]:
-    """``gitdeploy status -o json`` by app name ({} while it fails)."""
-    done = gitdeploy("status", "-n", namespace, "-o", "json")
-    found = json.loads(done.stdout) if done.returncode == 0 else []
-    return {view["key"].split("/", 1)[1]: view for view in found}
-
-
-def converged(gitdeploy: RunCli, namespace: str, revision: int) -> Callable[[], bool]:
-    def check() -> bool:
-        found = views(gitdeploy, namespace)
-        return len(found) == APPS and all(
-            (v["revision"], v["sync"], v["health"]) == (revision, "Synced", "Healthy") for v in found.values()
-        )
-
-    return check
-
-
-def identity(run: Run) -> str:
-    wait_for("the replica to start", lambda: "sharding: member " in run.log)
-    found = re.search(r"sharding: member (\S+) \(lease", run.log)
-    assert found is not None, run.log
-    return found.group(1)
-
-
-def members_seen(run: Run) -> int:
-    """How many members the replica's last ``members:`` line names."""
-    lines = re.findall(r"members: (.*)$", run.log, re.MULTILINE)
-    return len(lines[-1].split(", ")) if lines else 0
-
-
-def writers(plane: ControlPlane, namespace: str, start: int) -> dict[str, set[str]]:
-    """Per app, the replicas (by the identity in their User-Agent) that wrote its record or its
-    ReplicaSets since byte ``start`` of the API server's audit log."""
-    found: dict[str, set[str]] = {}
-    events: list[Any] = audit_events(plane, start)
-    for event in events:
-        where = event.get("objectRef") or {}
-        name = str(where.get("name", ""))
-        if event["verb"] not in WRITES or where.get("namespace") != namespace or not name:
-            continue
-        if where["resource"] == "configmaps" and name.startswith("gitdeploy."):
-            app = name.removeprefix("gitdeploy.")
-        elif where["resource"] == "replicasets":
-            app = name.rsplit("-", 1)[0]
-        else:
-            continue
-        agent = re.search(r"gitdeploy \((\S+)\)", str(event.get("userAgent", "")))
-        found.setdefault(app, set()).add(agent.group(1) if agent else str(event.get("userAgent")))
-    return found
-
-
 def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_ones(
     control_plane: ControlPlane,
     managed_namespace: ManagedNamespace,
@@ -121,20 +66,12 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
 ) -> None:
     namespace = managed_namespace("shard")
     git_remote.commit_and_push("Settings", {"gitdeploy.yaml": settings(namespace)})
-    common = ["--sharding", "--repo", git_remote.url, "-n", namespace, "--interval", "1s"]
-    common += ["--lease-namespace", GITDEPLOY_NAMESPACE, *FAST_LEASE]
-    replicas = []
-    for name in ("a", "b", "c"):
-        # each its own pod, as deploy/deployment.yaml's: a killed one is noticed by its Lease alone
-        monkeypatch.setenv("POD_NAME", f"gitdeploy-{name}")
-        replicas.append(runs(name, *common))
-    identities = {identity(run): run for run in replicas}
-    wait_for("each replica to see three members", lambda: all(members_seen(r) == 3 for r in replicas))
+    identities = fleet(runs, monkeypatch, git_remote, namespace)
 
     # When a commit adds 12 apps: every app converges, claimed by the replica the hash gives it to
     start = audit_log_size(control_plane)
-    git_remote.commit_and_push("Add the apps", apps("registry.test/web:1"))
-    wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1), timeout=120)
+    git_remote.commit_and_push("Add the apps", apps(APPS, "registry.test/web:1"))
+    wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1, APPS), timeout=120)
     owners = {name: owner_of(f"{namespace}/{name}", identities) for name in views(gitdeploy, namespace)}
     claimed = {name: (v["owner"], v["shardEpoch"]) for name, v in views(gitdeploy, namespace).items()}
     assert claimed == {name: (owner, 1) for name, owner in owners.items()}
@@ -173,8 +110,8 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
     }
     assert announced == set(its_apps), [event["message"] for event in events["items"]]
     # ... and a commit changing every app rolls out all of them, by the survivors
-    git_remote.commit_and_push("Bump", apps("registry.test/web:2"))
-    wait_for(f"{APPS} apps at revision 2", converged(gitdeploy, namespace, 2), timeout=120)
+    git_remote.commit_and_push("Bump", apps(APPS, "registry.test/web:2"))
+    wait_for(f"{APPS} apps at revision 2", converged(gitdeploy, namespace, 2, APPS), timeout=120)
     assert moved(), views(gitdeploy, namespace)
     # ... each app written since by its owner now alone (the apps that did not move: the same one)
     assert writers(control_plane, namespace, killed) == {name: {after[name]} for name in owners}
@@ -211,12 +148,12 @@ def test_a_push_delivered_to_one_sharded_replica_reaches_the_others_through_the_
     start = audit_log_size(control_plane)
 
     # When a commit adds 12 apps and its webhook reaches replica b alone
-    sha = git_remote.commit_and_push("Add the apps", apps("registry.test/web:1"))
+    sha = git_remote.commit_and_push("Add the apps", apps(APPS, "registry.test/web:1"))
     assert deliver_push(ports[1], git_remote.url, sha) == 200
 
     # Then every app rolls out, those the other two replicas own too (only the announcement
     # could tell them: nobody polls)
-    wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1), timeout=120)
+    wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1, APPS), timeout=120)
     owners = {v["owner"] for v in views(gitdeploy, namespace).values()}
     receiver = identity(replicas[1])
     assert owners - {receiver}, f"the receiver owns every app: {owners}"

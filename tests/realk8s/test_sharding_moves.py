@@ -1,0 +1,157 @@
+"""Apps moving between ``gitdeploy run --sharding`` replicas on the real control plane, as
+deploy/'s ServiceAccount, 60 apps on three replicas: one paused (SIGSTOP) in the middle of its
+apps' rollouts writes nothing for them once resumed until it claimed them anew (the API server's
+audit log says who wrote what, and in which order), and a fourth replica that joins takes only the
+apps the hash gives it, about a quarter, while nobody writes anything for the others."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gitdeploy.core.sharding import moved, owner_of
+from tests.fixtures.cli import RunCli
+from tests.fixtures.gitrepo import GitRemote
+from tests.realk8s.controlplane import ControlPlane, audit_events, audit_log_size
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, wait_for
+from tests.realk8s.manifests import settings
+from tests.realk8s.sharding import (
+    app_written,
+    apps,
+    claims,
+    converged,
+    fleet,
+    identity,
+    sharded_args,
+    start_replica,
+    writer,
+    writers,
+)
+
+pytestmark = pytest.mark.usefixtures("isolated_git_config")
+
+APPS = 60
+
+
+def owners(namespace: str, identities: set[str]) -> dict[str, str]:
+    return {f"app-{i:02}": str(owner_of(f"{namespace}/app-{i:02}", identities)) for i in range(APPS)}
+
+
+def settled_fleet(
+    plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+    runs: Callable[..., Run],
+    monkeypatch: pytest.MonkeyPatch,
+    **spec: Any,
+) -> tuple[str, dict[str, Run]]:
+    """Given three replicas and 60 apps of two pods at revision 1, each claimed by its owner."""
+    namespace = managed_namespace("moves")
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": settings(namespace)})
+    replicas = fleet(runs, monkeypatch, git_remote, namespace)
+    git_remote.commit_and_push("Add the apps", apps(APPS, "registry.test/web:1", 2, **spec))
+    wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1, APPS), timeout=300)
+    expected = {app: (owner, 1) for app, owner in owners(namespace, set(replicas)).items()}
+    assert claims(gitdeploy, namespace) == expected
+    return namespace, replicas
+
+
+def test_a_paused_replica_writes_nothing_for_its_apps_after_they_moved_until_it_claims_them_anew(
+    control_plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+    runs: Callable[..., Run],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (minReadySeconds: each rollout takes a few seconds, so the pause falls in the middle of them)
+    namespace, replicas = settled_fleet(
+        control_plane, managed_namespace, git_remote, gitdeploy, runs, monkeypatch, minReadySeconds=3
+    )
+    expected = owners(namespace, set(replicas))
+    victim = max(replicas, key=lambda i: sum(owner == i for owner in expected.values()))
+    its_apps = {app for app, owner in expected.items() if owner == victim}
+
+    # When its apps change and it is paused (SIGSTOP) once one of their rollouts is under way
+    start = audit_log_size(control_plane)
+    git_remote.commit_and_push("Bump", apps(APPS, "registry.test/web:2", 2, minReadySeconds=3))
+    wait_for(
+        "a rollout of the victim's under way",
+        lambda: bool(set(writers(control_plane, namespace, start)) & its_apps),
+    )
+    replicas[victim].process.send_signal(signal.SIGSTOP)
+    try:
+        # Then, once its Lease expired, the others claim its apps and finish every rollout
+        wait_for(
+            "its apps claimed by the others",
+            lambda: all(claims(gitdeploy, namespace)[app][0] != victim for app in its_apps),
+        )
+        wait_for(f"{APPS} apps at revision 2", converged(gitdeploy, namespace, 2, APPS), timeout=300)
+        resumed = audit_log_size(control_plane)
+    finally:
+        replicas[victim].process.send_signal(signal.SIGCONT)
+
+    # When it resumes, it rejoins: its apps come back to it only after the others released them
+    wait_for(
+        "its apps back with it, claimed anew",
+        lambda: all((c := claims(gitdeploy, namespace)[app])[0] == victim and c[1] >= 3 for app in its_apps),
+    )
+    wait_for(f"{APPS} apps settled", converged(gitdeploy, namespace, 2, APPS), timeout=120)
+
+    # Then every write it made for an app after the resume came after a record write of its that
+    # went through (its claim, naming the record as it was): nothing it had under way before the
+    # pause reached the cluster, and each ReplicaSet write names the version the server holds
+    events: list[Any] = audit_events(control_plane, resumed)
+    claimed: set[str] = set()
+    stale = []
+    for event in events:
+        app = app_written(event, namespace)
+        if app is None or writer(event) != victim:
+            continue
+        code = (event.get("responseStatus") or {}).get("code", 0)
+        if event["objectRef"]["resource"] == "configmaps" and 200 <= code < 300:
+            claimed.add(app)
+        elif event["objectRef"]["resource"] != "configmaps" and app not in claimed:
+            stale.append((event["verb"], event["objectRef"]["name"], code))
+    assert stale == []
+    assert claimed == its_apps, "it claimed each of its apps back with a record write"
+    for run in replicas.values():
+        assert "forbidden" not in run.log.lower(), run.log
+
+
+def test_a_fourth_replica_takes_only_the_apps_the_hash_gives_it_and_nothing_else_is_written(
+    control_plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+    runs: Callable[..., Run],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    namespace, replicas = settled_fleet(
+        control_plane, managed_namespace, git_remote, gitdeploy, runs, monkeypatch
+    )
+    before = frozenset(replicas)
+    first = owners(namespace, set(before))
+    start = audit_log_size(control_plane)
+
+    # When a fourth replica joins
+    fourth = start_replica(runs, monkeypatch, "d", *sharded_args(git_remote, namespace))
+    joined = identity(fourth)
+    after = before | {joined}
+    moves = {name.split("/", 1)[1] for name in moved(before, after, [f"{namespace}/{app}" for app in first])}
+    expected = {app: (joined, 2) if app in moves else (owner, 1) for app, owner in first.items()}
+    wait_for("the fourth replica's apps claimed by it", lambda: claims(gitdeploy, namespace) == expected)
+
+    # Then only the apps the hash gives it moved, about a quarter of them, each claimed anew
+    assert APPS // 8 <= len(moves) <= APPS // 2, moves
+    # ... their old owners released them and the fourth claimed them, and no other app's record or
+    # ReplicaSets were written by anyone (the audit log of deploy/'s ServiceAccount)
+    written = writers(control_plane, namespace, start)
+    assert set(written) == moves, written
+    assert all(who == {first[app], joined} for app, who in written.items()), written
+    assert converged(gitdeploy, namespace, 1, APPS)()
+    assert "forbidden" not in fourth.log.lower(), fourth.log
