@@ -17,11 +17,14 @@ from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.leader import SETTINGS, Embedded, Run, leader_cluster  # noqa: F401 (a fixture)
 from tests.fixtures.sharding import (
     NAMESPACE,
+    Counts,
     apps,
     claims,
     converged,
     free_port,
+    per_resync,
     sharded_runs,  # noqa: F401 (runs is a fixture)
+    spent,
 )
 from tests.fixtures.waiting import eventually
 
@@ -36,9 +39,6 @@ LEASE = ["--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "
 @pytest.fixture(autouse=True)
 def _no_machine_git_config(isolated_git_config: None) -> None:
     """git runs without the machine's configuration."""
-
-
-Counts = Counter[tuple[str, str]]
 
 
 def start(runs: Callable[..., Run], name: str, repo: str, *extra: str) -> tuple[Run, str]:
@@ -74,20 +74,6 @@ NAMESPACE_READ = 2
 
 MOST_RESYNCS = int(WINDOW // RESYNC) + 1
 """How many resyncs one process makes at most in the window."""
-
-
-def spent(counts: Counts) -> int:
-    """Requests, Leases (coordination) and watches (one per kind and namespace, held open and
-    renewed each minute) apart."""
-    return sum(n for (verb, resource), n in counts.items() if resource != "leases" and verb != "watch")
-
-
-def per_resync(counts: Counts) -> float:
-    """:func:`spent` per resync: each resync's pass lists the namespace's ReplicaSets once, and
-    nothing else does (the watches resume from where they were)."""
-    resyncs = counts[("list", "replicasets")]
-    assert resyncs >= MOST_RESYNCS - 2, counts
-    return round(spent(counts) / resyncs, 1)
 
 
 def leader_lines(fleet: list[tuple[Run, str]]) -> str:
@@ -139,11 +125,12 @@ def test_a_settled_fleet_costs_no_more_api_calls_than_one_replica(
     assert solo_cost <= MOST_RESYNCS * (NAMESPACE_READ + 1), report
     for identity in identities:
         assert costs[identity] <= MOST_RESYNCS * (NAMESPACE_READ + (identity == leader)), report
-    assert per_resync(one[solo_identity]) == NAMESPACE_READ + 1, report
-    assert {i: per_resync(three[i]) for i in identities} == {
+    assert per_resync(one[solo_identity], MOST_RESYNCS) == NAMESPACE_READ + 1, report
+    assert {i: per_resync(three[i], MOST_RESYNCS) for i in identities} == {
         i: NAMESPACE_READ + (i == leader) for i in identities
     }, report
     # ... so the fleet's resync costs one replica's plus one read of the namespace per other
     # replica (per replica, not per app); Leases and watches apart
-    fleet_per_resync = sum(per_resync(three[i]) for i in identities)
-    assert fleet_per_resync == per_resync(one[solo_identity]) + (len(identities) - 1) * NAMESPACE_READ
+    fleet_per_resync = sum(per_resync(three[i], MOST_RESYNCS) for i in identities)
+    solo_per_resync = per_resync(one[solo_identity], MOST_RESYNCS)
+    assert fleet_per_resync == solo_per_resync + (len(identities) - 1) * NAMESPACE_READ

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -20,13 +19,6 @@ from tests.realk8s.manifests import deployment
 
 WRITES = {"create", "update", "patch", "delete"}
 FAST_LEASE = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "0.3s"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def apps(count: int, image: str, replicas: int = 1, **spec: Any) -> dict[str, str]:

@@ -19,6 +19,7 @@ from gitdeploy.core.sharding import MEMBER_LABEL, owner_of
 from gitdeploy.server.webhook import github_signature
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.sharding import free_port
 from tests.realk8s.controlplane import GITDEPLOY_NAMESPACE, ControlPlane, audit_events, audit_log_size
 from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, wait_for
 from tests.realk8s.manifests import settings
@@ -27,7 +28,6 @@ from tests.realk8s.sharding import (
     apps,
     converged,
     fleet,
-    free_port,
     identity,
     members_seen,
     views,
