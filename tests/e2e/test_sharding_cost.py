@@ -19,12 +19,11 @@ from tests.fixtures.sharding import (
     NAMESPACE,
     Counts,
     apps,
+    assert_resync_costs,
     claims,
     converged,
     free_port,
-    per_resync,
     sharded_runs,  # noqa: F401 (runs is a fixture)
-    spent,
 )
 from tests.fixtures.waiting import eventually
 
@@ -66,10 +65,6 @@ def measure(cluster: Embedded, identities: list[str]) -> dict[str, Counts]:
     time.sleep(WINDOW)
     found = requests_by_agent(cluster)
     return {identity: found.get(identity, Counter()) for identity in identities}
-
-
-NAMESPACE_READ = 2
-"""A pass over many apps of a namespace lists it once per kind: ReplicaSets and app records."""
 
 
 MOST_RESYNCS = int(WINDOW // RESYNC) + 1
@@ -117,20 +112,7 @@ def test_a_settled_fleet_costs_no_more_api_calls_than_one_replica(
 
     # Then, settled, neither wrote anything but Leases
     assert [w for w in cluster.writes() if " leases " not in w] == []
-    # ... and at each resync each read its namespace once (ReplicaSets and app records), and the
-    # leader alone listed the records again to find orphans (pruning is its work): nothing else
+    # ... and at each resync each read its namespace once, and the leader alone listed the
+    # records again to find orphans: nothing else, so the fleet costs more per replica, not per app
     leader = next(identity for identity in identities if f"identity {identity})" in leader_lines(fleet))
-    solo_cost = spent(one[solo_identity])
-    costs = {identity: spent(three[identity]) for identity in identities}
-    assert solo_cost <= MOST_RESYNCS * (NAMESPACE_READ + 1), report
-    for identity in identities:
-        assert costs[identity] <= MOST_RESYNCS * (NAMESPACE_READ + (identity == leader)), report
-    assert per_resync(one[solo_identity], MOST_RESYNCS) == NAMESPACE_READ + 1, report
-    assert {i: per_resync(three[i], MOST_RESYNCS) for i in identities} == {
-        i: NAMESPACE_READ + (i == leader) for i in identities
-    }, report
-    # ... so the fleet's resync costs one replica's plus one read of the namespace per other
-    # replica (per replica, not per app); Leases and watches apart
-    fleet_per_resync = sum(per_resync(three[i], MOST_RESYNCS) for i in identities)
-    solo_per_resync = per_resync(one[solo_identity], MOST_RESYNCS)
-    assert fleet_per_resync == solo_per_resync + (len(identities) - 1) * NAMESPACE_READ
+    assert_resync_costs(one[solo_identity], three, leader, MOST_RESYNCS, "\n".join(report))
