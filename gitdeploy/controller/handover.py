@@ -5,9 +5,10 @@ When a member's Lease expires, the survivors inherit its apps: thousands at once
 fleet. Claiming each in the pass over it would make the last claim wait for every step before it
 (a pass looks at each app it claims, a few at a time), while the apps go unowned; and when a
 member joins, the apps it gets wait for their old owners to release them. :class:`Handover` does
-both first, on a thread of its own: it reads the moved apps' records (from the watch cache,
-which holds every watched namespace's records, parsed once per version; else one list per
-namespace, or one read per app when few moved there) and admits each through
+both first, on a thread of its own (and the releases, a write each, on a few more): it reads the
+moved apps' records (from the watch cache, which holds every watched namespace's records, parsed
+once per version; else one list per namespace, or one read per app when few moved there) and
+admits each through
 :meth:`~gitdeploy.controller.shards.ShardGate.admit`, by the same rules as a pass (an app whose
 old owner has not let go yet waits; a release is written at once, naming the resourceVersion
 read). An app whose old owner let go (released it, or its Lease expired) is *adopted*: held at
@@ -138,7 +139,12 @@ class Handover:
                     continue
                 for key in members:
                     read = records.get(key.name)
-                    admitted.append((key, read, pool.submit(self._admit, key, read, told)))
+                    if self.gate.mine(key):  # adopted, or left to wait: no write, so no thread
+                        acted: Future[bool] = Future()
+                        acted.set_result(self._admit(key, read, told))
+                    else:  # released: a write each, a few at a time
+                        acted = pool.submit(self._admit, key, read, told)
+                    admitted.append((key, read, acted))
         self._tell(told)
         return {
             key: read
