@@ -39,11 +39,15 @@ from gitdeploy.core.sharding import (
     SeenMember,
     live_members,
     member_lease_name,
+    next_expiry,
     stale_members,
 )
 from gitdeploy.errors import ConflictError, GitdeployError, NotFoundError
 
 log = logging.getLogger("gitdeploy.sharding")
+
+EXPIRY_MARGIN = 0.05
+"""Seconds after a member's Lease expires at which to look again (so the look comes after it)."""
 
 
 class Membership:
@@ -237,7 +241,16 @@ class Membership:
     def _run(self) -> None:
         while not self._stop.is_set():
             self.step()
-            self._stop.wait(self.timings.retry_period * random.uniform(1.0, JITTER_FACTOR) / JITTER_FACTOR)
+            self._stop.wait(self.next_wait())
+
+    def next_wait(self) -> float:
+        """Seconds until the next try: a retry period (with jitter), or less when a member's Lease
+        expires sooner (:func:`~gitdeploy.core.sharding.next_expiry`): then just after it."""
+        wait = self.timings.retry_period * random.uniform(1.0, JITTER_FACTOR) / JITTER_FACTOR
+        with self._lock:
+            seen = [SeenMember(lease.spec, since) for _, since, lease in self._seen.values()]
+        expiry = next_expiry(seen, self.monotonic.now(), self.identity)
+        return wait if expiry is None else min(wait, expiry + EXPIRY_MARGIN)
 
     def close(self) -> None:
         """Stop renewing, and delete the member Lease (clean shutdown: the others take this

@@ -112,6 +112,26 @@ def live_members(seen: Iterable[SeenMember], now: float) -> frozenset[str]:
     )
 
 
+def next_expiry(seen: Iterable[SeenMember], now: float, own: str) -> float | None:
+    """Seconds until the first of the live members other than ``own`` expires unless its Lease
+    changes (None: no other live member). A replica looks at the members again then rather than
+    at its next renewal, so that a killed replica's apps move as soon as its Lease expired, not up
+    to a retry period later; a member that renews meanwhile is seen changed, and stays.
+
+    >>> seen = [SeenMember(LeaseSpec("a", 15), 100.0), SeenMember(LeaseSpec("b", 15), 92.0)]
+    >>> next_expiry(seen, now=105.0, own="a"), next_expiry(seen, now=105.0, own="b")
+    (2.0, 10.0)
+    >>> next_expiry(seen, now=108.0, own="a") is None  # b expired already: nobody left to wait for
+    True
+    """
+    left = [
+        m.observed_at + m.spec.duration_seconds - now
+        for m in seen
+        if m.spec.holder and m.spec.holder != own and now < m.observed_at + m.spec.duration_seconds
+    ]
+    return min(left, default=None)
+
+
 def stale_members(seen: Mapping[str, SeenMember], now: float) -> list[str]:
     """The member Leases (by name) the leader deletes: left unchanged for :data:`STALE_AFTER` ×
     their duration since this process first saw them so (a replica killed by ``kill -9`` never

@@ -13,11 +13,11 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.handover import EVENTS_PER_HANDOVER, Handover
-from gitdeploy.controller.membership import Membership
+from gitdeploy.controller.membership import EXPIRY_MARGIN, Membership
 from gitdeploy.controller.shards import Admission, ShardGate
 from gitdeploy.controller.watchcache import WatchCache
 from gitdeploy.core.history.records import AppRecord
-from gitdeploy.core.lease import LeaseTimings
+from gitdeploy.core.lease import JITTER_FACTOR, LeaseTimings
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord
 from gitdeploy.core.sharding import ShardClaim, member_lease_name, owner_of
@@ -86,6 +86,30 @@ def test_members_are_the_leases_renewed_within_their_duration_on_my_clock(
     assert adapter.read_lease(NAMESPACE, member_lease_name(B)) is None
     a.step()
     assert a.members() == {A}
+
+
+def test_a_replica_looks_at_the_members_again_as_soon_as_a_silent_ones_lease_expires(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
+    b.step()
+    a.step()
+    regular = (TIMINGS.retry_period / JITTER_FACTOR, TIMINGS.retry_period)
+    assert regular[0] <= a.next_wait() <= regular[1]
+
+    # When b stops renewing, and a looks 14 s after it saw b's Lease change
+    fake_clock.advance(14)
+    a.step()
+    assert a.members() == {A, B}
+
+    # Then a looks again just after b's Lease expires, 1 s on, not a retry period (2 s) later
+    wait = a.next_wait()
+    assert wait == pytest.approx(1 + EXPIRY_MARGIN)
+    fake_clock.advance(wait)
+    a.step()
+    assert a.members() == {A}
+    # ... and, with no other member left, at its retry period again
+    assert regular[0] <= a.next_wait() <= regular[1]
 
 
 def test_a_paused_replica_refuses_the_writes_of_the_step_it_was_in_even_after_renewing(
