@@ -116,7 +116,7 @@ class Handover:
                 for key in keys:
                     self.gate.release_adopted(key)
             finally:  # whatever came of it, their passes decide them now
-                self.gate.handed(keys)
+                self.gate.hand(keys, done=True)
                 self.mark_due(keys)
             self.settle(adopted)
 

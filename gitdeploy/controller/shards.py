@@ -44,7 +44,7 @@ from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord, record_name
 from gitdeploy.core.sharding import ShardAct, ShardClaim, ShardDecision, concerned, decide_shard, owner_of
-from gitdeploy.errors import DamagedRecordError, GitdeployError, TransientError
+from gitdeploy.errors import ConflictError, DamagedRecordError, GitdeployError, TransientError
 from gitdeploy.source.repo import ConfigRepo
 
 log = logging.getLogger("gitdeploy.sharding")
@@ -75,6 +75,17 @@ class GitPosition:
         """Whether a commit is newer than a head, by (head, commit): a failover claims thousands
         of apps whose records name a few commits, and each answer is a ``git merge-base``."""
         self.fetch_now: Callable[[str], None] = lambda _sha: None
+        self._told: dict[AppKey, str] = {}
+        """The commit each app last waited for (said once in the log)."""
+
+    def waits(self, key: AppKey, record: AppRecord) -> bool:
+        """Whether a new owner of ``key`` waits for its head to reach the commit ``record`` names
+        (said once per commit in the log)."""
+        sha = self.behind(record)
+        if sha and self._told.get(key) != sha:
+            log.info("[%s] waits: its record names commit %s, newer than this replica's head", key, sha[:12])
+        self._told[key] = sha
+        return bool(sha)
 
     def behind(self, record: AppRecord) -> str:
         """The commit of ``record`` this replica's head is behind ('' when it is not)."""
@@ -144,8 +155,6 @@ class ShardGate:
         """The apps this replica claimed, with their shard epoch."""
         self.moves = 0
         """Apps this replica took over from another replica."""
-        self._told: dict[AppKey, str] = {}
-        """The commit each app last waited for (said once in the log)."""
         self._admitted: dict[AppKey, int] = {}
         """The membership term in which each app's pass under way was admitted."""
         self.observers: list[Callable[[int, int], None]] = []
@@ -169,29 +178,19 @@ class ShardGate:
         with self._lock:
             admitted = self._admitted.get(key)
         if not self.membership.fresh() or admitted != self.membership.term:
-            raise TransientError(
-                f"[{key}] not written: this replica's member Lease {self.membership.lease} was not "
-                f"renewed within {self.membership.timings.renew_deadline:g} s, so another replica "
-                "may own the app now",
-                hint="it acts again once it renewed its Lease and still owns the app",
-                retry_after=self.membership.timings.retry_period,
-            )
+            raise _lapsed(key, self.membership)
 
     def mine(self, key: AppKey) -> bool:
         """Whether this replica owns ``key`` by the hash among the live members (a resync looks at
         it; see :class:`~gitdeploy.controller.loop.ShardScope`)."""
         return owner_of(str(key), self.membership.members()) == self.identity
 
-    def concerned(
-        self, before: frozenset[str], after: frozenset[str], keys: Iterable[AppKey]
-    ) -> list[AppKey]:
-        """:func:`~gitdeploy.core.sharding.concerned`: of ``keys`` and the apps this replica
-        holds, those a change of the live members concerns here."""
-        return concerned(self.identity, self.held(), before, after, keys)
+    def concerned(self, before: frozenset[str], now: frozenset[str], keys: Iterable[AppKey]) -> list[AppKey]:
+        """:func:`~gitdeploy.core.sharding.concerned`, with the apps this replica holds."""
+        return concerned(self.identity, self.held(), before, now, keys)
 
     def looks_at(self, key: AppKey) -> bool:
-        """Whether this replica owns ``key`` by the hash or claimed it (see
-        :class:`~gitdeploy.controller.loop.ShardScope`)."""
+        """Whether this replica owns ``key`` by the hash or claimed it (see :meth:`mine`)."""
         with self._lock:
             if key in self.claims:
                 return True
@@ -224,15 +223,11 @@ class ShardGate:
             return dataclasses.replace(record, shard=ShardClaim(self.identity, epoch))
         return record
 
-    def hand(self, keys: Iterable[AppKey]) -> None:
-        """``keys`` are a handover's to admit (see :attr:`handing`)."""
+    def hand(self, keys: Iterable[AppKey], *, done: bool = False) -> None:
+        """``keys`` are a handover's to admit (see :attr:`handing`); ``done``: no longer, a pass
+        decides them now."""
         with self._lock:
-            self.handing.update(keys)
-
-    def handed(self, keys: Iterable[AppKey]) -> None:
-        """A handover is done with ``keys`` (a pass decides them now)."""
-        with self._lock:
-            self.handing.difference_update(keys)
+            (self.handing.difference_update if done else self.handing.update)(keys)
 
     def admit(
         self,
@@ -247,7 +242,28 @@ class ShardGate:
         """Decide whether this pass acts on ``key`` (claiming or releasing it first if need be).
         ``ahead``: a handover admits it ahead of its pass, and tells of a claim or a release
         through it (else an event on the app's record does, at once). ``parsed``: ``stored``'s
-        record, when the caller has it parsed already (a watch cache keeps it so)."""
+        record, when the caller has it parsed already (a watch cache keeps it so). A write that
+        conflicts after this replica's own claim of the app was written (the pass read the record
+        before it: right after a handover) is decided again on the record read anew."""
+        try:
+            return self._admit(key, stored, write, orphan, ahead, parsed)
+        except ConflictError:
+            with self._lock:
+                written = key in self.claims and key not in self.unwritten
+            if not written:
+                raise
+            fresh = self.cluster.read_app_record(key.namespace, key.name)
+            return self._admit(key, fresh, write, orphan, ahead, None)
+
+    def _admit(
+        self,
+        key: AppKey,
+        stored: StoredRecord | None,
+        write: RecordWriter,
+        orphan: bool,
+        ahead: Announce | None,
+        parsed: AppRecord | None,
+    ) -> Admission:
         announce = ahead or self.announce
         with self._lock:
             if key in self.handing and ahead is None:
@@ -365,11 +381,7 @@ class ShardGate:
         self._hold(key, epoch)
 
     def _behind(self, key: AppKey, record: AppRecord) -> bool:
-        sha = self.position.behind(record) if self.position is not None else ""
-        if sha and self._told.get(key) != sha:
-            log.info("[%s] waits: its record names commit %s, newer than this replica's head", key, sha[:12])
-        self._told[key] = sha
-        return bool(sha)
+        return self.position is not None and self.position.waits(key, record)
 
     def _claimed(
         self, key: AppKey, written: StoredRecord, claim: ShardClaim | None, epoch: int, announce: Announce
@@ -414,6 +426,16 @@ class ShardGate:
         """An event on the app's record (:data:`Announce`)."""
         involved = ("ConfigMap", record_name(key.name), written.uid)
         shard_event(self.cluster, self.clock, key.namespace, involved, reason, message)
+
+
+def _lapsed(key: AppKey, membership: Membership) -> TransientError:
+    """Why a write for ``key`` is refused: this replica's member Lease lapsed (:meth:`ShardGate.fence`)."""
+    return TransientError(
+        f"[{key}] not written: this replica's member Lease {membership.lease} was not renewed "
+        f"within {membership.timings.renew_deadline:g} s, so another replica may own the app now",
+        hint="it acts again once it renewed its Lease and still owns the app",
+        retry_after=membership.timings.retry_period,
+    )
 
 
 def shard_event(

@@ -467,3 +467,29 @@ def test_a_handover_takes_the_moved_apps_records_from_the_watch_cache_even_when_
     assert record_of(adapter, lagging)[0].deploy_requested
     assert requests[("update", "configmaps")] == len(b_apps) + 1  # the lagging one's conflict too
     assert sorted(due) == sorted(b_apps) and not gate.unwritten and gate.moves == len(b_apps)
+
+
+def test_a_pass_that_read_a_record_before_its_claim_was_written_acts_on_it_read_anew(
+    adapter: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock
+) -> None:
+    gate, b_apps = b_gone(adapter, fake_clock, 20)
+    key = b_apps[0]
+    _, listed = record_of(adapter, key)  # what a pass listed before a's handover wrote the claim
+    handover = Handover(gate, adapter, write(adapter), lambda _keys: None)
+    handover.settle(handover.claim(b_apps))
+    assert record_of(adapter, key)[0].shard == ShardClaim(A, 2)
+    before = embedded_cluster.stats.snapshot()
+
+    # When the pass admits the app on the record it listed (naming b, at epoch 1)
+    admitted = gate.admit(key, listed, write(adapter), orphan=False)
+
+    # Then its claim from that read conflicts, and it acts on the record read anew: a's claim
+    # stands as the handover wrote it, and the pass does not fail on a conflict
+    _, current = record_of(adapter, key)
+    assert admitted.act and admitted.stored is not None
+    assert admitted.stored.resource_version == current.resource_version
+    assert AppRecord.from_json(current.payload).shard == ShardClaim(A, 2)
+    requests = Counter(embedded_cluster.stats.snapshot()) - Counter(before)
+    # ... after one write that conflicted and one read (the other read is this test's, above)
+    assert (requests[("update", "configmaps")], requests[("get", "configmaps")]) == (1, 2)
+    assert gate.claims[key] == 2 and gate.holds(key)
