@@ -276,7 +276,7 @@ class ShardGate:
         if orphan:  # pruning is leader-only work: the leader claims orphans, as owners claim apps
             owner = self.identity if self.leading() else (self.leader() or None)
         try:
-            record = parsed or (AppRecord.from_json(stored.payload) if stored is not None else None)
+            record = AppRecord.from_json(stored.payload) if parsed is None and stored is not None else parsed
         except DamagedRecordError:  # nothing writes a damaged record: its owner reports it
             return Admission(owner == self.identity, stored)
         claim = record.shard if record is not None else None
@@ -334,9 +334,9 @@ class ShardGate:
         announce: Announce,
         parsed: AppRecord | None = None,
     ) -> bool:
-        """Write the claim of ``key``, adopted ahead of its pass, into its record ``stored`` (its
-        record ``parsed`` when at hand, as for :meth:`admit`), as :meth:`admit` would have, unless
-        a step wrote it already; tell of it through ``announce``.
+        """Write the claim of ``key``, adopted ahead of its pass, into its record ``stored`` (with
+        ``parsed``, its record parsed already) as :meth:`admit` would have, unless a step wrote it
+        already; tell of it through ``announce``.
         False when it is not this replica's to claim any more (the record changed: another
         replica claimed it, or its old owner came back): the adoption is dropped and its next
         pass decides. Raises what the write raises (a conflict: read the record again)."""
