@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -40,38 +41,46 @@ def owners(namespace: str, identities: set[str]) -> dict[str, str]:
     return {f"app-{i:02}": str(owner_of(f"{namespace}/app-{i:02}", identities)) for i in range(APPS)}
 
 
-def settled_fleet(
-    plane: ControlPlane,
-    managed_namespace: ManagedNamespace,
-    git_remote: GitRemote,
-    gitdeploy: RunCli,
-    runs: Callable[..., Run],
-    monkeypatch: pytest.MonkeyPatch,
-    **spec: Any,
-) -> tuple[str, dict[str, Run]]:
-    """Given three replicas and 60 apps of two pods at revision 1, each claimed by its owner."""
-    namespace = managed_namespace("moves")
-    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": settings(namespace)})
-    replicas = fleet(runs, monkeypatch, git_remote, namespace)
-    git_remote.commit_and_push("Add the apps", apps(APPS, "registry.test/web:1", 2, **spec))
-    wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1, APPS), timeout=300)
-    expected = {app: (owner, 1) for app, owner in owners(namespace, set(replicas)).items()}
-    assert claims(gitdeploy, namespace) == expected
-    return namespace, replicas
+@dataclass(frozen=True)
+class Settled:
+    """Three replicas as deploy/'s ServiceAccount and 60 apps of two pods at revision 1, each
+    claimed by its owner; with what the test needs to go on."""
+
+    namespace: str
+    replicas: dict[str, Run]
+    plane: ControlPlane
+    git_remote: GitRemote
+    gitdeploy: RunCli
+    runs: Callable[..., Run]
+    monkeypatch: pytest.MonkeyPatch
 
 
-def test_a_paused_replica_writes_nothing_for_its_apps_after_they_moved_until_it_claims_them_anew(
+@pytest.fixture
+def settled(
     control_plane: ControlPlane,
     managed_namespace: ManagedNamespace,
     git_remote: GitRemote,
     gitdeploy: RunCli,
     runs: Callable[..., Run],
     monkeypatch: pytest.MonkeyPatch,
+) -> Settled:
+    """Given three replicas and 60 apps at revision 1 (minReadySeconds: each rollout takes a few
+    seconds, so a pause can fall in the middle of them)."""
+    namespace = managed_namespace("moves")
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": settings(namespace)})
+    replicas = fleet(runs, monkeypatch, git_remote, namespace)
+    git_remote.commit_and_push("Add the apps", apps(APPS, "registry.test/web:1", 2, minReadySeconds=3))
+    wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1, APPS), timeout=300)
+    expected = {app: (owner, 1) for app, owner in owners(namespace, set(replicas)).items()}
+    assert claims(gitdeploy, namespace) == expected
+    return Settled(namespace, replicas, control_plane, git_remote, gitdeploy, runs, monkeypatch)
+
+
+def test_a_paused_replica_writes_nothing_for_its_apps_after_they_moved_until_it_claims_them_anew(
+    settled: Settled,
 ) -> None:
-    # (minReadySeconds: each rollout takes a few seconds, so the pause falls in the middle of them)
-    namespace, replicas = settled_fleet(
-        control_plane, managed_namespace, git_remote, gitdeploy, runs, monkeypatch, minReadySeconds=3
-    )
+    namespace, replicas, control_plane = settled.namespace, settled.replicas, settled.plane
+    git_remote, gitdeploy = settled.git_remote, settled.gitdeploy
     expected = owners(namespace, set(replicas))
     victim = max(replicas, key=lambda i: sum(owner == i for owner in expected.values()))
     its_apps = {app for app, owner in expected.items() if owner == victim}
@@ -124,15 +133,14 @@ def test_a_paused_replica_writes_nothing_for_its_apps_after_they_moved_until_it_
 
 
 def test_a_fourth_replica_takes_only_the_apps_the_hash_gives_it_and_nothing_else_is_written(
-    control_plane: ControlPlane,
-    managed_namespace: ManagedNamespace,
-    git_remote: GitRemote,
-    gitdeploy: RunCli,
-    runs: Callable[..., Run],
-    monkeypatch: pytest.MonkeyPatch,
+    settled: Settled,
 ) -> None:
-    namespace, replicas = settled_fleet(
-        control_plane, managed_namespace, git_remote, gitdeploy, runs, monkeypatch
+    namespace, replicas, control_plane = settled.namespace, settled.replicas, settled.plane
+    git_remote, gitdeploy, runs, monkeypatch = (
+        settled.git_remote,
+        settled.gitdeploy,
+        settled.runs,
+        settled.monkeypatch,
     )
     before = frozenset(replicas)
     first = owners(namespace, set(before))
