@@ -585,8 +585,7 @@ def run(
                 ctx, controller, (lease_namespace, lease_name, timings), relay, metrics, readiness
             ) as acting,
         ):
-            # the apps-by-state gauges: from the leader alone (a sum over replicas counts each app once)
-            instrument(controller, metrics, notifier, lambda: acting() and controller.images.leading())
+            instrument(controller, metrics, notifier, acting)
             watch_records(controller, stop, wake.set)  # rollback/deploy requests made elsewhere
             watch_rollouts(controller, stop, wake.set)  # pods ready: the next wave at once
             watch_streams(controller, stop, wake.set)  # `gitdeploy tag`: followers roll out at once
@@ -634,29 +633,41 @@ def instrument(
     acting: Callable[[], bool] = lambda: True,
 ) -> None:
     """Feed ``metrics`` (and ``notifier``) from the controller's observers and its API client; the
-    apps-by-state gauges are read from the cluster at each scrape while ``acting()`` (this process
-    leads: a standby exports zeros, so that a sum over replicas counts each app once), from the
-    watches' cache once they run (:func:`live_app_states`)."""
+    apps-by-state gauges are read from the cluster at each scrape, from the watches' cache once they
+    run (:func:`live_app_states`), so that a sum over replicas counts each app once: by the leader
+    while ``acting()`` (a standby exports zeros) or, with ``run --sharding``, by every replica while
+    ``acting()``, each counting the apps it holds (as Argo CD's controller shards each export
+    their own apps)."""
     observe_api_requests(controller.cluster.api, metrics.api_request)
     controller.poll_observers.append(metrics.observe_poll)
     controller.reconcile_observers.append(metrics.observe_reconcile)
     controller.runner.observers.append(metrics.observe_rollout)
     controller.runner.event_observers.append(metrics.observe_event)
     tally = AppTally()  # a scrape works out again only the apps that changed since the last one
-    metrics.follow_app_states(lambda: live_app_states(controller, tally) if acting() else ({}, {}, 0))
+
+    def app_states() -> AppStates | None:
+        scope = controller.shard_scope
+        if not acting() or (scope is None and not controller.images.leading()):
+            return {}, {}, 0
+        return live_app_states(controller, tally, None if scope is None else scope.held())
+
+    metrics.follow_app_states(app_states)
     if notifier is not None:
         notifier.start()
         controller.runner.observers.append(notifier)
 
 
-def live_app_states(controller: Controller, tally: AppTally | None = None) -> AppStates | None:
-    """The apps by state as ``gitdeploy status`` shows them now, from what the loop's watches saw
-    (no API request; with ``tally``, see :class:`~gitdeploy.controller.inspect.AppTally`) or, in a
-    namespace they have not listed yet, from the cluster; None when the cluster cannot be read (the
-    gauges keep their previous values, and the log says why)."""
+def live_app_states(
+    controller: Controller, tally: AppTally | None = None, only: Iterable[AppKey] | None = None
+) -> AppStates | None:
+    """The apps by state as ``gitdeploy status`` shows them now (with ``only``: those of them among
+    ``only``), from what the loop's watches saw (no API request; with ``tally``, see
+    :class:`~gitdeploy.controller.inspect.AppTally`) or, in a namespace they have not listed yet,
+    from the cluster; None when the cluster cannot be read (the gauges keep their previous values,
+    and the log says why)."""
     try:
         namespaces = controller.managed_namespaces()
-        counts = count_app_states(controller.cluster, namespaces, controller.watch_cache, tally)
+        counts = count_app_states(controller.cluster, namespaces, controller.watch_cache, tally, only)
     except GitdeployError as problem:
         logging.getLogger("gitdeploy").warning("apps by state for /metrics: %s", problem)
         return None

@@ -308,27 +308,49 @@ def count_app_states(
     namespaces: Iterable[str | None],
     watched: WatchCache | None = None,
     tally: AppTally | None = None,
+    only: Iterable[AppKey] | None = None,
 ) -> AppStateCounts:
-    """The apps of ``namespaces`` counted by state as :func:`list_app_views` shows them now (the
-    stored verdict checked against the cluster), never by the last pass's word. A namespace the
-    loop's watches hold in ``watched`` is counted from there, with no API request (with ``tally``:
-    working out again only the apps whose objects changed since it last counted); the others are
-    listed (two list calls each)."""
+    """The apps of ``namespaces`` (with ``only``: those of them among ``only``) counted by state as
+    :func:`list_app_views` shows them now (the stored verdict checked against the cluster), never
+    by the last pass's word. A namespace the loop's watches hold in ``watched`` is counted from
+    there, with no API request (with ``tally``: working out again only the apps whose objects
+    changed since it last counted); the others are listed (two list calls each)."""
+    mine: dict[str, set[str]] | None = None
+    if only is not None:
+        mine = defaultdict(set)
+        for key in only:
+            mine[key.namespace].add(key.name)
     states: list[AppState] = []
     for namespace in namespaces:
         held = watched.contents(namespace) if watched is not None and namespace is not None else None
         if held is None or watched is None:
-            states += map(_state, list_app_views(cluster, namespace))
-        elif tally is None:
+            views = list_app_views(cluster, namespace)
+            states += (
+                _state(view) for view in views if mine is None or view.key.name in mine[view.key.namespace]
+            )
+            continue
+        assert namespace is not None  # held: a namespace the watches listed
+        if mine is not None:
+            held = _held_of(held, mine[namespace])
+        if tally is None:
             states += map(_state, app_views(*held, load=watched.load))
         else:
-            assert namespace is not None  # held: a namespace the watches listed
             states += tally.states(namespace, held, watched.load)
     return AppStateCounts(
         Counter(sync for sync, _, _ in states),
         Counter(health for _, health, _ in states),
         sum(suspended for _, _, suspended in states),
     )
+
+
+def _held_of(
+    held: tuple[list[ObservedReplicaSet], list[StoredRecord]], names: set[str]
+) -> tuple[list[ObservedReplicaSet], list[StoredRecord]]:
+    """The ReplicaSets and records of a watch cache's namespace that belong to the apps ``names``."""
+    replica_sets, records = held
+    return [rs for rs in replica_sets if rs.app in names], [
+        stored for stored in records if stored.app in names
+    ]
 
 
 def watched_app_views(

@@ -67,11 +67,14 @@ def test_three_replicas_share_the_apps_and_each_app_is_written_by_its_owner_alon
         if app is not None:
             by_app.setdefault(app, set()).add(writer(write))
     assert by_app == {app: {owner} for app, owner in expected.items()}
-    # ... and each replica says how many apps it owns, and that none moved
+    # ... and each replica says how many apps it owns, that none moved, and counts their states
+    # (so a sum over the replicas counts each app once)
     counts = Counter(expected.values())
     for replica in replicas:
         assert replica.metric("gitdeploy_shard_apps_owned") == counts[replica.identity]
         assert replica.metric("gitdeploy_shard_moves_total") == 0
+        assert replica.metric('gitdeploy_apps_sync_state{state="Synced"}') == counts[replica.identity]
+        assert replica.metric('gitdeploy_apps_health_state{state="Healthy"}') == counts[replica.identity]
     # ... and `gitdeploy status` shows each app's owner
     status = cluster.run_cli("status", "-n", NAMESPACE)
     assert status.returncode == 0 and "OWNER" in status.stdout.upper()

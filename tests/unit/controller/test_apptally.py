@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from kubernetes import client
@@ -11,6 +12,7 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import AppTally, count_app_states
 from gitdeploy.controller.watchcache import WatchCache
 from gitdeploy.core.history.records import AppRecord, SyncStatus, load_record
+from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
 from gitdeploy.core.scaling.replicasets import ReplicaSetState
 
@@ -83,3 +85,23 @@ def test_an_object_of_unknown_version_is_worked_out_at_every_count() -> None:
     tally.states("shop", held, load)
     tally.states("shop", held, load)
     assert loaded == ["web", "web"]
+
+
+def test_a_sharded_replica_counts_only_the_apps_it_holds() -> None:
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [replica_set("web", "1"), replica_set("api", "2", ready=0)])
+    cache.replace_records("shop", [record("web", "3"), record("api", "4", "OutOfSync", "Progressing")])
+    whole = count_app_states(NO_CLUSTER, ["shop"], cache)
+    # Given two replicas, one holding web and one api, When each counts (with a tally and without)
+    counts = []
+    for app in ("web", "api"):
+        only = [AppKey("shop", app)]
+        counted = count_app_states(NO_CLUSTER, ["shop"], cache, AppTally(), only)
+        assert counted == count_app_states(NO_CLUSTER, ["shop"], cache, None, only)
+        counts.append(counted)
+    # Then each counts its own app alone, and the two add up to the count of every app
+    assert [sum(c.sync.values()) for c in counts] == [1, 1]
+    assert counts[0].sync == {"Synced": 1} and counts[1].sync == {"OutOfSync": 1}
+    web, api = counts
+    assert Counter(web.sync) + Counter(api.sync) == whole.sync
+    assert Counter(web.health) + Counter(api.health) == whole.health
