@@ -11,7 +11,7 @@ costs no API request, as on ``run --listen``.
   listed at each refresh, as before, and the log says why, once.
 
 A namespace whose watch is refused is listed at each refresh. The threads are daemons: they end
-with the process.
+with the process, or once the ``stop`` given to :func:`followed_apps` is set.
 """
 
 from __future__ import annotations
@@ -62,9 +62,10 @@ class _Found:
     """The namespaces the watches follow: named by ``-n``, or found by the watch of every
     namespace's records (then ``(None,)`` until its first list, and for good once it is refused)."""
 
-    def __init__(self, follow: Callable[[str], None]) -> None:
+    def __init__(self, follow: Callable[[str], None], stop: threading.Event) -> None:
         self._lock = threading.Lock()
         self._follow = follow
+        self.stop = stop
         self._namespaces: set[str] = set()
         self._listed = False
         self.refused: set[tuple[str | None, Kind]] = set()
@@ -100,8 +101,11 @@ class _Found:
             )  # fmt: skip
 
 
-def followed_apps(cluster: Cluster, namespaces: Sequence[str] = ()) -> FollowedApps:
-    """The apps source of ``gitdeploy dashboard [-n NS]...``, its watches started."""
+def followed_apps(
+    cluster: Cluster, namespaces: Sequence[str] = (), stop: threading.Event | None = None
+) -> FollowedApps:
+    """The apps source of ``gitdeploy dashboard [-n NS]...``, its watches started (each ends at its
+    next turn once ``stop`` is set)."""
     cache = WatchCache()
 
     def follow(namespace: str) -> None:
@@ -114,7 +118,7 @@ def followed_apps(cluster: Cluster, namespaces: Sequence[str] = ()) -> FollowedA
                 daemon=True,
             ).start()
 
-    found = _Found(follow)
+    found = _Found(follow, stop or threading.Event())
     apps = FollowedApps(cluster, found.wanted)
     apps.follow(cache)
 
@@ -147,10 +151,13 @@ def _follow_unless_refused(
     once: Callable[[str, Callable[[str], None]], str],
 ) -> None:
     """:func:`keep_following` with ``once`` (one list-then-watch) until the cluster refuses it
-    (403): then the refusal is told once, and the watch ends."""
+    (403): then the refusal is told once, and the watch ends; or until ``found.stop``."""
     halt = threading.Event()
 
     def guarded(version: str, reached: Callable[[str], None]) -> str:
+        if found.stop.is_set():
+            halt.set()
+            return version
         try:
             return once(version, reached)
         except ForbiddenError as refused:
