@@ -181,8 +181,9 @@ class Endpoints:
             state = server.readiness.state()
             status = HTTPStatus.OK if state.ready else HTTPStatus.SERVICE_UNAVAILABLE
             await _send(scope, send, status, _line(state.reason))
-        else:
-            await _send(scope, send, HTTPStatus.OK, server.metrics.render(), CONTENT_TYPE)
+        else:  # on a thread: counting thousands of apps' states must not hold up probes and pushes
+            body = await asyncio.to_thread(server.metrics.render)
+            await _send(scope, send, HTTPStatus.OK, body, CONTENT_TYPE)
 
     async def _hook(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A webhook delivery: its length and headers checked before its body is read."""

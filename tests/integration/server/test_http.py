@@ -186,6 +186,38 @@ def test_metrics_exposition_parses_with_the_values_of_the_calls(
     assert at("gitdeploy_build_info", version="0.1.0") == 1
 
 
+def test_a_slow_scrape_holds_up_neither_the_probes_nor_a_push(
+    server: HttpServer, client: httpx.Client, metrics: Metrics, pushes: PushRecorder
+) -> None:
+    # Given a scrape whose app states take long to read (a fleet of thousands of apps)
+    reading, release = threading.Event(), threading.Event()
+
+    def read() -> tuple[dict[str, int], dict[str, int], int]:
+        reading.set()
+        release.wait(10)
+        return {"Synced": 1}, {"Healthy": 1}, 0
+
+    metrics.follow_app_states(read)
+    scraped: list[httpx.Response] = []
+    scrape = threading.Thread(target=lambda: scraped.append(httpx.get(f"{server.url}/metrics", timeout=10)))
+    scrape.start()
+    try:
+        assert reading.wait(5)
+        # When the probes are asked and a push arrives meanwhile, Then they are answered
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/readyz").status_code in (200, 503)
+        body = github_push_body()
+        assert client.post("/hooks/git", content=body, headers=signed(body)).status_code == 200
+        assert pushes.arrived.wait(5) and not scraped, "answered while the scrape still reads"
+    finally:
+        release.set()
+        scrape.join(10)
+    # ... and the scrape then answers with what it read
+    assert (
+        scraped[0].status_code == 200 and 'gitdeploy_apps_sync_state{state="Synced"} 1.0' in scraped[0].text
+    )
+
+
 # -- webhook ------------------------------------------------------------------------------------
 
 
