@@ -93,6 +93,11 @@ class Metrics:
         self._clock = clock
         self._states_lock = threading.Lock()
         self._read_app_states: Callable[[], AppStates | None] | None = None
+        self._reading = threading.Lock()
+        """Held while a scrape reads the app states: scrapes at once read them one after another
+        (each reading works out what changed since the last; side by side they would each hold
+        the same transient objects, and on a fleet of thousands of apps a slow scrape that
+        Prometheus retries would pile them up)."""
         registry = self.registry
         if process_collectors:
             ProcessCollector(registry=registry)
@@ -227,7 +232,10 @@ class Metrics:
     def render(self) -> bytes:
         """Every series in the Prometheus text format (serve it with :data:`CONTENT_TYPE`)."""
         read = self._read_app_states
-        states = read() if read is not None else None
+        states = None
+        if read is not None:
+            with self._reading:
+                states = read()
         if states is not None:
             self.set_app_states(*states)
         with self._states_lock:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from gitdeploy.core.rollout.outputs import Event
-from gitdeploy.server.metrics import HealthState, Metrics, SyncState
+from gitdeploy.server.metrics import AppStates, HealthState, Metrics, SyncState
 
 
 def samples(metrics: Metrics) -> list[Sample]:
@@ -173,6 +176,29 @@ def test_followed_app_states_are_read_at_each_render_and_none_keeps_the_last(met
     assert last[("gitdeploy_apps_health_state", "Degraded")] == 1
     assert last[("gitdeploy_apps_image_triggers_suspended", "")] == 1
     assert answers == []
+
+
+def test_scrapes_at_once_read_the_app_states_one_after_another(metrics: Metrics) -> None:
+    reading: list[int] = []
+    most = [0]
+
+    def read() -> AppStates:
+        reading.append(1)
+        most[0] = max(most[0], len(reading))
+        time.sleep(0.05)  # a reading that takes a while: a fleet of thousands of apps
+        reading.pop()
+        return {"Synced": 1}, {"Healthy": 1}, 0
+
+    metrics.follow_app_states(read)
+    # When four scrapes arrive at once
+    scrapes = [threading.Thread(target=metrics.render) for _ in range(4)]
+    for scrape in scrapes:
+        scrape.start()
+    for scrape in scrapes:
+        scrape.join()
+    # Then each read the states, one at a time
+    assert most == [1]
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 1
 
 
 def test_canary_steps_and_analysis_runs_by_phase_count_from_the_passes_events(metrics: Metrics) -> None:
