@@ -68,7 +68,7 @@ def replica(name: str, repo: GeneratedRepo, cluster: LocalCluster, work: Path) -
 
 
 def wait_until_synced(bases: list[str], apps: int, limit: float) -> float:
-    """Seconds until every app is Synced (the leader alone exports the gauges: summed). A replica
+    """Seconds until every app is Synced (each replica counts the apps it holds: summed). A replica
     busy with thousands of apps may answer a scrape late: it is asked again."""
     started = time.perf_counter()
     while time.perf_counter() - started < limit:

@@ -6,7 +6,7 @@ ready after 50 ms) and the same generated config repo; the replicas are the real
 --sharding`` command, each with its own state dir, ``--interval 1h`` and a webhook (set up as
 ``bench/push_fanout.py``). Measured, per replica count:
 
-* ``cold_reconcile_s``: from the replicas' start until every app is Synced (the leader's gauges);
+* ``cold_reconcile_s``: from the replicas' start until every app is Synced (the replicas' gauges, summed);
 * ``peak_rss_mib``: each replica's peak resident memory (``VmHWM``) once the fleet is Synced;
 * push latency: ``--rounds`` signed pushes to replica ``a``, each an image bump of an app another
   replica owns (with one replica, its own), timed to the first ReplicaSet write;
