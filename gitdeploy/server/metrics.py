@@ -95,9 +95,9 @@ class Metrics:
         self._read_app_states: Callable[[], AppStates | None] | None = None
         self._reading = threading.Lock()
         """Held while a scrape reads the app states: scrapes at once read them one after another
-        (each reading works out what changed since the last; side by side they would each hold
-        the same transient objects, and on a fleet of thousands of apps a slow scrape that
-        Prometheus retries would pile them up)."""
+        (each works out what changed since the last; side by side they would work out the same
+        apps twice. On thousands of apps a scrape can outlast Prometheus' timeout, and goes on
+        while the next one starts)."""
         registry = self.registry
         if process_collectors:
             ProcessCollector(registry=registry)
