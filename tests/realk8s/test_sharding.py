@@ -2,12 +2,14 @@
 replicas, each named as its own pod, keep their member Leases under deploy/leader-election.yaml's
 Role and share the apps; when one is killed (SIGKILL) the survivors claim its apps once its Lease
 expired, and roll out the next commit for all of them. A webhook push delivered to one replica
-reaches the others through the head announcement Lease they watch (the Role's ``watch``)."""
+reaches the others through the head announcement Lease they watch (the Role's ``watch``), and
+each replica's app gauges count the apps it holds."""
 
 from __future__ import annotations
 
 import json
 import signal
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -159,6 +161,19 @@ def test_a_push_delivered_to_one_sharded_replica_reaches_the_others_through_the_
     assert owners - {receiver}, f"the receiver owns every app: {owners}"
     for run in (replicas[0], replicas[2]):
         assert f"{receiver} announced {sha[:12]} (push): fetching now" in run.log, run.log
+    # ... and each replica counts the apps it holds in /metrics' app gauges (summed: each app once)
+    held = Counter(v["owner"] for v in views(gitdeploy, namespace).values())
+
+    def synced(port: int) -> str:
+        scraped = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        return next(
+            line
+            for line in scraped.splitlines()
+            if line.startswith('gitdeploy_apps_sync_state{state="Synced"}')
+        )
+
+    expected = [f'gitdeploy_apps_sync_state{{state="Synced"}} {float(held[identity(r)])}' for r in replicas]
+    wait_for("each replica to count its own apps", lambda: [synced(port) for port in ports] == expected)
     # ... the announcement is the Lease gitdeploy-head in gitdeploy's namespace
     lease: Any = control_plane.get_json("lease", "gitdeploy-head", "-n", GITDEPLOY_NAMESPACE)
     annotations = lease["metadata"]["annotations"]
