@@ -87,7 +87,7 @@ class Handover:
     def take(self, keys: list[AppKey]) -> None:
         """Admit ``keys`` soon (they are due once that was tried, whatever came of it)."""
         if keys:
-            self.gate.hand(keys)
+            self.gate.handing.add(keys)
             self._todo.put(keys)
 
     def start(self) -> None:
@@ -116,7 +116,7 @@ class Handover:
                 for key in keys:
                     self.gate.release_adopted(key)
             finally:  # whatever came of it, their passes decide them now
-                self.gate.hand(keys, done=True)
+                self.gate.handing.done(keys)
                 self.mark_due(keys)
             self.settle(adopted)
 

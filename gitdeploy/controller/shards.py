@@ -118,6 +118,33 @@ class GitPosition:
         return newer
 
 
+class Handing:
+    """The apps a handover is to admit (:attr:`ShardGate.handing`), shared by its thread and
+    the passes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: set[AppKey] = set()
+
+    def add(self, keys: Iterable[AppKey]) -> None:
+        """``keys`` are the handover's to admit."""
+        with self._lock:
+            self._keys.update(keys)
+
+    def done(self, keys: Iterable[AppKey]) -> None:
+        """The handover is done with ``keys``: their passes decide them now."""
+        with self._lock:
+            self._keys.difference_update(keys)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._keys
+
+    def __bool__(self) -> bool:
+        with self._lock:
+            return bool(self._keys)
+
+
 @dataclass(frozen=True)
 class Admission:
     """Whether this pass acts on the app, with the record it acts on (after a claim: as written)."""
@@ -164,7 +191,7 @@ class ShardGate:
         self.unwritten: dict[AppKey, ShardClaim | None] = {}
         """Apps adopted ahead of their passes whose claim is not written yet (see :meth:`settle`),
         with the claim their record named then."""
-        self.handing: set[AppKey] = set()
+        self.handing = Handing()
         """Apps a :class:`~gitdeploy.controller.handover.Handover` is to admit: a pass leaves them
         until then (it is due again after), so the two never race to claim one."""
 
@@ -223,12 +250,6 @@ class ShardGate:
             return dataclasses.replace(record, shard=ShardClaim(self.identity, epoch))
         return record
 
-    def hand(self, keys: Iterable[AppKey], *, done: bool = False) -> None:
-        """``keys`` are a handover's to admit (see :attr:`handing`); ``done``: no longer, a pass
-        decides them now."""
-        with self._lock:
-            (self.handing.difference_update if done else self.handing.update)(keys)
-
     def admit(
         self,
         key: AppKey,
@@ -265,9 +286,9 @@ class ShardGate:
         parsed: AppRecord | None,
     ) -> Admission:
         announce = ahead or self.announce
+        if key in self.handing and ahead is None:
+            return Admission(False)
         with self._lock:
-            if key in self.handing and ahead is None:
-                return Admission(False)
             self._admitted[key] = self.membership.term
         if not self.membership.fresh():
             return Admission(False, requeue_after=self.membership.timings.retry_period)
