@@ -13,7 +13,7 @@ from gitdeploy.cli.context import get_context
 from gitdeploy.cli.durations import Duration
 from gitdeploy.cli.output import MACHINE_FORMATS, WIDE, console, output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
-from gitdeploy.cli.target import open_cluster
+from gitdeploy.cli.target import open_cluster, resolve_target
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import (
     AppView,
@@ -24,7 +24,9 @@ from gitdeploy.controller.inspect import (
     revision_history,
     suspended_triggers,
     template_diff,
+    with_owner_leases,
 )
+from gitdeploy.controller.leader import default_lease_namespace
 from gitdeploy.core.history.records import Outcome, RevisionEntry
 from gitdeploy.core.history.wording import describe_age, describe_cause, describe_outcome
 from gitdeploy.core.models import AppKey
@@ -66,15 +68,25 @@ NAMESPACE_HELP = "The app's namespace (or write APP as namespace/name)."
 @click.command("status")
 @click.argument("app", required=False)
 @click.option("-n", "--namespace", default=None, help="Only this namespace.")
+@click.option(
+    "--lease-namespace",
+    default=None,
+    help="Where `run --sharding` keeps its member Leases, to mark owners that stopped acting "
+    "(default: as run's, the pod's own namespace in a cluster, else gitdeploy-system).",
+)
 @output_option(WIDE)
 @click.pass_context
-def status(ctx: click.Context, app: str | None, namespace: str | None, output: str) -> None:
+def status(
+    ctx: click.Context, app: str | None, namespace: str | None, lease_namespace: str | None, output: str
+) -> None:
     """What each app runs, whether it matches git (SYNC), how well it runs (HEALTH), and why.
 
     Reads the cluster only, so it works from any machine. The table fits 80 columns; -o wide
     adds the pods up to date and available, the commit with its subject, the template hash and
-    the images. Exit codes: 0 listed (whatever the apps' state), 1 APP not found or the cluster
-    cannot be read.
+    the images. With `run --sharding`, an OWNER column names the replica that claimed each app:
+    `(released)` after it when it handed the app over, `(lease expired)` or `(no lease)` when it
+    stopped acting on it (the live replicas take it over and claim it). Exit codes: 0 listed
+    (whatever the apps' state), 1 APP not found or the cluster cannot be read.
 
     \b
     Examples:
@@ -88,6 +100,10 @@ def status(ctx: click.Context, app: str | None, namespace: str | None, output: s
     views = list_app_views(cluster, ns, name)
     if app and not views:
         raise NotFoundError(f"no app {app!r}", hint="`gitdeploy status` lists the apps gitdeploy runs")
+    if any(v.owner for v in views):  # run --sharding: is each owner's member Lease live?
+        in_cluster = resolve_target(get_context(ctx), start_embedded=False).in_cluster
+        where = lease_namespace or default_lease_namespace(in_cluster)
+        views = with_owner_leases(cluster, views, where, time.time())
     if output in MACHINE_FORMATS:
         print_data([_view_json(v) for v in views], output)
         return

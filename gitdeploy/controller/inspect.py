@@ -32,10 +32,11 @@ from gitdeploy.core.observed import (
 )
 from gitdeploy.core.rollout.drift import Drift, find_drift
 from gitdeploy.core.rollout.templatedrift import TemplateDrift, find_template_drift
+from gitdeploy.core.sharding import MEMBER_LABEL, OwnerLease, owner_leases
 from gitdeploy.core.sync.commitwait import CommitProgress, commit_progress
 from gitdeploy.core.sync.syncstate import Health, Sync, live_verdict
 from gitdeploy.core.templatediff import FieldChange, diff_templates
-from gitdeploy.errors import DamagedRecordError, NotFoundError
+from gitdeploy.errors import DamagedRecordError, GitdeployError, NotFoundError
 
 
 @dataclass(frozen=True)
@@ -219,11 +220,36 @@ def app_views(
     return views
 
 
+RELEASED = " (released)"
+"""After an owner in :attr:`AppView.owner`: it released the app, and the new owner has not
+claimed it yet."""
+
+
 def _owner(record: AppRecord) -> str:
     shard = record.shard
     if shard is None:
         return ""
-    return f"{shard.owner} (released)" if shard.released else shard.owner
+    return shard.owner + RELEASED if shard.released else shard.owner
+
+
+def with_owner_leases(
+    cluster: Cluster, views: list[AppView], lease_namespace: str, now: float
+) -> list[AppView]:
+    """``views`` with each owner whose member Lease (in ``lease_namespace``) expired or is gone
+    marked so (``a (lease expired)``): right after a failover the survivors act on a killed
+    replica's apps before their claims name them, and the records still name the killed one.
+    One list call; when it fails (RBAC, say) or finds no Lease of these owners (another
+    namespace), the owners stay as their records name them."""
+    claimed = {v.owner for v in views if v.owner and not v.owner.endswith(RELEASED)}
+    if not claimed:
+        return views
+    try:
+        listed = cluster.list_leases(lease_namespace, f"{MEMBER_LABEL}=true")
+    except GitdeployError:
+        return views
+    standing = owner_leases(claimed, [lease.spec for lease in listed.values()], now)
+    marks = {owner: f"{owner} ({s.value})" for owner, s in standing.items() if s is not OwnerLease.LIVE}
+    return [dataclasses.replace(v, owner=marks[v.owner]) if v.owner in marks else v for v in views]
 
 
 def _canary_lines(

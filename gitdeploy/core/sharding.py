@@ -151,6 +151,52 @@ def stale_members(seen: Mapping[str, SeenMember], now: float) -> list[str]:
     )
 
 
+class OwnerLease(Enum):
+    """The member Lease of an app's claimed owner, as a one-shot reader (``gitdeploy status``)
+    finds it."""
+
+    LIVE = ""
+    """Renewed within its duration: the owner acts on its apps (or cannot write, being fenced)."""
+    EXPIRED = "lease expired"
+    """Not renewed within its duration: the owner was killed, or is paused or cut off and no
+    longer acts; the live members adopt its apps and claim them one after another."""
+    MISSING = "no lease"
+    """No member Lease names it: the owner stopped (SIGTERM deletes it), or the leader deleted it
+    long after it expired."""
+
+
+def owner_leases(owners: Iterable[str], members: Iterable[LeaseSpec], now: float) -> dict[str, OwnerLease]:
+    """How each of ``owners``' member Leases stands at ``now`` among the listed ``members``.
+
+    A one-shot reader cannot see a Lease change over time as the replicas do
+    (:func:`live_members`), so it reads the holder's ``renewTime`` against its own clock, as
+    ``kubectl`` shows a Lease's age; a Lease without ``renewTime`` counts as live. When no owner
+    holds any of the ``members`` (the Leases were listed in another namespace than the fleet's,
+    or every replica stopped), nothing can be told: the answer is empty.
+
+    >>> members = [LeaseSpec("a", 15, renew_time=100.0), LeaseSpec("b", 15, renew_time=80.0)]
+    >>> {o: s.value for o, s in owner_leases(["a", "b", "c"], members, now=110.0).items()}
+    {'a': '', 'b': 'lease expired', 'c': 'no lease'}
+    >>> owner_leases(["c", "d"], members, now=110.0)
+    {}
+    """
+    held: dict[str, list[LeaseSpec]] = {}
+    for member in members:
+        held.setdefault(member.holder, []).append(member)
+    wanted = set(owners)
+    if not wanted & held.keys():
+        return {}
+    return {owner: _standing(held.get(owner, []), now) for owner in sorted(wanted)}
+
+
+def _standing(leases: list[LeaseSpec], now: float) -> OwnerLease:
+    if not leases:
+        return OwnerLease.MISSING
+    if any(m.renew_time is None or now < m.renew_time + m.duration_seconds for m in leases):
+        return OwnerLease.LIVE
+    return OwnerLease.EXPIRED
+
+
 @dataclass(frozen=True)
 class ShardClaim:
     """Who claimed an app, as its record keeps it. ``epoch`` grows with every claim; ``released``:

@@ -13,6 +13,7 @@ from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.lease import LeaseSpec
 from gitdeploy.core.sharding import (
     STALE_AFTER,
+    OwnerLease,
     SeenMember,
     ShardAct,
     ShardClaim,
@@ -21,6 +22,7 @@ from gitdeploy.core.sharding import (
     live_members,
     member_lease_name,
     moved,
+    owner_leases,
     owner_of,
     stale_members,
     weight,
@@ -199,6 +201,39 @@ def test_a_claim_always_raises_the_epoch(claim: ShardClaim) -> None:
 )
 def test_stale_members(seen: dict[str, SeenMember], now: float, expected: list[str]) -> None:
     assert stale_members(seen, now) == expected
+
+
+LIVE, EXPIRED, MISSING = OwnerLease.LIVE, OwnerLease.EXPIRED, OwnerLease.MISSING
+
+
+@pytest.mark.parametrize(
+    ("owners", "members", "now", "expected"),
+    [
+        pytest.param([A], [LeaseSpec(A, 15, renew_time=100.0)], 114.9, {A: LIVE}, id="renewed 14.9 s ago"),
+        pytest.param([A], [LeaseSpec(A, 15, renew_time=100.0)], 115.0, {A: EXPIRED}, id="15 s: expired"),
+        pytest.param(
+            [A], [LeaseSpec(A, 15, renew_time=100.0)], 90.0, {A: LIVE}, id="renewed ahead of my clock"
+        ),
+        pytest.param([A], [LeaseSpec(A, 15)], 1e9, {A: LIVE}, id="no renewTime: live"),
+        pytest.param(
+            [A, B], [LeaseSpec(A, 15, renew_time=100.0)], 101.0, {A: LIVE, B: MISSING}, id="no Lease of B"
+        ),
+        pytest.param(
+            [A],
+            [LeaseSpec(A, 15, renew_time=10.0), LeaseSpec(A, 15, renew_time=100.0)],
+            101.0,
+            {A: LIVE},
+            id="two Leases of one holder: the live one counts",
+        ),
+        pytest.param([A, B], [LeaseSpec(C, 15, renew_time=100.0)], 101.0, {}, id="none of theirs: unknown"),
+        pytest.param([A], [], 101.0, {}, id="no Lease at all: unknown"),
+        pytest.param([A], [LeaseSpec("", 15, renew_time=1.0)], 101.0, {}, id="a released Lease names nobody"),
+    ],
+)
+def test_owner_leases(
+    owners: list[str], members: list[LeaseSpec], now: float, expected: dict[str, OwnerLease]
+) -> None:
+    assert owner_leases(owners, members, now) == expected
 
 
 @given(
