@@ -5,6 +5,7 @@ takes about a quarter of the apps."""
 
 from __future__ import annotations
 
+import json
 import signal
 from collections import Counter
 from collections.abc import Callable
@@ -45,6 +46,13 @@ def key(app: str) -> str:
 def owners(replicas: list[Replica]) -> dict[str, str]:
     members = [r.identity for r in replicas]
     return {f"app-{i:02}": str(owner_of(key(f"app-{i:02}"), members)) for i in range(APPS)}
+
+
+def owners_shown(cluster: Embedded) -> dict[str, str]:
+    """The OWNER of each app as `gitdeploy status -o json` shows it."""
+    status = cluster.run_cli("status", "-n", NAMESPACE, "-o", "json")
+    assert status.returncode == 0, status.stderr
+    return {v["key"].split("/", 1)[1]: v["owner"] for v in json.loads(status.stdout)}
 
 
 def test_three_replicas_share_the_apps_and_each_app_is_written_by_its_owner_alone(
@@ -122,6 +130,17 @@ def test_a_killed_replicas_apps_move_and_finish_their_rollouts_within_bounds(
     assert bounds.samples > 10 and bounds.broken == []
     assert sum(r.metric("gitdeploy_shard_moves_total") for r in survivors) == len(its_apps)
     assert sum(r.metric("gitdeploy_shard_apps_owned") for r in survivors) == APPS
+
+    # When the survivors are killed too, Then `gitdeploy status` says of each app that the
+    # replica its record names stopped acting on it, once that replica's Lease expired
+    for survivor in survivors:
+        survivor.run.process.send_signal(signal.SIGKILL)
+        survivor.run.process.wait(timeout=30)
+    final = {app: claim.owner for app, claim in claims(cluster).items() if claim is not None}
+    eventually(
+        lambda: owners_shown(cluster) == {app: f"{owner} (lease expired)" for app, owner in final.items()},
+        "every owner shown with its Lease expired",
+    )
 
 
 def test_a_paused_replica_writes_nothing_for_its_apps_after_they_moved(

@@ -1,9 +1,10 @@
 """``gitdeploy run --sharding`` on the real control plane as deploy/'s ServiceAccount: three
 replicas, each named as its own pod, keep their member Leases under deploy/leader-election.yaml's
 Role and share the apps; when one is killed (SIGKILL) the survivors claim its apps once its Lease
-expired, and roll out the next commit for all of them. A webhook push delivered to one replica
-reaches the others through the head announcement Lease they watch (the Role's ``watch``), and
-each replica's app gauges count the apps it holds."""
+expired, and roll out the next commit for all of them; `gitdeploy status` says when an app's
+owner stopped acting on it. A webhook push delivered to one replica reaches the others through
+the head announcement Lease they watch (the Role's ``watch``), and each replica's app gauges
+count the apps it holds."""
 
 from __future__ import annotations
 
@@ -120,6 +121,23 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
     for survivor in survivors:
         log = identities[survivor].log
         assert "forbidden" not in log.lower(), log
+
+    # When the survivors are killed too, Then `gitdeploy status`, reading their member Leases where
+    # they keep them, says of every app that its owner stopped acting on it once its Lease expired
+    for survivor in survivors:
+        identities[survivor].process.send_signal(signal.SIGKILL)
+        identities[survivor].process.wait(timeout=30)
+
+    def shown() -> dict[str, str]:
+        done = gitdeploy("status", "-n", namespace, "-o", "json", "--lease-namespace", GITDEPLOY_NAMESPACE)
+        return (
+            {v["key"].split("/", 1)[1]: v["owner"] for v in json.loads(done.stdout)}
+            if done.returncode == 0
+            else {}
+        )
+
+    expired = {name: f"{after[name]} (lease expired)" for name in owners}
+    wait_for("every owner shown with its Lease expired", lambda: shown() == expired, timeout=30)
 
 
 def test_a_push_delivered_to_one_sharded_replica_reaches_the_others_through_the_watched_head_lease(
