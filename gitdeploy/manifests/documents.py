@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +101,22 @@ def _yaml() -> YAML:
         parser.Resolver = _FastResolver
         _PER_THREAD.yaml = parser
     return parser
+
+
+@contextmanager
+def _parsing() -> Iterator[YAML]:
+    """This thread's parser (:func:`_yaml`), left holding nothing of what it read. For every call
+    ruamel appends a DocInfo to ``doc_infos``, a list that only grows, and keeps the last loader
+    (a class of its own, made for that call) and the text until the next call: a parser kept for
+    the life of a thread would hold a DocInfo for every file it ever parsed, and a loader frozen
+    with the desired state (``gc.freeze``) would stay after it is replaced."""
+    parser = _yaml()
+    try:
+        yield parser
+    finally:
+        parser.doc_infos.clear()
+        for kept in ("_scanner", "_stream"):
+            vars(parser).pop(kept, None)
 
 
 def _tag_of(node: Node) -> str:
@@ -359,7 +376,7 @@ def _too_deep(path: str, text: str) -> Diagnostic | None:
         return None
     depth = 0
     try:
-        with closing(_yaml().parse(text)) as events:
+        with _parsing() as parser, closing(parser.parse(text)) as events:
             for event in events:
                 if isinstance(event, CollectionStartEvent):
                     depth += 1
@@ -386,7 +403,7 @@ def _compose(path: str, text: str) -> tuple[list[Document], list[Diagnostic]]:
     budget = max(MIN_NODE_BUDGET, MAX_NODES_PER_BYTE * len(text))
     documents: list[Document] = []
     try:
-        with closing(_yaml().compose_all(text)) as roots:
+        with _parsing() as parser, closing(parser.compose_all(text)) as roots:
             for index, root in enumerate(roots):
                 if root is None:
                     continue
