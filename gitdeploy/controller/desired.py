@@ -57,6 +57,16 @@ permanent GC generation.
 The parsed state of 10,000 apps is a few million long-lived objects; without ``gc.freeze()`` every
 full collection walks all of them again, during the load and in every later poll."""
 
+
+def _freeze() -> None:
+    """Collect the cyclic garbage made since the last freeze, then freeze what is alive. Frozen
+    objects are never looked at again, so garbage frozen with them would stay for the life of the
+    process (about 9,000 objects, 6 MiB, after loading 10,000 apps); the collection walks only
+    what was made since the last freeze, not the frozen millions."""
+    gc.collect()
+    gc.freeze()
+
+
 READ_AT_ONCE = 500
 """Files whose blobs are read (one ``git cat-file --batch``) and parsed together. Reading all 10,000
 blobs of a big repo first held them all through the whole parse and left a hole of their size in
@@ -260,7 +270,7 @@ class DesiredStateReader:
         def analyse(entry: FileEntry, blobs: dict[str, bytes]) -> FileAnalysis:
             self.files_parsed += 1
             if self.files_parsed % FREEZE_AFTER_FILES == 0:
-                gc.freeze()
+                _freeze()
             return analyse_file(ManifestFile(entry.path, blobs[entry.blob_sha]))
 
         analyses: dict[str, FileAnalysis] = {}
@@ -273,7 +283,7 @@ class DesiredStateReader:
                 compute = partial(analyse, e, blobs)
                 analyses[e.path] = self.cache.get_or_compute(e.blob_sha, compute, path=e.path)
         if self.files_parsed - parsed_before >= FREEZE_AFTER_FILES:
-            gc.freeze()
+            _freeze()
         return analyses
 
     def _load_all(self, sha: str) -> _Loaded:

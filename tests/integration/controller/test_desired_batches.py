@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +53,37 @@ def test_reading_blobs_in_batches_changes_nothing_but_how_many_are_held(
         bumped = reader.load(repo.poll().head)
         assert reader.files_parsed == len(FILES) + 1
         assert _facts(bumped) == _facts(load_directory(git_remote.work))
+
+
+def frozen_garbage_after_load(url: str, state_dir: Path) -> int:
+    """Objects of cyclic garbage that a load of ``url``'s head froze with what it keeps (it
+    freezes every 4 files parsed here)."""
+    desired.FREEZE_AFTER_FILES = 4
+    with ConfigRepo(url, state_dir=state_dir) as repo:
+        DesiredStateReader(repo).load(repo.poll().head)
+    gc.collect()  # the garbage that was not frozen
+    gc.unfreeze()
+    return gc.collect()
+
+
+def test_a_load_freezes_no_garbage_with_the_state_it_keeps(git_remote: GitRemote, tmp_path: Path) -> None:
+    # Given a repo of 16 apps, When a fresh process loads it (in a process of its own: the
+    # collector counts the garbage of every thread)
+    git_remote.commit_and_push(
+        "Apps", {f"apps/app{i}.yaml": deployment(f"app{i}", "shop") for i in range(16)}
+    )
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from tests.integration.controller.test_desired_batches import frozen_garbage_after_load\n"
+        "print(frozen_garbage_after_load(sys.argv[1], Path(sys.argv[2])))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, git_remote.url, str(tmp_path / "state")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # Then nothing it froze was garbage already
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == 0
