@@ -343,6 +343,7 @@ def _sharding(
     membership.leading = elector.is_leader  # the leader deletes the Leases killed replicas left
     position = GitPosition(controller.repo, lambda: controller.head, MonotonicClock())
     position.fetch_now = relay.push  # a commit an app's record names and this replica lacks
+    controller.poll_observers.append(position.polled)  # ... and whether the branch holds it
     gate = ShardGate(
         membership, controller.cluster, controller.clock, elector.is_leader, lambda: elector.leader, position
     )

@@ -235,3 +235,29 @@ def test_a_fourth_replica_takes_about_a_quarter_of_the_apps(
             assert (claim.owner, claim.epoch) == (owner_of(key(app), before), 1)
     assert fourth.metric("gitdeploy_shard_moves_total") == len(expected_moves)
     assert converged(cluster, APPS, 1)
+
+
+def test_a_force_push_back_to_an_older_commit_rolls_every_app_back(
+    git_remote: GitRemote, cluster: Embedded, runs: Callable[..., Run]
+) -> None:
+    # Given three replicas whose apps run the commit after the one that added them
+    fleet(git_remote, runs, cluster, APPS)
+    added = git_remote.head_sha()
+    git_remote.commit_and_push("Bump", apps(APPS, "nginx:1.26"))
+    eventually(lambda: converged(cluster, APPS, 2), "30 apps at revision 2", timeout=180)
+
+    # When the branch is reset to the commit that added them and force-pushed (the records name
+    # a commit the branch no longer holds, which each replica's mirror still has)
+    git_remote.reset_hard(added)
+    git_remote.push(force=True)
+
+    # Then every app rolls back to that commit's template, as a lone replica does
+    def back() -> bool:
+        status = cluster.run_cli("status", "-n", NAMESPACE, "-o", "json")
+        views = json.loads(status.stdout) if status.returncode == 0 else []
+        return len(views) == APPS and all(
+            v["revision"] == 3 and v["sync"] == "Synced" and v["images"][0]["image"] == "nginx:1.25"
+            for v in views
+        )
+
+    eventually(back, "30 apps back at nginx:1.25, as revision 3", timeout=60)

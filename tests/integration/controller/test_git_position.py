@@ -1,0 +1,111 @@
+"""A sharded replica waits for its git to reach the commit an app's record names (so that a move
+never rolls an app back), but only until a poll shows whether the branch still holds that commit:
+after a force push back to an older commit, the apps follow the branch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.controller.shards import GitPosition
+from gitdeploy.core.history.records import AppRecord
+from gitdeploy.core.models import AppKey
+from gitdeploy.source.repo import ConfigRepo
+from tests.fixtures.gitrepo import GitRemote
+
+APP = AppKey("shop", "web")
+
+
+@pytest.fixture
+def repo(git_remote: GitRemote, tmp_path: Path) -> ConfigRepo:
+    git_remote.commit_and_push("A", {"a.yaml": "a: 1\n"})
+    return ConfigRepo(git_remote.url, state_dir=tmp_path / "state")
+
+
+class Replica:
+    """A replica's git as GitPosition sees it: its mirror, and the head its desired state is at."""
+
+    def __init__(self, repo: ConfigRepo, clock: FakeClock) -> None:
+        self.repo, self.clock = repo, clock
+        self.head: str | None = None
+        self.fetches: list[str] = []
+        self.position = GitPosition(repo, lambda: self.head, clock)
+        self.position.fetch_now = self.fetches.append
+
+    def poll(self, *, load: bool = True) -> None:
+        """A poll that begins a second from now and takes a second (``load``: the head it finds
+        becomes this replica's desired state, as unless it is refused)."""
+        self.clock.advance(1)
+        found = self.repo.poll().head
+        self.clock.advance(1)
+        self.position.polled(1.0, False)
+        if load:
+            self.head = found
+
+
+def naming(sha: str) -> AppRecord:
+    return AppRecord(last_synced_commit=sha)
+
+
+def test_a_new_owner_behind_the_commit_waits_for_its_poll(
+    git_remote: GitRemote, repo: ConfigRepo, fake_clock: FakeClock
+) -> None:
+    replica = Replica(repo, fake_clock)
+    replica.poll()
+    # Given another replica deployed B, which this replica has not fetched
+    b = git_remote.commit_and_push("B", {"a.yaml": "a: 2\n"})
+    # Then it waits, and asks for a fetch once
+    assert replica.position.waits(APP, naming(b)) and replica.position.waits(APP, naming(b))
+    assert replica.fetches == [b]
+    # ... until its poll brought B
+    replica.poll()
+    assert not replica.position.waits(APP, naming(b))
+
+
+def test_a_commit_the_branch_holds_is_waited_for_while_this_replica_has_not_loaded_it(
+    git_remote: GitRemote, repo: ConfigRepo, fake_clock: FakeClock
+) -> None:
+    replica = Replica(repo, fake_clock)
+    replica.poll()
+    a = replica.head
+    # Given B on the branch and in the mirror, but not this replica's desired state (refused, say)
+    b = git_remote.commit_and_push("B", {"a.yaml": "a: 2\n"})
+    replica.poll(load=False)
+    assert replica.head == a
+    # Then it waits for B, however many polls look at the branch
+    for _ in range(3):
+        assert replica.position.waits(APP, naming(b))
+        replica.poll(load=False)
+    assert replica.fetches == [b]
+
+
+def test_after_a_force_push_back_the_apps_follow_the_branch_once_a_poll_looked_at_it(
+    git_remote: GitRemote, repo: ConfigRepo, fake_clock: FakeClock
+) -> None:
+    replica = Replica(repo, fake_clock)
+    replica.poll()
+    a = replica.head
+    assert a is not None
+    b = git_remote.commit_and_push("B", {"a.yaml": "a: 2\n"})
+    replica.poll()
+    # Given the branch reset to A and force-pushed, and this replica at A again (its mirror keeps B)
+    git_remote.reset_hard(a)
+    git_remote.push(force=True)
+    replica.poll()
+    assert replica.head == a
+    # When a record names B: B is newer than its head, and no poll has looked at the branch since
+    # it found that, so it waits and asks for a fetch
+    assert replica.position.waits(APP, naming(b))
+    assert replica.fetches == [b]
+    # Then once a poll looked at the branch and did not find B there, the app follows the branch
+    replica.poll()
+    assert not replica.position.waits(APP, naming(b))
+    # ... and if B comes back on the branch, it is waited for again until loaded
+    git_remote.reset_hard(b)
+    git_remote.push(force=True)
+    replica.poll(load=False)
+    assert replica.position.waits(APP, naming(b))
+    replica.head = b
+    assert not replica.position.waits(APP, naming(b))
