@@ -238,8 +238,8 @@ def with_owner_leases(
     """``views`` with each owner whose member Lease (in ``lease_namespace``) expired or is gone
     marked so (``a (lease expired)``): right after a failover the survivors act on a killed
     replica's apps before their claims name them, and the records still name the killed one.
-    One list call; when it fails (RBAC, say) or finds no Lease of these owners (another
-    namespace), the owners stay as their records name them."""
+    One list call; when it fails (RBAC, say) or finds no member Lease at all (another namespace,
+    or every replica stopped), the owners stay as their records name them."""
     claimed = {v.owner for v in views if v.owner and not v.owner.endswith(RELEASED)}
     if not claimed:
         return views

@@ -170,23 +170,23 @@ def owner_leases(owners: Iterable[str], members: Iterable[LeaseSpec], now: float
 
     A one-shot reader cannot see a Lease change over time as the replicas do
     (:func:`live_members`), so it reads the holder's ``renewTime`` against its own clock, as
-    ``kubectl`` shows a Lease's age; a Lease without ``renewTime`` counts as live. When no owner
-    holds any of the ``members`` (the Leases were listed in another namespace than the fleet's,
+    ``kubectl`` shows a Lease's age; a Lease without ``renewTime`` counts as live. When no member
+    Lease was listed at all (the Leases were looked for in another namespace than the fleet's,
     or every replica stopped), nothing can be told: the answer is empty.
 
     >>> members = [LeaseSpec("a", 15, renew_time=100.0), LeaseSpec("b", 15, renew_time=80.0)]
     >>> {o: s.value for o, s in owner_leases(["a", "b", "c"], members, now=110.0).items()}
     {'a': '', 'b': 'lease expired', 'c': 'no lease'}
-    >>> owner_leases(["c", "d"], members, now=110.0)
+    >>> owner_leases(["c"], [], now=110.0)
     {}
     """
     held: dict[str, list[LeaseSpec]] = {}
     for member in members:
-        held.setdefault(member.holder, []).append(member)
-    wanted = set(owners)
-    if not wanted & held.keys():
+        if member.holder:
+            held.setdefault(member.holder, []).append(member)
+    if not held:
         return {}
-    return {owner: _standing(held.get(owner, []), now) for owner in sorted(wanted)}
+    return {owner: _standing(held.get(owner, []), now) for owner in sorted(set(owners))}
 
 
 def _standing(leases: list[LeaseSpec], now: float) -> OwnerLease:

@@ -225,7 +225,9 @@ LIVE, EXPIRED, MISSING = OwnerLease.LIVE, OwnerLease.EXPIRED, OwnerLease.MISSING
             {A: LIVE},
             id="two Leases of one holder: the live one counts",
         ),
-        pytest.param([A, B], [LeaseSpec(C, 15, renew_time=100.0)], 101.0, {}, id="none of theirs: unknown"),
+        pytest.param(
+            [A], [LeaseSpec(C, 15, renew_time=100.0)], 101.0, {A: MISSING}, id="another member's Lease only"
+        ),
         pytest.param([A], [], 101.0, {}, id="no Lease at all: unknown"),
         pytest.param([A], [LeaseSpec("", 15, renew_time=1.0)], 101.0, {}, id="a released Lease names nobody"),
     ],
