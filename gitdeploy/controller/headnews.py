@@ -35,6 +35,7 @@ from gitdeploy.core.headnews import (
     WriteAct,
     decide_write,
     poll_period,
+    same_ref,
     should_announce,
     should_fetch,
 )
@@ -78,6 +79,8 @@ class HeadNews:
         self._lock = threading.Lock()
         self._seen: ObservedAnnouncement | None = None
         self._fetched_for = ""
+        self._other_refs: set[tuple[str, str]] = set()
+        """(replica, ref) of the announcements of other branches (each said once)."""
         self._polled: str | None = None
         self._watching = False
         self._pending: HeadAnnouncement | None = None
@@ -197,6 +200,8 @@ class HeadNews:
         of this branch that another replica announced and this one does not have."""
         self._remember(observed)
         news = observed.announcement
+        if news is not None and news.by != self.identity and not same_ref(news.ref, self.ref):
+            self._other_ref(news)
         with self._lock:
             fetch = should_fetch(
                 news, identity=self.identity, ref=self.ref, head=self.head(), fetched_for=self._fetched_for
@@ -206,6 +211,23 @@ class HeadNews:
         if fetch and news is not None:
             log.info("%s announced %s (%s): fetching now", news.by or "someone", news.sha[:12], news.source)
             self.fetch_now(news.sha)
+
+    def _other_ref(self, news: HeadAnnouncement) -> None:
+        """Another replica of the fleet follows another branch: say so once per replica and
+        branch (its apps would change commits each time they move between the two)."""
+        with self._lock:
+            told = (news.by, news.ref) in self._other_refs
+            self._other_refs.add((news.by, news.ref))
+        if not told:
+            log.warning(
+                "replica %s follows %s, this replica %s: the replicas sharing the Lease %s should all "
+                "follow the same --repo, --branch and --path (an app that moves between them changes "
+                "commits)",
+                news.by or "(unnamed)",
+                news.ref,
+                self.ref,
+                self.lease,
+            )
 
     def _watcher(self) -> None:
         version, pause, told = "", PAUSES[0], ""

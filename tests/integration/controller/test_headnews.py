@@ -92,6 +92,25 @@ def test_a_replica_fetches_once_for_another_replicas_announcement(
     assert b.news.announced == 0
 
 
+def test_a_replica_of_another_branch_is_told_once_and_not_followed(
+    adapter: Cluster, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a replica of the fleet started with another --branch, which announced its head
+    a, b = Replica(adapter, "a", fake_clock), Replica(adapter, "b", fake_clock)
+    a.news.ref = "refs/heads/staging"
+    a.news.write(HeadAnnouncement(Y, "refs/heads/staging", "a", 1.0, Announced.POLL))
+    observed = adapter.head_leases.read(NAMESPACE, NAME)
+    assert observed is not None
+    # When b sees it (listed, then again after a reconnect)
+    with caplog.at_level(logging.WARNING, logger="gitdeploy.sharding"):
+        b.news.noticed(observed)
+        b.news.noticed(observed)
+    # Then b fetches nothing, and says once that the two follow different branches
+    assert b.fetched == []
+    warnings = [r.getMessage() for r in caplog.records if "follows refs/heads/staging" in r.getMessage()]
+    assert len(warnings) == 1 and "--branch" in warnings[0], caplog.text
+
+
 def test_the_watch_by_name_hands_another_replicas_push_over_and_a_moved_head_is_announced(
     adapter: Cluster, fake_clock: FakeClock
 ) -> None:
