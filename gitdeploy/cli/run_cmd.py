@@ -697,7 +697,7 @@ def _loop(
     shared = ""
     if relay.period is not None:  # --sharding
         others = FOLLOWER_POLL_FACTOR * interval
-        shared = f" (the leader; the others every {others:.1f} s while they watch its news)"
+        shared = f" while it leads (else every {others:.1f} s, while it watches the leader's news)"
     log.info("gitdeploy run: %s on %s, polling every %.1f s%s", source, where, interval, shared)
 
     def polled(_started: float) -> None:

@@ -99,7 +99,12 @@ class GitPosition:
         (said once per commit in the log)."""
         sha = self.behind(record)
         if sha and self._told.get(key) != sha:
-            log.info("[%s] waits: its record names commit %s, newer than this replica's head", key, sha[:12])
+            why = (
+                "which this replica has not fetched yet"
+                if sha in self._unknown_since
+                else "newer than its head"
+            )
+            log.info("[%s] waits: its record names commit %s, %s", key, sha[:12], why)
         self._told[key] = sha
         return bool(sha)
 
@@ -464,7 +469,7 @@ class ShardGate:
     ) -> None:
         how = ""
         if claim is not None and claim.owner != self.identity:
-            how = f" from {claim.owner} ({'released' if claim.released else 'its member Lease expired'})"
+            how = f" from {claim.owner} ({'released' if claim.released else 'no longer a live member'})"
         announce(key, written, "ShardClaimed", f"claimed by {self.identity}{how}, shard epoch {epoch}")
         log.info("[%s] claimed%s, shard epoch %d", key, how, epoch)
 

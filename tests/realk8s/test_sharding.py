@@ -109,7 +109,7 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
         app
         for event in events["items"]
         if (app := event["involvedObject"]["name"].removeprefix("gitdeploy.")) in after
-        and f"claimed by {after[app]} from {victim} (its member Lease expired)" in event["message"]
+        and f"claimed by {after[app]} from {victim} (no longer a live member)" in event["message"]
     }
     assert announced == set(its_apps), [event["message"] for event in events["items"]]
     # ... and a commit changing every app rolls out all of them, by the survivors

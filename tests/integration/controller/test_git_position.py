@@ -4,6 +4,7 @@ after a force push back to an older commit, the apps follow the branch."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -50,15 +51,19 @@ def naming(sha: str) -> AppRecord:
 
 
 def test_a_new_owner_behind_the_commit_waits_for_its_poll(
-    git_remote: GitRemote, repo: ConfigRepo, fake_clock: FakeClock
+    git_remote: GitRemote, repo: ConfigRepo, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     replica = Replica(repo, fake_clock)
     replica.poll()
     # Given another replica deployed B, which this replica has not fetched
     b = git_remote.commit_and_push("B", {"a.yaml": "a: 2\n"})
-    # Then it waits, and asks for a fetch once
-    assert replica.position.waits(APP, naming(b)) and replica.position.waits(APP, naming(b))
+    # Then it waits, says why once, and asks for a fetch once
+    with caplog.at_level(logging.INFO, logger="gitdeploy.sharding"):
+        assert replica.position.waits(APP, naming(b)) and replica.position.waits(APP, naming(b))
     assert replica.fetches == [b]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"[{APP}] waits: its record names commit {b[:12]}, which this replica has not fetched yet"
+    ]
     # ... until its poll brought B
     replica.poll()
     assert not replica.position.waits(APP, naming(b))

@@ -289,7 +289,7 @@ def test_a_handover_claims_the_apps_of_a_member_that_went_ahead_of_their_passes(
     # ... told by an event on each of the first ten apps' records, and one on a's member Lease
     claimed = [e for e in adapter.list_events("shop") if e.get("reason") == "ShardClaimed"]
     assert len(claimed) == EVENTS_PER_HANDOVER < len(b_apps)
-    assert all(f"claimed by {A} from {B} (its member Lease expired)" in e["message"] for e in claimed)
+    assert all(f"claimed by {A} from {B} (no longer a live member)" in e["message"] for e in claimed)
     (summary,) = [e for e in adapter.list_events(NAMESPACE) if e.get("reason") == "ShardClaimed"]
     assert summary["involvedObject"]["name"] == member_lease_name(A)
     assert summary["message"].startswith(f"{len(b_apps) - EVENTS_PER_HANDOVER} more apps claimed by {A}")
@@ -341,7 +341,7 @@ def test_a_failover_hands_apps_to_their_passes_before_any_claim_is_written(
     assert gate.claims == dict.fromkeys(b_apps, 2) and not gate.unwritten
     assert gate.moves == len(b_apps)
     claimed = [e for e in adapter.list_events("shop") if e.get("reason") == "ShardClaimed"]
-    assert all(f"claimed by {A} from {B} (its member Lease expired)" in e["message"] for e in claimed)
+    assert all(f"claimed by {A} from {B} (no longer a live member)" in e["message"] for e in claimed)
 
 
 def test_the_step_of_an_adopted_app_writes_its_claim_and_the_handover_does_not_again(
@@ -373,7 +373,7 @@ def test_the_step_of_an_adopted_app_writes_its_claim_and_the_handover_does_not_a
     _, current = record_of(adapter, key)
     assert gate.settle(key, current, write(adapter), tell)
     assert record_of(adapter, key)[1].resource_version == current.resource_version
-    assert told == [("ShardClaimed", f"claimed by {A} from {B} (its member Lease expired), shard epoch 2")]
+    assert told == [("ShardClaimed", f"claimed by {A} from {B} (no longer a live member), shard epoch 2")]
     assert gate.claims == {key: 2} and not gate.unwritten and gate.moves == 1
     # ... and a record the replica holds and claimed is written as it is (a release keeps its word)
     released = AppRecord(shard=ShardClaim(A, 2, released=True))
