@@ -2,7 +2,8 @@
 replicas, each named as its own pod, keep their member Leases under deploy/leader-election.yaml's
 Role and share the apps; when one is killed (SIGKILL) the survivors claim its apps once its Lease
 expired, and roll out the next commit for all of them; `gitdeploy status` says when an app's
-owner stopped acting on it. A webhook push delivered to one replica reaches the others through
+owner stopped acting on it. After a force push back to an older commit, every replica follows
+the branch. A webhook push delivered to one replica reaches the others through
 the head announcement Lease they watch (the Role's ``watch``), and each replica's app gauges
 count the apps it holds."""
 
@@ -215,3 +216,29 @@ def test_a_push_delivered_to_one_sharded_replica_reaches_the_others_through_the_
     for run in identities.values():  # (--listen's dashboard may not list cluster-wide: not this test's)
         lines = [line for line in run.log.lower().splitlines() if "forbidden" in line and "lease" in line]
         assert lines == [], lines
+
+
+def test_sharded_replicas_follow_a_branch_force_pushed_back_to_an_older_commit(
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+    runs: Callable[..., Run],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    namespace = managed_namespace("shardback")
+    git_remote.commit_and_push("Settings", {"gitdeploy.yaml": settings(namespace)})
+    fleet(runs, monkeypatch, git_remote, namespace)
+    # Given 12 apps at their second commit
+    added = git_remote.commit_and_push("Add the apps", apps(APPS, "registry.test/web:1"))
+    wait_for(f"{APPS} apps at revision 1", converged(gitdeploy, namespace, 1, APPS), timeout=120)
+    git_remote.commit_and_push("Bump", apps(APPS, "registry.test/web:2"))
+    wait_for(f"{APPS} apps at revision 2", converged(gitdeploy, namespace, 2, APPS), timeout=120)
+
+    # When the branch is reset to the commit that added them and force-pushed
+    git_remote.reset_hard(added)
+    git_remote.push(force=True)
+
+    # Then every replica follows the branch: each app runs that commit's image again, as revision 3
+    wait_for(f"{APPS} apps back at revision 3", converged(gitdeploy, namespace, 3, APPS), timeout=120)
+    images = {name: v["images"][0]["image"] for name, v in views(gitdeploy, namespace).items()}
+    assert images == {f"app-{i:02}": "registry.test/web:1" for i in range(APPS)}
