@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.leader import lease_namespace_missing
 from gitdeploy.controller.watcher import follow_once
 from gitdeploy.core.headnews import (
     Announced,
@@ -158,8 +159,13 @@ class HeadNews:
                 version = current.resource_version if current is not None else None
                 try:
                     written = self.cluster.head_leases.write(self.namespace, self.name, wanted, version)
-                except (ConflictError, AlreadyExistsError, NotFoundError):
-                    current = None  # another replica wrote first (or deleted it): read again
+                except NotFoundError as gone:
+                    if version is None:  # a create: the namespace is missing
+                        raise lease_namespace_missing(gone, self.namespace) from None
+                    current = None  # another replica deleted it: read again
+                    continue
+                except (ConflictError, AlreadyExistsError):
+                    current = None  # another replica wrote first: read again
                     continue
                 self._remember(written)
                 self.announced += 1

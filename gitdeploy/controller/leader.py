@@ -94,6 +94,14 @@ def holder_is_gone(holder: str, identity: str, runs: Callable[[int], bool] = pro
     return pid is not None and not runs(pid)
 
 
+def lease_namespace_missing(problem: GitdeployError, namespace: str) -> GitdeployError:
+    """``problem`` of a write of a Lease in ``namespace`` that this process reads or creates: a
+    NotFoundError there means the namespace is missing, and the hint says what to do."""
+    if not isinstance(problem, NotFoundError):
+        return problem
+    return NotFoundError(problem.message, hint=f"create namespace {namespace}, or pass --lease-namespace")
+
+
 class LeaderElector:
     """One process's part in leader election on the Lease ``namespace/name``. Thread-safe."""
 
@@ -216,11 +224,7 @@ class LeaderElector:
             log.debug("lease %s: another process wrote it first; re-reading", self.lease)
         elif problem.message != self._problem:
             self._problem = problem.message
-            if isinstance(problem, NotFoundError):  # the namespace is missing
-                problem = NotFoundError(
-                    problem.message, hint=f"create namespace {self.namespace}, or pass --lease-namespace"
-                )
-            log.warning("lease %s: %s", self.lease, problem)
+            log.warning("lease %s: %s", self.lease, lease_namespace_missing(problem, self.namespace))
         with self._lock:
             lost = self._role is Role.LEADER and renew_deadline_passed(
                 self._last_renewed, now, self.timings.renew_deadline

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.leader import holder_is_gone, process_runs
+from gitdeploy.controller.leader import holder_is_gone, lease_namespace_missing, process_runs
 from gitdeploy.core.lease import (
     JITTER_FACTOR,
     LeaseTimings,
@@ -129,7 +129,9 @@ class Membership:
         except GitdeployError as problem:
             if problem.message != self._problem:
                 self._problem = problem.message
-                log.warning("member lease %s: %s", self.lease, problem)
+                log.warning(
+                    "member lease %s: %s", self.lease, lease_namespace_missing(problem, self.namespace)
+                )
             self._tell(self.members())
             return
         self._problem = ""

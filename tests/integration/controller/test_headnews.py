@@ -14,8 +14,9 @@ from ruamel.yaml import YAML
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.headnews import HeadNews
+from gitdeploy.controller.membership import Membership
 from gitdeploy.core.headnews import FOLLOWER_POLL_FACTOR, Announced, HeadAnnouncement, WriteAct
-from gitdeploy.core.lease import LeaseSpec
+from gitdeploy.core.lease import LeaseSpec, LeaseTimings
 from gitdeploy.localcluster import LocalCluster
 from gitdeploy.localcluster.access import Access
 from tests.fixtures.rbac import service_account_client
@@ -23,6 +24,7 @@ from tests.fixtures.waiting import eventually
 from tests.realk8s.controlplane import DEPLOY, GITDEPLOY_NAMESPACE
 
 NAMESPACE = "gitdeploy-system"
+TIMINGS = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
 NAME = "gitdeploy-head"
 MAIN = "main"
 X, Y, Z = "1" * 40, "2" * 40, "3" * 40
@@ -206,3 +208,20 @@ def test_an_announcement_that_could_not_be_written_is_written_after_the_next_pol
         assert a.news.announced == 1
     finally:
         a.news.close()
+
+
+def test_a_missing_lease_namespace_is_named_with_what_to_do(
+    kube_client: Any, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a fleet whose --lease-namespace does not exist
+    adapter = Cluster(kube_client, "embedded")
+    membership = Membership(adapter, NAMESPACE, "a", fake_clock, fake_clock, TIMINGS, runs=lambda _pid: True)
+    news = Replica(adapter, "a", fake_clock).news
+    # When a replica renews its member Lease and announces a head
+    with caplog.at_level(logging.WARNING, logger="gitdeploy.sharding"):
+        membership.step()
+        assert news.write(HeadAnnouncement(Y, MAIN, "a", 1.0, Announced.PUSH)) is WriteAct.DROP
+    # Then both say that the namespace is missing, and what to do
+    hint = f"create namespace {NAMESPACE}, or pass --lease-namespace"
+    told = [r.getMessage() for r in caplog.records]
+    assert len(told) == 2 and all(hint in line for line in told), told
