@@ -298,6 +298,7 @@ class DesiredStateReader:
         source = _SettingsSource(settings, tuple(problems), settings_file, self.repo.subpath)
         wanted = [e for e in entries if self._is_manifest(e.path, settings)]
         loaded = _Loaded.assemble_all(sha, source, self._analyse(wanted))
+        self.cache.retain((e.blob_sha, e.path) for e in wanted)  # MEMORY: see _load_changes
         unread = tuple(d for d in self.repo.file_problems(sha) if self._is_manifest(d.file, settings))
         return replace(loaded, file_problems=unread)
 
@@ -317,7 +318,13 @@ class DesiredStateReader:
         changed = {c.path: fresh.get(c.path) for c in changes if c.path in last.files or c.path in fresh}
         if not changed:
             return replace(last, sha=sha)
-        return last.updated(sha, changed)
+        loaded = last.updated(sha, changed)
+        # MEMORY: the cache forgets what the files held before they changed, as the state does:
+        # kept, every version of every file since the start would stay parsed (4.5 KiB each)
+        for c in changes:
+            if c.old_blob is not None and c.old_blob != c.new_blob:
+                self.cache.discard_entry(c.old_blob, path=c.path)
+        return loaded
 
     def _is_manifest(self, path: str, settings: RepoSettings) -> bool:
         return is_manifest_path(relative_to(path, self.repo.subpath), settings)

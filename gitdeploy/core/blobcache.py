@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -77,6 +77,20 @@ class BlobCache(Generic[T]):
         """Forget one entry (for example after the rules that produced it changed)."""
         with self._lock:
             self._entries.pop((blob_sha, path), None)
+
+    def retain(self, keys: Iterable[tuple[str, str | None]]) -> None:
+        """Forget every entry but those of ``keys`` (``(blob sha, path)``; path None when the
+        entry was stored without one): what a new state no longer uses.
+
+        >>> cache: BlobCache[int] = BlobCache()
+        >>> for sha in ("aa", "bb"): _ = cache.get_or_compute(sha, lambda: 1, path="x.yaml")
+        >>> cache.retain([("bb", "x.yaml")]); cache.contains("aa", path="x.yaml"), len(cache)
+        (False, 1)
+        """
+        wanted = set(keys)
+        with self._lock:
+            for key in [k for k in self._entries if k not in wanted]:
+                del self._entries[key]
 
     def clear_entries(self) -> None:
         """Forget every entry and reset the counters."""

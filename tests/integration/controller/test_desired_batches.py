@@ -87,3 +87,29 @@ def test_a_load_freezes_no_garbage_with_the_state_it_keeps(git_remote: GitRemote
     # Then nothing it froze was garbage already
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) == 0
+
+
+def test_the_parse_cache_holds_the_files_of_the_head_not_every_version_seen(
+    git_remote: GitRemote, tmp_path: Path
+) -> None:
+    git_remote.commit_and_push("Apps", FILES)
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        reader = DesiredStateReader(repo)
+        reader.load(repo.poll().head)
+        assert len(reader.cache) == len(FILES)
+        # When one file changes in each of 20 commits, and one file goes and another comes
+        for version in range(20):
+            image = f"x:{version}"
+            git_remote.commit_and_push("Bump", {"apps/shop/app5.yaml": deployment("app5", "shop", image)})
+            reader.load(repo.poll().head)
+        git_remote.commit_and_push_changes(
+            "Move", {"apps/shop/app6.yaml": None, "apps/moved/app6.yaml": deployment("app6", "shop")}
+        )
+        result = reader.load(repo.poll().head)
+        # Then the cache holds one entry per file of the head, as a fresh load of it would
+        assert len(reader.cache) == len(FILES)
+        assert _facts(result) == _facts(load_directory(git_remote.work))
+        # ... and a settings change (a full reload) keeps only what that load read
+        git_remote.commit_and_push("Settings", {"gitdeploy.yaml": "paths: [apps/shop]\n"})
+        reader.load(repo.poll().head)
+        assert len(reader.cache) == sum(path.startswith("apps/shop/") for path in FILES) - 1
