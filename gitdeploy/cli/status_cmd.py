@@ -13,7 +13,7 @@ from gitdeploy.cli.context import get_context
 from gitdeploy.cli.durations import Duration
 from gitdeploy.cli.output import MACHINE_FORMATS, WIDE, console, output_option, print_data, print_table
 from gitdeploy.cli.progress import RolloutProgress
-from gitdeploy.cli.target import open_cluster, resolve_target
+from gitdeploy.cli.target import cluster_at, open_cluster, resolve_target
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import (
     AppView,
@@ -95,14 +95,14 @@ def status(
       gitdeploy status shop/web -o json
       gitdeploy status -n shop -o yaml
     """
-    cluster = open_cluster(get_context(ctx))
+    target = resolve_target(get_context(ctx))
+    cluster = cluster_at(target)
     ns, name = split_app(app, namespace) if app else (namespace, None)
     views = list_app_views(cluster, ns, name)
     if app and not views:
         raise NotFoundError(f"no app {app!r}", hint="`gitdeploy status` lists the apps gitdeploy runs")
     if any(v.owner for v in views):  # run --sharding: is each owner's member Lease live?
-        in_cluster = resolve_target(get_context(ctx), start_embedded=False).in_cluster
-        where = lease_namespace or default_lease_namespace(in_cluster)
+        where = lease_namespace or default_lease_namespace(target.in_cluster)
         views = with_owner_leases(cluster, views, where, time.time())
     if output in MACHINE_FORMATS:
         print_data([_view_json(v) for v in views], output)

@@ -60,7 +60,11 @@ def resolve_target(ctx: CliContext, *, start_embedded: bool = True) -> ClusterTa
 
 def open_cluster(ctx: CliContext) -> Cluster:
     """The cluster adapter for the cluster ``ctx`` points at (starting the embedded one if needed)."""
-    target = resolve_target(ctx)
+    return cluster_at(resolve_target(ctx))
+
+
+def cluster_at(target: ClusterTarget) -> Cluster:
+    """The cluster adapter for ``target``."""
     return Cluster(_connect(target).api, target.description)
 
 
