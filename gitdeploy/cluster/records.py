@@ -41,7 +41,7 @@ def _record(raw: Mapping[str, Any], label: str = APP_LABEL, key: str = RECORD_KE
     return StoredRecord(
         namespace=str(meta.get("namespace", "")),
         app=str((meta.get("labels") or {}).get(label, "")),
-        payload=str((raw.get("data") or {}).get(key, "{}")),
+        body=str((raw.get("data") or {}).get(key, "{}")),
         resource_version=str(meta.get("resourceVersion", "")),
         uid=str(meta.get("uid", "")),
     )

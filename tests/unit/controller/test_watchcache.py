@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 
 import pytest
 
 from gitdeploy.controller.watchcache import DELETED, Kind, WatchCache
-from gitdeploy.core.history.records import AppRecord
+from gitdeploy.core.history.records import AppRecord, CommitRef, Outcome, RevisionEntry
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
 from gitdeploy.core.rollout.templatedrift import (
@@ -119,6 +120,33 @@ def test_a_parsed_record_is_held_without_its_json_until_it_changes() -> None:
     cache.record_changed("MODIFIED", record("web", "2", suspended))
     [changed] = held_records(cache)
     assert cache.load(changed).triggers_suspended
+
+
+def test_a_record_not_parsed_is_held_compressed_and_reads_back_the_same() -> None:
+    history = AppRecord(revisions=tuple(_revision(n) for n in range(1, 101)))
+    payload = history.to_json()
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [])
+    cache.replace_records("shop", [record("web", "1", payload)])
+    cache.record_changed("ADDED", record("api", "2", payload))
+    for held in held_records(cache):
+        assert isinstance(held.body, bytes) and len(held.body) * 3 < len(payload)
+        assert held.payload == payload and cache.load(held) == history
+
+
+def _revision(n: int) -> RevisionEntry:
+    sha = hashlib.sha1(str(n).encode()).hexdigest()
+    digest = hashlib.sha256(sha.encode()).hexdigest()
+    return RevisionEntry(
+        revision=n,
+        template_hash=sha[:10],
+        replica_set=f"web-{sha[:10]}",
+        commit=CommitRef(sha, "Ada <ada@example.com>", f"Bump web to v1.{n}"),
+        images=(("web", f"registry.example.com/shop/web:v1.{n}@sha256:{digest}"),),
+        started_at=1.7e9 + n * 3600,
+        finished_at=1.7e9 + n * 3600 + 95,
+        outcome=Outcome.COMPLETE,
+    )
 
 
 def held_records(cache: WatchCache) -> list[StoredRecord]:
