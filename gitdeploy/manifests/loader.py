@@ -277,7 +277,7 @@ class _Gathered:
                 again.line,
                 again.column,
                 str(key),
-                f"{what} {key} is also defined at {first}",
+                f"an {what} of this name is also defined at {first}",
                 "keep one definition",
             )
         )
@@ -292,7 +292,7 @@ def _defined_twice(key: AppKey, defined: list[tuple[Analysis, App]]) -> list[Dia
             app.location.line,
             app.location.column,
             str(key),
-            f"{key} is defined more than once: {', '.join(places)}",
+            f"defined more than once: {', '.join(places)}",
             "keep one definition; until then neither deploys",
         )
         for _, app in defined[1:]

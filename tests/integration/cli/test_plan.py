@@ -304,9 +304,9 @@ def test_new_file_duplicating_an_untouched_app_is_invalid(run_cli: RunCli, git_r
     assert code == 1
     (web,) = report["apps"]
     assert web["change"] == "invalid"
-    assert "demo/web is defined more than once: apps/web-copy.yaml:1, apps/web.yaml:1" in web["reason"]
+    assert "defined more than once: apps/web-copy.yaml:1, apps/web.yaml:1" in web["reason"]
     assert web["errors"][0]["text"] == (
-        "apps/web.yaml:1:1: demo/web: demo/web is defined more than once: "
+        "apps/web.yaml:1:1: demo/web: defined more than once: "
         "apps/web-copy.yaml:1, apps/web.yaml:1 (keep one definition; until then neither deploys)"
     )
 

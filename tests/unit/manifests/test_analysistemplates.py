@@ -195,5 +195,6 @@ def test_a_template_defined_twice_is_named_at_both_places() -> None:
     result = load_texts({"a.yaml": TEMPLATE, "b.yaml": TEMPLATE})
     (problem,) = result.diagnostics
     assert (problem.file, problem.line, problem.app) == ("b.yaml", 1, "shop/error-rate")
-    assert problem.message == "analysis template shop/error-rate is also defined at a.yaml:1"
+    assert problem.app == "shop/error-rate"
+    assert problem.message == "an analysis template of this name is also defined at a.yaml:1"
     assert problem.hint == "keep one definition"
