@@ -247,9 +247,8 @@ class RolloutRunner:
         self.digests_due: dict[tuple[str, str], str] = {}
         """The template digest of each ReplicaSet this runner created and has not scaled since: it
         goes with the next scale of that ReplicaSet (a rollout always writes its new ReplicaSet
-        again), so creating a ReplicaSet costs no write of its own. Lost with the process, it is
-        then recorded from the template as read
-        (:func:`~gitdeploy.core.rollout.templatedrift.needs_digest`)."""
+        again), so creating a ReplicaSet costs no write of its own. Lost with the process, it is then
+        recorded from the template as read (:func:`~gitdeploy.core.rollout.templatedrift.needs_digest`)."""
         self.shards: ShardHooks | None = None
         """With ``run --sharding``: asked before every write for an app (see :class:`ShardHooks`)."""
         self.leading: Callable[[], bool] | None = None
@@ -378,8 +377,8 @@ class RolloutRunner:
     def changed_by_hand(self, kind: str, rs: ObservedReplicaSet) -> bool:
         """Whether a watch's news of ``rs`` (ADDED, MODIFIED, DELETED) is a change this runner did
         not make: a delete, labels not naming its app and template, or a spec newer than any it saw
-        or wrote with other ``spec.replicas`` than it set last (news of an older spec is late news).
-        A ReplicaSet it never saw tells nothing (the resync looks at it)."""
+        or wrote with other ``spec.replicas`` than it set last (news of an older spec, or of the
+        status of one it told of, is late news). One it never saw tells nothing (see the resync)."""
         known = self.replicas_known.get((rs.namespace, rs.name))
         key = AppKey(rs.namespace, app_by_name(rs.name))  # its labels may no longer say it
         if known is None or (self.shards is not None and not self.shards.holds(key)):
@@ -391,7 +390,9 @@ class RolloutRunner:
             return True
         replicas, generation = known
         late = bool(rs.generation) and rs.generation <= generation
-        return not late and (replicas != rs.state.replicas or edited_by_hand(rs))
+        if hand := not late and (replicas != rs.state.replicas or edited_by_hand(rs)):
+            self._know(rs.namespace, rs.name, replicas, rs.generation)
+        return hand
 
     def _know(self, namespace: str, name: str, replicas: int, generation: int = 0) -> None:
         """Remember ``replicas`` as the ReplicaSet's, and the newest ``generation`` seen of it

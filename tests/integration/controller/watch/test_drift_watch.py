@@ -6,10 +6,12 @@ The fake clock never reaches the resync: a pass that comes can only come from th
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from gitdeploy.clock import FakeClock
@@ -49,6 +51,37 @@ def test_a_hand_scale_wakes_the_app_and_its_pass_scales_back(
     settle(controller, fake_clock)
     assert controller.next_due_in() is None
     assert len(_drift_events(kube_client)) == 1
+
+
+def test_a_hand_scale_is_one_hand_change_though_its_status_follows(
+    controller: Controller,
+    fake_clock: FakeClock,
+    wake: threading.Event,
+    caplog: pytest.LogCaptureFixture,
+    kube_client: Any,
+) -> None:
+    # Given web settled at 8 replicas, and the ReplicaSet watch of its namespace up
+    settle(controller, fake_clock)
+    assert eventually(lambda: "shop" in controller.watched)
+    time.sleep(0.5)
+    [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
+    apps = client.AppsV1Api(kube_client)
+    caplog.set_level(logging.INFO, logger="gitdeploy")
+
+    # When someone scales it to 2 by hand, and the ReplicaSet's status then catches up with it
+    apps.patch_namespaced_replica_set_scale(name, "shop", {"spec": {"replicas": 2}})
+    apps.patch_namespaced_replica_set_status(name, "shop", {"status": {"replicas": 2}})
+
+    # Then the watch hears two changes of one spec: one hand change, logged once
+    def changed_by_hand() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "changed by hand" in r.getMessage()]
+
+    assert eventually(lambda: controller.cluster.list_replica_sets("shop", "web")[0].state.replicas == 2)
+    assert eventually(lambda: len(changed_by_hand()) >= 1)
+    time.sleep(1.0)  # the status's news comes right after the spec's
+    said = f"[shop/web] ReplicaSet {name} changed by hand (MODIFIED); passing over the app now"
+    assert changed_by_hand() == [said]
+    assert wake.is_set()
 
 
 def test_news_of_the_loops_own_writes_heard_late_is_never_a_hand_change(
