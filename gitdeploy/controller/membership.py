@@ -201,10 +201,20 @@ class Membership:
             raise
         with self._lock:
             last = self._last_renewed
-            if last is not None and renew_deadline_passed(last, started, self.timings.renew_deadline):
+            lapsed = last is not None and renew_deadline_passed(last, started, self.timings.renew_deadline)
+            if lapsed:
                 self._term += 1  # paused or cut off past the deadline: earlier admissions are void
             self._own = written
             self._last_renewed = started  # when the try began: the Lease may be older than now
+        if lapsed and last is not None:
+            log.warning(
+                "member lease %s: renewed again after %.0f s, past the %g s renew deadline (this "
+                "process was paused or could not reach the API server); it acted on no app meanwhile, "
+                "and rejoins: apps that moved to other replicas come back as to a new member",
+                self.lease,
+                started - last,
+                self.timings.renew_deadline,
+            )
 
     def _write_own(self, own: ObservedLease | None) -> ObservedLease:
         decision = decide_lease(

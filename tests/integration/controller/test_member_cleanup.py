@@ -5,6 +5,7 @@ resumed after its Lease was deleted creates it anew and is a member again."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -82,7 +83,7 @@ def test_the_leader_deletes_a_killed_members_lease_after_ten_durations_and_no_on
 
 
 def test_a_paused_member_whose_lease_was_deleted_creates_it_anew_and_its_old_step_stays_fenced(
-    adapter: Cluster, fake_clock: FakeClock
+    adapter: Cluster, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     leader, paused = member(adapter, A, fake_clock, leading=True), member(adapter, B, fake_clock)
     paused.step()
@@ -97,9 +98,14 @@ def test_a_paused_member_whose_lease_was_deleted_creates_it_anew_and_its_old_ste
     assert lease_of(adapter, B) is None
 
     # Then on resume its first renewal finds its Lease gone and creates it anew (no error)
+    caplog.set_level(logging.INFO, logger="gitdeploy")
     paused.step()
     assert lease_of(adapter, B) is not None and lease_of(adapter, B).spec.holder == B
     assert paused.fresh() and paused.term == term + 1
+    # ... and says that it was away, for how long, and that it acted on nothing meanwhile
+    away = BOUND + TIMINGS.retry_period  # the clock moved on while it was paused
+    assert f"renewed again after {away:.0f} s, past the 10 s renew deadline" in caplog.text
+    assert "it acted on no app meanwhile" in caplog.text
     # ... the step it was in when paused writes nothing
     with pytest.raises(TransientError, match="not renewed within"):
         gate.fence(key)
