@@ -31,7 +31,7 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.apirequests import observe_api_requests
 from gitdeploy.controller.handover import Handover
 from gitdeploy.controller.headnews import HeadNews
-from gitdeploy.controller.inspect import AppTally, count_app_states, list_app_views
+from gitdeploy.controller.inspect import AppState, AppTally, count_app_states, list_app_views
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.membership import Membership
@@ -644,7 +644,7 @@ def instrument(
     controller.reconcile_observers.append(metrics.observe_reconcile)
     controller.runner.observers.append(metrics.observe_rollout)
     controller.runner.event_observers.append(metrics.observe_event)
-    tally = AppTally()  # a scrape works out again only the apps that changed since the last one
+    tally = AppTally.of_states()  # a scrape works out again only the apps that changed since the last one
 
     def app_states() -> AppStates | None:
         scope = controller.shard_scope
@@ -659,7 +659,7 @@ def instrument(
 
 
 def live_app_states(
-    controller: Controller, tally: AppTally | None = None, only: Iterable[AppKey] | None = None
+    controller: Controller, tally: AppTally[AppState] | None = None, only: Iterable[AppKey] | None = None
 ) -> AppStates | None:
     """The apps by state as ``gitdeploy status`` shows them now (with ``only``: those of them among
     ``only``), from what the loop's watches saw (no API request; with ``tally``, see

@@ -40,7 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.shards import RecordWriter, ShardGate, shard_event
 from gitdeploy.controller.watchcache import WatchCache
-from gitdeploy.core.history.records import AppRecord
+from gitdeploy.core.history.records import AppRecord, load_record
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord
 from gitdeploy.errors import ConflictError, DamagedRecordError, GitdeployError
@@ -197,7 +197,7 @@ class Handover:
         cache = self.cache
         if cache is not None and (held := cache.records(namespace)) is not None:
             # as current as the watch: a write naming an older version than the server's conflicts
-            return {key.name: _parsed(cache, held[key.name]) for key in keys if key.name in held}
+            return {key.name: _parsed(held[key.name]) for key in keys if key.name in held}
         if len(keys) < READ_EACH_BELOW:
             found = (self.cluster.read_app_record(namespace, key.name) for key in keys)
             return {record.app: (record, None) for record in found if record is not None}
@@ -235,8 +235,8 @@ class Handover:
             shard_event(self.cluster, self.gate.clock, membership.namespace, lease, reason, message)
 
 
-def _parsed(cache: WatchCache, stored: StoredRecord) -> Read:
+def _parsed(stored: StoredRecord) -> Read:
     try:
-        return stored, cache.load(stored)
+        return stored, load_record(stored.namespace, stored.app, stored.payload)
     except DamagedRecordError:  # its payload is kept: the admission finds it damaged
         return stored, None

@@ -10,7 +10,8 @@ per scrape. A namespace is served from the cache only once both of its watches h
 (:meth:`WatchCache.contents`); until then the counting lists it, as ``gitdeploy status`` does.
 
 A ReplicaSet is kept without its pod template unless the template was edited by hand (see
-:func:`_without_template`). Like an informer's cache, it is as current as the watches: an event
+:func:`_without_template`), and an app record with its payload compressed (see
+:attr:`WatchCache._records`). Like an informer's cache, it is as current as the watches: an event
 arrives milliseconds after the change, and a watch that breaks off resumes from the version it
 reached, so no change is missed.
 """
@@ -22,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 from enum import StrEnum
 
-from gitdeploy.core.history.records import AppRecord, load_record
 from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet, StoredRecord
 from gitdeploy.core.rollout.templatedrift import (
     REPLACING_PODS_ANNOTATION,
@@ -49,13 +49,12 @@ class WatchCache:
         self._lock = threading.Lock()
         self._replica_sets: dict[str, dict[str, ObservedReplicaSet]] = {}
         self._records: dict[str, dict[str, StoredRecord]] = {}
-        """Each app record as last listed or changed, its payload compressed (:meth:`StoredRecord.packed`)
-        until it is parsed (:meth:`load`). With ``run --sharding`` a replica parses only the
-        records of the apps it holds, and keeps every other app's record for the moment it adopts
-        it: compressed, a history of 100 revisions takes 12 KiB instead of 58 KiB."""
-        self._loaded: dict[tuple[str, str], tuple[str, AppRecord]] = {}
-        """Each record held as loaded, with the resourceVersion it was loaded at (the record held
-        then keeps no payload: see :meth:`load`)."""
+        """Each app record as last listed or changed, its payload compressed
+        (:meth:`~gitdeploy.core.observed.StoredRecord.packed`), parsed by whoever reads it: a
+        pass, and a scrape or the dashboard only for an app whose objects changed since they last
+        looked (:class:`~gitdeploy.controller.inspect.AppTally`). A record of 100 revisions takes
+        13 KiB so, 55 KiB as JSON and 113 KiB parsed (``bench/record_memory.py``): every replica
+        holds every app's record (with ``run --sharding``, for the moment it adopts the app)."""
         self._generation = 0
         """Counts the changes of what the cache holds: a reader that saw this number sees the same
         contents while it stays (the dashboard computes its apps list again only when it moved)."""
@@ -90,10 +89,8 @@ class WatchCache:
         """A list of the namespace's app records: what it says replaces what the cache held."""
         packed = {stored.app: stored.packed() for stored in listed}  # MEMORY: see _records
         with self._lock:
-            self._records[namespace] = held = packed
+            self._records[namespace] = packed
             self._generation += 1
-            for key in [k for k in self._loaded if k[0] == namespace and k[1] not in held]:
-                del self._loaded[key]
 
     def record_changed(self, kind: str, stored: StoredRecord) -> None:
         """A watch event of one app record (``kind``: ADDED, MODIFIED, DELETED)."""
@@ -104,28 +101,9 @@ class WatchCache:
                 return
             if kind == DELETED:
                 held.pop(stored.app, None)
-                self._loaded.pop((stored.namespace, stored.app), None)
             else:
                 held[stored.app] = stored
             self._generation += 1
-
-    def load(self, stored: StoredRecord) -> AppRecord:
-        """:func:`~gitdeploy.core.history.records.load_record` of ``stored`` (from :meth:`contents`),
-        parsed once per version (a scrape would otherwise parse every record again); a damaged
-        one raises each time. Once parsed, the cache keeps the record without its JSON."""
-        key = (stored.namespace, stored.app)
-        with self._lock:
-            loaded = self._loaded.get(key)
-        if loaded is not None and loaded[0] == stored.resource_version:
-            record = loaded[1]
-        else:
-            record = load_record(stored.namespace, stored.app, stored.payload)
-        with self._lock:
-            held = self._records.get(stored.namespace, {})
-            if stored.payload and held.get(stored.app) is stored:  # still held: the parse stands for it
-                self._loaded[key] = (stored.resource_version, record)
-                held[stored.app] = replace(stored, body="")
-        return record
 
     def forget(self, namespace: str, kind: Kind) -> None:
         """The watch of ``kind`` in ``namespace`` stopped: the namespace is listed again when read."""
@@ -135,8 +113,6 @@ class WatchCache:
                 self._replica_sets.pop(namespace, None)
                 return
             self._records.pop(namespace, None)
-            for key in [k for k in self._loaded if k[0] == namespace]:
-                del self._loaded[key]
 
     def holds(self, namespace: str, kind: Kind | None = None) -> bool:
         """The watch of ``kind`` in ``namespace`` has listed it (no kind: both have, and
@@ -148,8 +124,8 @@ class WatchCache:
         return replica_sets if kind is Kind.REPLICA_SETS else records
 
     def records(self, namespace: str) -> dict[str, StoredRecord] | None:
-        """The app records of ``namespace`` by app name (pass each through :meth:`load`), or
-        None while its record watch has not listed it."""
+        """The app records of ``namespace`` by app name, or None while its record watch has not
+        listed it."""
         with self._lock:
             held = self._records.get(namespace)
             return None if held is None else dict(held)

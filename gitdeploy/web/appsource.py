@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.inspect import AppView, list_app_views, watched_app_views
+from gitdeploy.controller.inspect import AppTally, AppView, list_app_views, watched_app_views
 from gitdeploy.controller.watchcache import WatchCache
 
 Stamp = tuple[int, tuple[str | None, ...]]
@@ -48,31 +48,34 @@ class ListedApps:
 
 class WatchedApps:
     """The apps of the namespaces that ``namespaces()`` names (None: every namespace), read from
-    a watch cache for each namespace it holds, listed for the others (and until :meth:`follow`)."""
+    a watch cache for each namespace it holds, listed for the others (and until :meth:`follow`).
+    A read works out again only the apps whose objects changed since the last (see
+    :class:`~gitdeploy.controller.inspect.AppTally`)."""
 
     def __init__(self, cluster: Cluster, namespaces: Callable[[], Sequence[str | None]]) -> None:
         self.cluster = cluster
         self._lock = threading.Lock()
         self._namespaces = namespaces
         self._cache: WatchCache | None = None
+        self._tally = AppTally.of_views()
 
     def follow(self, cache: WatchCache, namespaces: Callable[[], Sequence[str | None]] | None = None) -> None:
         """From now on, read what ``cache`` holds (of ``namespaces()``, if given)."""
         with self._lock:
-            self._cache = cache
+            self._cache, self._tally = cache, AppTally.of_views()
             self._namespaces = namespaces or self._namespaces
 
-    def _current(self) -> tuple[WatchCache | None, tuple[str | None, ...]]:
+    def _current(self) -> tuple[WatchCache | None, AppTally[AppView], tuple[str | None, ...]]:
         with self._lock:
-            cache, namespaces = self._cache, self._namespaces
-        return cache, tuple(namespaces())
+            cache, tally, namespaces = self._cache, self._tally, self._namespaces
+        return cache, tally, tuple(namespaces())
 
     def read(self) -> list[AppView]:
-        cache, namespaces = self._current()
-        return watched_app_views(self.cluster, namespaces, cache)
+        cache, tally, namespaces = self._current()
+        return watched_app_views(self.cluster, namespaces, cache, tally)
 
     def stamp(self) -> Stamp | None:
-        cache, namespaces = self._current()
+        cache, _, namespaces = self._current()
         if cache is None or not all(ns is not None and cache.holds(ns) for ns in namespaces):
             return None
         return cache.generation, namespaces

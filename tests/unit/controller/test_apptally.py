@@ -9,7 +9,7 @@ from dataclasses import replace
 from kubernetes import client
 
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.inspect import AppTally, count_app_states
+from gitdeploy.controller.inspect import AppTally, count_app_states, watched_app_views
 from gitdeploy.controller.watchcache import WatchCache
 from gitdeploy.core.history.records import AppRecord, SyncStatus, load_record
 from gitdeploy.core.models import AppKey
@@ -42,16 +42,16 @@ def test_a_count_works_out_again_only_the_apps_whose_objects_changed() -> None:
 
     held = cache.contents("shop")
     assert held is not None
-    tally = AppTally()
+    tally = AppTally.of_states()
 
     # Given a first count, which works out every app
-    first = tally.states("shop", held, load)
+    first = tally.tally("shop", held, load)
     assert sorted(loaded) == ["api", "db", "web"]
     assert sorted(first) == [("Synced", "Healthy", False)] * 2 + [("Unknown", "Healthy", False)]
 
     # When nothing changed, the next count works nothing out again
     loaded.clear()
-    assert sorted(tally.states("shop", held, load)) == sorted(first) and loaded == []
+    assert sorted(tally.tally("shop", held, load)) == sorted(first) and loaded == []
 
     # When web's ReplicaSet loses its ready pods and api's record is replaced (and db is gone)
     cache.replica_set_changed("MODIFIED", replica_set("web", "6", ready=0))
@@ -59,7 +59,7 @@ def test_a_count_works_out_again_only_the_apps_whose_objects_changed() -> None:
     cache.record_changed("DELETED", record("db", "8"))
     held = cache.contents("shop")
     assert held is not None
-    states = tally.states("shop", held, load)
+    states = tally.tally("shop", held, load)
 
     # Then those two are worked out again, and the counts are what a count from nothing gives
     assert sorted(loaded) == ["api", "web"]
@@ -81,9 +81,9 @@ def test_an_object_of_unknown_version_is_worked_out_at_every_count() -> None:
         loaded.append(stored.app)
         return load_record(stored.namespace, stored.app, stored.payload)
 
-    tally = AppTally()
-    tally.states("shop", held, load)
-    tally.states("shop", held, load)
+    tally = AppTally.of_states()
+    tally.tally("shop", held, load)
+    tally.tally("shop", held, load)
     assert loaded == ["web", "web"]
 
 
@@ -96,7 +96,7 @@ def test_a_sharded_replica_counts_only_the_apps_it_holds() -> None:
     counts = []
     for app in ("web", "api"):
         only = [AppKey("shop", app)]
-        counted = count_app_states(NO_CLUSTER, ["shop"], cache, AppTally(), only)
+        counted = count_app_states(NO_CLUSTER, ["shop"], cache, AppTally.of_states(), only)
         assert counted == count_app_states(NO_CLUSTER, ["shop"], cache, None, only)
         counts.append(counted)
     # Then each counts its own app alone, and the two add up to the count of every app
@@ -105,3 +105,25 @@ def test_a_sharded_replica_counts_only_the_apps_it_holds() -> None:
     web, api = counts
     assert Counter(web.sync) + Counter(api.sync) == whole.sync
     assert Counter(web.health) + Counter(api.health) == whole.health
+
+
+def test_the_views_of_a_tally_are_those_worked_out_afresh_and_kept_while_nothing_changed() -> None:
+    # Given a watch cache of three apps, read once through a tally (as the dashboard reads it)
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [replica_set("web", "1"), replica_set("api", "2")])
+    cache.replace_records("shop", [record("web", "3"), record("api", "4"), record("db", "5", "Unknown")])
+    tally = AppTally.of_views()
+    first = watched_app_views(NO_CLUSTER, ["shop"], cache, tally)
+    assert first == watched_app_views(NO_CLUSTER, ["shop"], cache)
+    assert [view.key for view in first] == [AppKey("shop", name) for name in ("api", "db", "web")]
+
+    # When nothing changed, the views are those it worked out before
+    again = watched_app_views(NO_CLUSTER, ["shop"], cache, tally)
+    assert all(kept is view for kept, view in zip(again, first, strict=True))
+
+    # When api's record changes and web's ReplicaSet loses its pods, those two are worked out again
+    cache.record_changed("MODIFIED", record("api", "7", "OutOfSync", "Progressing"))
+    cache.replica_set_changed("MODIFIED", replica_set("web", "8", ready=0))
+    changed = watched_app_views(NO_CLUSTER, ["shop"], cache, tally)
+    assert changed == watched_app_views(NO_CLUSTER, ["shop"], cache)
+    assert changed[0].sync == "OutOfSync" and changed[2].ready == 0 and changed[1] is first[1]

@@ -6,8 +6,6 @@ import hashlib
 import json
 from dataclasses import replace
 
-import pytest
-
 from gitdeploy.controller.watchcache import DELETED, Kind, WatchCache
 from gitdeploy.core.history.records import AppRecord, CommitRef, Outcome, RevisionEntry
 from gitdeploy.core.models import PodTemplate
@@ -19,7 +17,6 @@ from gitdeploy.core.rollout.templatedrift import (
     template_digest,
 )
 from gitdeploy.core.scaling.replicasets import ReplicaSetState
-from gitdeploy.errors import DamagedRecordError
 
 
 def replica_set(name: str, replicas: int = 2, namespace: str = "shop") -> ObservedReplicaSet:
@@ -62,20 +59,15 @@ def test_events_change_deleted_objects_go_and_a_list_replaces_everything() -> No
     assert cache.contents("shop") is None
 
 
-def test_a_record_is_parsed_again_only_when_its_version_changes() -> None:
+def test_a_record_is_held_as_the_watch_told_it_damaged_or_not() -> None:
     cache = WatchCache()
     cache.replace_replica_sets("shop", [])
     cache.replace_records("shop", [record("web", "1")])
-    [held] = held_records(cache)
-    first = cache.load(held)
-    assert cache.load(held_records(cache)[0]) is first
-    suspended = json.dumps({**json.loads(first.to_json()), "triggersSuspended": True})
+    suspended = json.dumps({**json.loads(AppRecord().to_json()), "triggersSuspended": True})
     cache.record_changed("MODIFIED", record("web", "2", suspended))
-    changed = cache.load(held_records(cache)[0])
-    assert changed is not first and changed.triggers_suspended
+    [changed] = held_records(cache)
+    assert changed.resource_version == "2" and AppRecord.from_json(changed.payload).triggers_suspended
     cache.record_changed("MODIFIED", record("web", "3", "{not json"))
-    with pytest.raises(DamagedRecordError):
-        cache.load(held_records(cache)[0])
     assert held_records(cache)[0].payload == "{not json"  # a damaged one keeps what it says
 
 
@@ -105,24 +97,7 @@ def test_a_template_is_kept_only_when_it_was_edited_by_hand() -> None:
     assert find_template_drift(edited) == TemplateDrift("web-b")
 
 
-def test_a_parsed_record_is_held_without_its_json_until_it_changes() -> None:
-    cache = WatchCache()
-    cache.replace_replica_sets("shop", [])
-    cache.replace_records("shop", [record("web", "1")])
-    [listed] = held_records(cache)
-    parsed = cache.load(listed)
-    [slim] = held_records(cache)
-    assert slim.payload == "" and cache.load(slim) is parsed
-    cache.replace_records("shop", [record("web", "1")])  # a relist: the same version again
-    [again] = held_records(cache)
-    assert cache.load(again) is parsed and held_records(cache)[0].payload == ""
-    suspended = json.dumps({**json.loads(parsed.to_json()), "triggersSuspended": True})
-    cache.record_changed("MODIFIED", record("web", "2", suspended))
-    [changed] = held_records(cache)
-    assert cache.load(changed).triggers_suspended
-
-
-def test_a_record_not_parsed_is_held_compressed_and_reads_back_the_same() -> None:
+def test_a_record_is_held_compressed_and_reads_back_the_same() -> None:
     history = AppRecord(revisions=tuple(_revision(n) for n in range(1, 101)))
     payload = history.to_json()
     cache = WatchCache()
@@ -131,7 +106,7 @@ def test_a_record_not_parsed_is_held_compressed_and_reads_back_the_same() -> Non
     cache.record_changed("ADDED", record("api", "2", payload))
     for held in held_records(cache):
         assert isinstance(held.body, bytes) and len(held.body) * 3 < len(payload)
-        assert held.payload == payload and cache.load(held) == history
+        assert held.payload == payload and AppRecord.from_json(held.payload) == history
 
 
 def _revision(n: int) -> RevisionEntry:
@@ -169,10 +144,8 @@ def test_the_generation_moves_with_each_change_and_holds_says_what_was_listed() 
     seen.append(cache.generation)
     cache.record_changed("MODIFIED", record("web", "2"))
     seen.append(cache.generation)
-    held = cache.contents("shop")
-    assert held is not None
-    cache.load(held[1][0])  # parsing a record changes nothing the apps show
-    assert cache.generation == seen[-1]
+    assert cache.contents("shop") is not None
+    assert cache.generation == seen[-1]  # reading changes nothing
     cache.forget("shop", Kind.RECORDS)
     seen.append(cache.generation)
     assert seen == sorted(set(seen)), "each change moved it"
