@@ -52,9 +52,10 @@ class WatchCache:
         """Each app record as last listed or changed, its payload compressed
         (:meth:`~gitdeploy.core.observed.StoredRecord.packed`), parsed by whoever reads it: a
         pass, and a scrape or the dashboard only for an app whose objects changed since they last
-        looked (:class:`~gitdeploy.controller.inspect.AppTally`). A record of 100 revisions takes
-        13 KiB so, 55 KiB as JSON and 113 KiB parsed (``bench/record_memory.py``): every replica
-        holds every app's record (with ``run --sharding``, for the moment it adopts the app)."""
+        looked (:class:`~gitdeploy.controller.inspect.AppTally`). Every replica holds every app's
+        record (with ``run --sharding``, for the moment it adopts the app), and one of 100
+        revisions takes 13 KiB so, against 55 KiB as JSON and 112 KiB parsed
+        (``bench/record_memory.py``)."""
         self._generation = 0
         """Counts the changes of what the cache holds: a reader that saw this number sees the same
         contents while it stays (the dashboard computes its apps list again only when it moved)."""

@@ -143,9 +143,9 @@ class StoredRecord:
         return body if isinstance(body, str) else zlib.decompress(body).decode()
 
     def packed(self) -> StoredRecord:
-        """The same record with its payload kept compressed (zlib), as a watch cache holds the
-        records it has not parsed: a revision history's JSON shrinks to a quarter or less, and
-        reading :attr:`payload` costs 5 µs for one revision, 100 µs for a hundred."""
+        """The same record with its payload kept compressed (zlib), as a watch cache holds every
+        record: a revision history's JSON shrinks to a quarter or less, and reading
+        :attr:`payload` costs 5 µs for one revision, 100 µs for a hundred."""
         body = self.body
         if isinstance(body, bytes) or not body:
             return self
