@@ -84,6 +84,8 @@ def test_a_leader_resumed_after_its_lease_expired_writes_nothing(
     assert stale == [], stale
     # nor did anyone else, as the app was settled
     writes = {k: n for k, n in cluster.stats().items() if k[0] in WRITES and k[1] != "leases"}
+    if writes:  # every write and the new leader's log in the captured output, untruncated
+        print(*cluster.writes(), second.log, sep="\n")
     assert writes == {}, cluster.writes()
     assert versions(cluster) == before
     view = cluster.web()
