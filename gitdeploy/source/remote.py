@@ -187,7 +187,14 @@ class Remote:
         self, options: Sequence[str], refspecs: Sequence[str], *, tolerate_missing: bool = False
     ) -> None:
         try:
-            self.mirror.runner.run_remote("fetch", self.url.url, options, refspecs)
+            try:
+                self.mirror.runner.run_remote("fetch", self.url.url, options, refspecs)
+            except GitFailure as failure:
+                if "cannot lock ref" not in failure.stderr:
+                    raise
+                # another process fetched into the same mirror (two runs on one --state-dir):
+                # its ref moved under this fetch, which reads it again once
+                self.mirror.runner.run_remote("fetch", self.url.url, options, refspecs)
         except GitFailure as failure:
             missing = any(m in failure.stderr.lower() for m in ("not our ref", "couldn't find remote ref"))
             if missing and tolerate_missing:
