@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from gitdeploy.cluster.apierrors import translated
+from gitdeploy.cluster.writecheck import check_writes
 from gitdeploy.errors import AlreadyExistsError, ExpiredError, TransientError
 
 
@@ -81,6 +82,7 @@ class RawApi:
 
     def __init__(self, api: client.ApiClient, request_timeout: tuple[float, float] = REQUEST_TIMEOUT) -> None:
         self.api = api
+        check_writes(api)  # the loop's fence, checked again right before each write leaves
         self.timeout = request_timeout
         """``(connect, read)`` seconds of every call (:data:`REQUEST_TIMEOUT`)."""
         self.config_maps = Resource(self, "/api/v1", "configmaps")

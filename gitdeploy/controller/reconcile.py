@@ -9,6 +9,7 @@ any, whose kind decides how the queue retries it (:mod:`gitdeploy.controller.wor
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gitdeploy.clock import Clock
+from gitdeploy.cluster.writecheck import writes_checked_by
 from gitdeploy.controller.imagetriggers import ImageTriggers, target_for_images
 from gitdeploy.controller.orphans import (
     OrphanPhase,
@@ -178,12 +180,14 @@ class Reconciler:
                 if not admitted.act:
                     return Result(key, requeue_after=admitted.requeue_after)
                 stored = admitted.stored
-            release_old_replica_sets(self.runner, key, replica_sets)
-            app = self.source.apps.get(key)
-            if app is None:
-                result = self._without_manifest(key, replica_sets, stored)
-            else:
-                result = self._step(app, build_snapshot(key, replica_sets, pods, stored, census), stored)
+            with writes_checked_by(functools.partial(self.runner.fence, key)):  # see writecheck
+                release_old_replica_sets(self.runner, key, replica_sets)
+                app = self.source.apps.get(key)
+                if app is None:
+                    result = self._without_manifest(key, replica_sets, stored)
+                else:
+                    snapshot = build_snapshot(key, replica_sets, pods, stored, census)
+                    result = self._step(app, snapshot, stored)
         except DamagedRecordError as problem:
             self._observe(started, "error")
             return Result(key, damaged_report(key, replica_sets, problem, self.previous(key)), None, problem)

@@ -17,6 +17,7 @@ from typing import Protocol, TypeVar
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.cluster.writecheck import writes_checked_by
 from gitdeploy.controller.measuring import measured
 from gitdeploy.controller.restore import restore_settings
 from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, Outcome, is_emptied, load_record
@@ -289,8 +290,8 @@ class RolloutRunner:
     def reconcile(self, app: App, commit: CommitRef, *, cause: Cause = Cause.CONFIG_CHANGE) -> Step:
         """Read the app's state, plan one step, execute it; returns the step."""
         snapshot, stored = self.read_snapshot(app.key, census=wants_pod_census(app))
-        target = choose_target(app, commit, snapshot, cause=cause)
-        return self.run_step(target, snapshot, stored)
+        with writes_checked_by(functools.partial(self.fence, app.key)):  # as the loop's (writecheck)
+            return self.run_step(choose_target(app, commit, snapshot, cause=cause), snapshot, stored)
 
     def run_step(
         self,

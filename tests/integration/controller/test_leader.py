@@ -186,6 +186,37 @@ def test_a_leader_paused_in_the_middle_of_a_pass_writes_nothing_more_of_it(
     assert ("create", "replicasets") in written
 
 
+def test_a_leader_paused_between_its_check_and_the_send_sends_nothing(
+    adapter: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock
+) -> None:
+    """The runner's check passes, then the process is paused past its renew deadline before the
+    request leaves: the check made again in the HTTP connection, right before the send, stops it."""
+    a = Elector(adapter, "a_1", fake_clock)
+    runner = RolloutRunner(adapter, fake_clock)
+    runner.leading = a.elector.is_leader
+    a.elector.step()
+    adapter.ensure_namespace("shop")
+    for _ in range(2):  # the app record, then its first ReplicaSet
+        runner.reconcile(load_app(deployment("web", "shop", "nginx:1", replicas=4)), commit("v1"))
+    asked: list[bool] = []
+
+    def paused_after_asked() -> bool:
+        asked.append(a.elector.is_leader())
+        fake_clock.advance(TIMINGS.renew_deadline)  # the pause falls right after the answer
+        return asked[-1]
+
+    runner.leading = paused_after_asked
+    embedded_cluster.stats.reset()
+
+    # When the next step's first write passes the runner's check and the process is then paused
+    with pytest.raises(TransientError, match="no longer holds the leader Lease"):
+        runner.reconcile(load_app(deployment("web", "shop", "nginx:2", replicas=4)), commit("v2", 2))
+
+    # Then the check in the connection found the Lease lapsed, and nothing reached the server
+    assert asked == [True, False]
+    assert embedded_cluster.stats.to_json()["writes"] == []
+
+
 def test_a_restarted_standby_waits_a_whole_lease_duration_from_when_it_first_saw_the_lease(
     adapter: Cluster, fake_clock: FakeClock
 ) -> None:
