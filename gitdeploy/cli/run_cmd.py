@@ -29,6 +29,7 @@ from gitdeploy.cli.trust import load_trusted_keys, trusted_key_option
 from gitdeploy.clock import MonotonicClock, SystemClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.apirequests import observe_api_requests
+from gitdeploy.controller.gitposition import GitPosition
 from gitdeploy.controller.handover import Handover
 from gitdeploy.controller.headnews import HeadNews
 from gitdeploy.controller.inspect import AppState, AppTally, count_app_states, list_app_views
@@ -38,7 +39,7 @@ from gitdeploy.controller.membership import Membership
 from gitdeploy.controller.notify import Notifier
 from gitdeploy.controller.rollouts import forget_app
 from gitdeploy.controller.scheduler import Scheduler
-from gitdeploy.controller.shards import GitPosition, ShardGate
+from gitdeploy.controller.shards import ShardGate
 from gitdeploy.controller.streamwatch import watch_streams
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.diagnostics import printable
@@ -273,11 +274,21 @@ def _leadership(
         controller.cluster, namespace, name, identity, controller.clock, timings, on_change=changed
     )
     controller.runner.leading = elector.is_leader  # every write of a pass asks again
+    controller.reconciler.position = _git_position(controller, relay, timings.retry_period)
     elector.start()
     try:
         yield elector.is_leader
     finally:
         elector.close()
+
+
+def _git_position(controller: Controller, relay: _Relay, recheck: float) -> GitPosition:
+    """Where this process's git stands against the commits the app records name: after a
+    takeover or a move, an app waits for git rather than going back to an older commit."""
+    position = GitPosition(controller.repo, lambda: controller.head, MonotonicClock(), recheck=recheck)
+    position.fetch_now = relay.push  # a commit an app's record names and this process lacks
+    controller.poll_observers.append(position.polled)  # ... and whether the branch holds it
+    return position
 
 
 def _refuse_options_alone(given: dict[str, Any], *, sharding: bool) -> None:
@@ -341,9 +352,7 @@ def _sharding(
         controller.cluster, namespace, name, identity, controller.clock, timings, on_change=role_changed
     )
     membership.leading = elector.is_leader  # the leader deletes the Leases killed replicas left
-    position = GitPosition(controller.repo, lambda: controller.head, MonotonicClock())
-    position.fetch_now = relay.push  # a commit an app's record names and this replica lacks
-    controller.poll_observers.append(position.polled)  # ... and whether the branch holds it
+    position = _git_position(controller, relay, timings.retry_period)
     gate = ShardGate(
         membership, controller.cluster, controller.clock, elector.is_leader, lambda: elector.leader, position
     )

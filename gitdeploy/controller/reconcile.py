@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.writecheck import writes_checked_by
+from gitdeploy.controller.gitposition import GitPosition
 from gitdeploy.controller.imagetriggers import ImageTriggers, target_for_images
 from gitdeploy.controller.orphans import (
     OrphanPhase,
@@ -167,6 +168,10 @@ class Reconciler:
         """(seconds, "success" or "error") after every pass over one app."""
         self.shards: ShardGate | None = None
         """With ``run --sharding``: which apps this replica acts on (:mod:`gitdeploy.controller.shards`)."""
+        self.position: GitPosition | None = None
+        """With leader election alone: an app whose record names a commit newer than this
+        process's head waits for git (after a takeover, :mod:`gitdeploy.controller.gitposition`;
+        with ``--sharding`` the :class:`ShardGate` sees to it)."""
 
     def reconcile(self, key: AppKey, listed: Listed) -> Result:
         replica_sets, pods, records, census = listed
@@ -216,6 +221,8 @@ class Reconciler:
             observer(seconds, outcome)
 
     def _step(self, app: App, snapshot: Snapshot, stored: StoredRecord | None) -> Result:
+        if self.position is not None and self.position.waits(app.key, snapshot.record):
+            return Result(app.key, requeue_after=self.position.recheck)
         source = self.source
         head = source.head or ""
         images = self.images.decide(app, snapshot)  # ImageChange triggers: images of followed tags

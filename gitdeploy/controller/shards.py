@@ -39,135 +39,19 @@ from dataclasses import dataclass
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.gitposition import GitPosition
 from gitdeploy.controller.membership import Membership
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord, record_name
 from gitdeploy.core.sharding import ShardAct, ShardClaim, ShardDecision, concerned, decide_shard, owner_of
 from gitdeploy.errors import ConflictError, DamagedRecordError, GitdeployError, TransientError
-from gitdeploy.source.repo import ConfigRepo
 
 log = logging.getLogger("gitdeploy.sharding")
 
 RecordWriter = Callable[[AppKey, AppRecord, "str | None"], StoredRecord]
 Announce = Callable[[AppKey, StoredRecord, str, str], None]
 """Tells of a claim or a release: (the app, its record as written, the event's reason, its message)."""
-
-
-class GitPosition:
-    """Whether this replica's git head is behind the commit an app's record names: then a new
-    owner waits for its poll to catch up instead of rolling the app back to an older commit (each
-    replica polls git by itself, so right after a move the new owner may not have the newest
-    commit yet), and ``fetch_now`` is told of the commit once: with ``run --sharding`` the loop
-    fetches the branch at once, as for a push, rather than waiting for a poll (a replica that
-    does not lead polls only every ten intervals).
-
-    It waits for a commit newer than its head only until a poll that began after it found the
-    commit newer has looked at the branch: if the branch then does not hold the commit, the branch
-    was moved back (a force push), and the app follows the branch's head as everywhere else. A
-    commit it does not know is waited for at most ``patience`` seconds (it may be gone from the
-    branch). :meth:`polled` is to be told of every poll."""
-
-    def __init__(
-        self, repo: ConfigRepo, head: Callable[[], str | None], clock: Clock, patience: float = 60.0
-    ) -> None:
-        self.repo = repo
-        self.head = head
-        self.clock = clock
-        self.patience = patience
-        self._unknown_since: dict[str, float] = {}
-        self._newer_since: dict[str, float] = {}
-        """When this replica first found each commit newer than its head (its clock)."""
-        self._looked_at = float("-inf")
-        """When the last successful poll began (its clock): the branch's head is known as of then."""
-        self._left: set[tuple[str, str]] = set()
-        """(commit, branch head): the branch at that head does not hold that commit (said once)."""
-        self._newer: dict[tuple[str, str], bool] = {}
-        """Whether a commit is newer than a head, by (head, commit): a failover claims thousands
-        of apps whose records name a few commits, and each answer is a ``git merge-base``."""
-        self.fetch_now: Callable[[str], None] = lambda _sha: None
-        self._told: dict[AppKey, str] = {}
-        """The commit each app last waited for (said once in the log)."""
-
-    def polled(self, seconds: float, failed: bool) -> None:
-        """A poll of git ended after ``seconds`` (a poll observer of the source tracker)."""
-        if not failed:
-            self._looked_at = max(self._looked_at, self.clock.now() - seconds)
-
-    def waits(self, key: AppKey, record: AppRecord) -> bool:
-        """Whether a new owner of ``key`` waits for its head to reach the commit ``record`` names
-        (said once per commit in the log)."""
-        sha = self.behind(record)
-        if sha and self._told.get(key) != sha:
-            why = (
-                "which this replica has not fetched yet"
-                if sha in self._unknown_since
-                else "newer than its head"
-            )
-            log.info("[%s] waits: its record names commit %s, %s", key, sha[:12], why)
-        self._told[key] = sha
-        return bool(sha)
-
-    def behind(self, record: AppRecord) -> str:
-        """The commit of ``record`` this replica's head is behind ('' when it is not)."""
-        head = self.head()
-        latest = max(record.revisions, key=lambda e: e.revision, default=None)
-        named = {record.last_synced_commit, latest.commit.sha if latest is not None else ""} - {"", head}
-        for sha in sorted(named):
-            if head is None:
-                return sha
-            try:
-                newer = self._is_newer(head, sha)
-            except GitdeployError:  # not fetched yet, or gone from the branch
-                if self._first_seen(self._unknown_since, sha) > self.clock.now() - self.patience:
-                    return sha
-                continue
-            if newer and not self._left_branch(sha):
-                return sha
-        return ""
-
-    def _first_seen(self, since: dict[str, float], sha: str) -> float:
-        """When ``sha`` was first waited for (now, telling ``fetch_now`` of it, if it was not)."""
-        if sha not in since:
-            if len(since) >= 1024:  # commits come and go: keep the recent ones
-                since.clear()
-            since[sha] = self.clock.now()
-            self.fetch_now(sha)
-        return since[sha]
-
-    def _left_branch(self, sha: str) -> bool:
-        """Whether the branch no longer holds ``sha``, as a poll that began after this replica
-        found it newer than its head saw the branch (False until such a poll ended)."""
-        since = self._first_seen(self._newer_since, sha)
-        branch = self.repo.head
-        if self._looked_at <= since or branch is None:
-            return False
-        if (sha, branch) in self._left:
-            return True
-        try:
-            if self.repo.is_ancestor(sha, branch):
-                return False  # the branch holds it: this replica has yet to load it
-        except GitdeployError:
-            return False
-        if len(self._left) >= 1024:
-            self._left.clear()
-        self._left.add((sha, branch))
-        log.warning(
-            "records name commit %s, which the branch no longer holds (it was moved back: a force "
-            "push); their apps follow the branch's head %s",
-            sha[:12],
-            branch[:12],
-        )
-        return True
-
-    def _is_newer(self, head: str, sha: str) -> bool:
-        newer = self._newer.get((head, sha))
-        if newer is None:
-            newer = self.repo.is_ancestor(head, sha)
-            if len(self._newer) >= 1024:  # heads come and go: keep the answers of the recent ones
-                self._newer.clear()
-            self._newer[head, sha] = newer
-        return newer
 
 
 class Handing:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitdeploy.clock import FakeClock
-from gitdeploy.controller.shards import GitPosition
+from gitdeploy.controller.gitposition import GitPosition
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
 from gitdeploy.source.repo import ConfigRepo
@@ -45,6 +45,12 @@ class Replica:
         if load:
             self.head = found
 
+    def poll_fails(self) -> None:
+        """A poll that begins a second from now and fails a second later (git unreachable)."""
+        self.clock.advance(1)
+        self.clock.advance(1)
+        self.position.polled(1.0, True)
+
 
 def naming(sha: str) -> AppRecord:
     return AppRecord(last_synced_commit=sha)
@@ -58,7 +64,7 @@ def test_a_new_owner_behind_the_commit_waits_for_its_poll(
     # Given another replica deployed B, which this replica has not fetched
     b = git_remote.commit_and_push("B", {"a.yaml": "a: 2\n"})
     # Then it waits, says why once, and asks for a fetch once
-    with caplog.at_level(logging.INFO, logger="gitdeploy.sharding"):
+    with caplog.at_level(logging.INFO, logger="gitdeploy.loop"):
         assert replica.position.waits(APP, naming(b)) and replica.position.waits(APP, naming(b))
     assert replica.fetches == [b]
     assert [r.getMessage() for r in caplog.records] == [
@@ -114,3 +120,45 @@ def test_after_a_force_push_back_the_apps_follow_the_branch_once_a_poll_looked_a
     assert replica.position.waits(APP, naming(b))
     replica.head = b
     assert not replica.position.waits(APP, naming(b))
+
+
+def test_a_commit_it_cannot_fetch_is_waited_for_however_long_its_polls_fail(
+    git_remote: GitRemote, repo: ConfigRepo, fake_clock: FakeClock
+) -> None:
+    """A new leader whose git is unreachable must not roll the app back to its older head."""
+    replica = Replica(repo, fake_clock)
+    replica.poll()
+    # Given another process deployed B, and this one's polls fail from then on
+    b = git_remote.commit_and_push("B", {"a.yaml": "a: 2\n"})
+    # Then it waits for B for as long as they fail (an hour here)
+    for _ in range(60):
+        assert replica.position.waits(APP, naming(b))
+        fake_clock.advance(60)
+        replica.poll_fails()
+    assert replica.fetches == [b]
+    # ... and once a poll brought B, it waits only until B is its desired state
+    replica.poll(load=False)
+    assert replica.position.waits(APP, naming(b))
+    replica.head = b
+    assert not replica.position.waits(APP, naming(b))
+
+
+def test_a_commit_the_branch_never_held_is_waited_for_only_until_a_poll_fetched_the_branch(
+    git_remote: GitRemote, repo: ConfigRepo, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    replica = Replica(repo, fake_clock)
+    replica.poll()
+    # Given a record naming a commit of another branch (deployed with another --branch, say)
+    other = git_remote.commit_and_push("Elsewhere", {"a.yaml": "a: 3\n"}, branch="other")
+    git_remote.reset_hard("HEAD~1")
+    # Then it waits until a poll that began after it missed the commit looked at the branch
+    assert replica.position.waits(APP, naming(other))
+    replica.poll()
+    with caplog.at_level(logging.WARNING, logger="gitdeploy.loop"):
+        assert not replica.position.waits(APP, naming(other))
+        assert not replica.position.waits(APP, naming(other))
+    # ... and says so once
+    assert [r.getMessage() for r in caplog.records] == [
+        f"records name commit {other[:12]}, which the branch does not hold (a poll fetched the branch "
+        f"without it); their apps follow the branch's head {str(replica.head)[:12]}"
+    ]
