@@ -10,10 +10,10 @@ that the new owner's writes could break, and a scale names none. So the loop als
 here (:func:`writes_checked_by`), in the HTTP connection, right before each piece of the
 request is sent: its line and headers, then its body, whose last check comes right before the
 socket write that completes the request. What is left is the time between that check and the
-write (1 µs at the median, 4 µs at p99, measured against 0.6 ms and 1.2 ms from the loop's own
-check): a pause there still sends the request after the resume. No lease-based lock closes that
-without a fencing token that the server checks, and the Kubernetes API has none for a create
-(client-go's leader election documents the same limit).
+write (1 µs at the median, 5 µs at p99, against 0.4 ms and 0.8 ms from the loop's own check:
+``bench/write_check.py``): a pause there still sends the request after the resume. No
+lease-based lock closes that without a fencing token that the server checks, and the Kubernetes
+API has none for a create (client-go's leader election documents the same limit).
 
 Reads (GET, HEAD) are never checked: a lapsed process still lists and watches.
 """
