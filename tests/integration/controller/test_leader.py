@@ -157,10 +157,8 @@ def test_is_leader_turns_false_at_the_renew_deadline_without_any_try(
     assert not a.elector.is_leader()
 
 
-def test_a_leader_paused_in_the_middle_of_a_pass_writes_nothing_more_of_it(
-    adapter: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock
-) -> None:
-    """The runner asks the elector before every write, not only before each pass."""
+def leading_runner_at_v1(adapter: Cluster, fake_clock: FakeClock) -> tuple[Elector, RolloutRunner]:
+    """A leader, and its runner asking it before every write, with shop/web at v1 (4 replicas)."""
     a = Elector(adapter, "a_1", fake_clock)
     runner = RolloutRunner(adapter, fake_clock)
     runner.leading = a.elector.is_leader
@@ -168,6 +166,14 @@ def test_a_leader_paused_in_the_middle_of_a_pass_writes_nothing_more_of_it(
     adapter.ensure_namespace("shop")
     for _ in range(2):  # the app record, then its first ReplicaSet
         runner.reconcile(load_app(deployment("web", "shop", "nginx:1", replicas=4)), commit("v1"))
+    return a, runner
+
+
+def test_a_leader_paused_in_the_middle_of_a_pass_writes_nothing_more_of_it(
+    adapter: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock
+) -> None:
+    """The runner asks the elector before every write, not only before each pass."""
+    a, runner = leading_runner_at_v1(adapter, fake_clock)
     changed = load_app(deployment("web", "shop", "nginx:2", replicas=4))
 
     # When the leader is frozen past its renew deadline between reading and writing (no renewal)
@@ -191,13 +197,7 @@ def test_a_leader_paused_between_its_check_and_the_send_sends_nothing(
 ) -> None:
     """The runner's check passes, then the process is paused past its renew deadline before the
     request leaves: the check made again in the HTTP connection, right before the send, stops it."""
-    a = Elector(adapter, "a_1", fake_clock)
-    runner = RolloutRunner(adapter, fake_clock)
-    runner.leading = a.elector.is_leader
-    a.elector.step()
-    adapter.ensure_namespace("shop")
-    for _ in range(2):  # the app record, then its first ReplicaSet
-        runner.reconcile(load_app(deployment("web", "shop", "nginx:1", replicas=4)), commit("v1"))
+    a, runner = leading_runner_at_v1(adapter, fake_clock)
     asked: list[bool] = []
 
     def paused_after_asked() -> bool:
