@@ -23,6 +23,10 @@ from gitdeploy.source.repo import ConfigRepo
 
 log = logging.getLogger("gitdeploy.loop")
 
+RECENT_COMMITS = 10_000
+"""How many of the head's newest commits are known at once to be no newer than it (a set of
+about 1 MiB, one ``git rev-list`` per head); an older one costs a ``git merge-base``."""
+
 
 class GitPosition:
     """Whether this process's git head is behind the commit an app's record names: then it waits
@@ -60,6 +64,10 @@ class GitPosition:
         self._newer: dict[tuple[str, str], bool] = {}
         """Whether a commit is newer than a head, by (head, commit): a failover claims thousands
         of apps whose records name a few commits, and each answer is a ``git merge-base``."""
+        self._recent: tuple[str, frozenset[str]] = ("", frozenset())
+        """The head, and its newest :data:`RECENT_COMMITS` commits (itself and its ancestors):
+        the commit an app's record names is mostly one of them, older than the head, which is
+        answered without a ``git merge-base`` (every app of a resync names its own last commit)."""
         self.fetch_now: Callable[[str], None] = lambda _sha: None
         self._told: dict[AppKey, str] = {}
         """The commit each app last waited for (said once in the log)."""
@@ -143,6 +151,8 @@ class GitPosition:
         )
 
     def _is_newer(self, head: str, sha: str) -> bool:
+        if sha in self._recent_commits(head):
+            return False
         newer = self._newer.get((head, sha))
         if newer is None:
             newer = self.repo.is_ancestor(head, sha)
@@ -150,6 +160,14 @@ class GitPosition:
                 self._newer.clear()
             self._newer[head, sha] = newer
         return newer
+
+    def _recent_commits(self, head: str) -> frozenset[str]:
+        if self._recent[0] != head:
+            try:
+                self._recent = (head, self.repo.recent_commits(head, RECENT_COMMITS))
+            except GitdeployError:  # the head is not in the mirror (yet): each commit is asked
+                return frozenset()
+        return self._recent[1]
 
 
 __all__ = ["GitPosition"]

@@ -110,6 +110,11 @@ class Mirror:
             )
         return sha
 
+    def recent_commits(self, head: str, limit: int) -> frozenset[str]:
+        """``head`` and its ancestors, the ``limit`` newest of them (one ``git rev-list``)."""
+        out = self.runner.run("rev-list", f"--max-count={limit}", "--end-of-options", head)
+        return frozenset(out.decode().split())
+
     def descends(self, head: str, parents: tuple[str, ...] | None, previous: str) -> bool:
         """Whether ``head`` descends from ``previous``: at once when it is a parent, else one
         ``git merge-base``."""

@@ -147,6 +147,11 @@ class ConfigRepo:
         old, new = self.resolve_commit(old_sha), self.resolve_commit(new_sha)
         return old == new or self._mirror.descends(new, None, old)
 
+    def recent_commits(self, sha: str, limit: int) -> frozenset[str]:
+        """Commit ``sha`` and its ancestors, the ``limit`` newest of them: a commit among them is
+        older than ``sha`` with no ``git merge-base`` of its own (see :meth:`is_ancestor`)."""
+        return self._mirror.recent_commits(self.resolve_commit(sha), limit)
+
     def list_files(self, sha: str, suffixes: Sequence[str] = trees.MANIFEST_SUFFIXES) -> list[FileEntry]:
         """The manifest files at commit ``sha``, not read (see :meth:`ManifestFiles.list_files`)."""
         return self._files.list_files(sha, suffixes)

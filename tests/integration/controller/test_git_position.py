@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitdeploy.clock import FakeClock
+from gitdeploy.controller import gitposition
 from gitdeploy.controller.gitposition import GitPosition
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
@@ -162,3 +163,26 @@ def test_a_commit_the_branch_never_held_is_waited_for_only_until_a_poll_fetched_
         f"records name commit {other[:12]}, which the branch does not hold (a poll fetched the branch "
         f"without it); their apps follow the branch's head {str(replica.head)[:12]}"
     ]
+
+
+@pytest.mark.parametrize("recent", [1, 2, 10_000])
+def test_older_commits_are_never_waited_for_within_the_recent_window_or_beyond_it(
+    git_remote: GitRemote,
+    repo: ConfigRepo,
+    fake_clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    recent: int,
+) -> None:
+    """Commits among the head's newest are answered from one ``git rev-list``; older ones, and
+    newer ones, by a ``git merge-base`` each: the answers are the same."""
+    monkeypatch.setattr(gitposition, "RECENT_COMMITS", recent)
+    a = git_remote.head_sha()
+    b = git_remote.commit_and_push("B", {"a.yaml": "a: 2\n"})
+    replica = Replica(repo, fake_clock)
+    replica.poll()
+    c = git_remote.commit_and_push("C", {"a.yaml": "a: 3\n"})
+    replica.poll(load=False)  # C fetched, not loaded: newer than the head
+    assert replica.head == b
+    assert not replica.position.waits(APP, naming(a))
+    assert not replica.position.waits(APP, naming(b))
+    assert replica.position.waits(APP, naming(c))
