@@ -28,6 +28,7 @@ from gitdeploy.controller.orphans import (
     Verdict,
     plan_orphan,
     plan_without_manifest,
+    record_of,
     unreadable_files,
     unreadable_home,
 )
@@ -220,9 +221,23 @@ class Reconciler:
         for observer in self.observers:
             observer(seconds, outcome)
 
+    def _waits_for_git(self, key: AppKey, record: Callable[[], AppRecord | None]) -> Result | None:
+        """With leader election alone: when the app's ``record()`` names a commit newer than this
+        process's head, this pass leaves the app as it runs, neither stepping it nor (as an app
+        its older head lacks) pruning it, and looks again after a while."""
+        if self.position is None:
+            return None
+        try:
+            found = record()
+        except DamagedRecordError:  # the pass says so, where it matters
+            return None
+        if found is None or not self.position.waits(key, found):
+            return None
+        return Result(key, requeue_after=self.position.recheck)
+
     def _step(self, app: App, snapshot: Snapshot, stored: StoredRecord | None) -> Result:
-        if self.position is not None and self.position.waits(app.key, snapshot.record):
-            return Result(app.key, requeue_after=self.position.recheck)
+        if (waiting := self._waits_for_git(app.key, lambda: snapshot.record)) is not None:
+            return waiting
         source = self.source
         head = source.head or ""
         images = self.images.decide(app, snapshot)  # ImageChange triggers: images of followed tags
@@ -273,6 +288,8 @@ class Reconciler:
         self, key: AppKey, replica_sets: list[ObservedReplicaSet], stored: StoredRecord | None
     ) -> Result:
         """A pass over an app the head does not hold validly; no report when nothing of it is known."""
+        if (waiting := self._waits_for_git(key, lambda: record_of(stored))) is not None:
+            return waiting
         source = self.source
         runs = stored is not None or bool(replica_sets)
         problem = source.problems.get(key)

@@ -8,6 +8,7 @@ is pushed, the standby takes over and rolls that commit out; then the old leader
 
 from __future__ import annotations
 
+import json
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -97,23 +98,34 @@ def test_a_leader_resumed_after_its_lease_expired_writes_nothing(
     assert lease is not None and lease.holder == taken.holder
 
 
-def test_a_new_leader_whose_git_is_behind_waits_for_it_instead_of_rolling_back(
+def status_of(cluster: Embedded, key: str) -> dict[str, Any] | None:
+    status = cluster.run_cli("status", "-o", "json")
+    views = json.loads(status.stdout) if status.returncode == 0 else []
+    return next((v for v in views if v["key"] == key), None)
+
+
+def healthy_at(cluster: Embedded, key: str, revision: int) -> bool:
+    view = status_of(cluster, key)
+    return view is not None and (view["revision"], view["health"]) == (revision, "Healthy")
+
+
+def test_a_new_leader_whose_git_is_behind_waits_for_it_instead_of_rolling_back_or_pruning(
     git_remote: GitRemote, cluster: Embedded, runs: Callable[..., Run], tmp_path: Path
 ) -> None:
-    # Given a leader at v2, and a standby that loaded v1 and has not reached git since
+    # Given a leader at v2, which changed web and added api, and a standby (both pruning apps that
+    # leave git) that loaded v1 and has not reached git since
     v1 = git_remote.commit_and_push("v1", {"gitdeploy.yaml": SETTINGS, "apps/web.yaml": web("nginx:1")})
-    first = runs("first", "--repo", git_remote.url, "--interval", "0.5s", *FAST_LEASE)
+    first = runs("first", "--repo", git_remote.url, "--interval", "0.5s", "--prune", *FAST_LEASE)
     leader = first.identity()
-    eventually(lambda: (view := cluster.web()) and view["health"] == "Healthy", "revision 1 deployed")
+    eventually(lambda: healthy_at(cluster, "shop/web", 1), "revision 1 deployed")
     its_view = tmp_path / "standby-view.git"  # the same repository by another path: a mirror of its own
     its_view.symlink_to(git_remote.bare)
-    second = runs("second", "--repo", str(its_view), "--interval", "0.5s", *FAST_LEASE)
+    second = runs("second", "--repo", str(its_view), "--interval", "0.5s", "--prune", *FAST_LEASE)
     eventually(lambda: f"moved: (none) -> {v1[:12]}" in second.log, "the standby at v1")
     its_view.unlink()
-    git_remote.commit_and_push("v2", {"apps/web.yaml": web("nginx:2")})
-    eventually(
-        lambda: (view := cluster.web()) and view["revision"] == 2 and view["health"] == "Healthy", "rev 2"
-    )
+    api = deployment("api", "shop", "redis:7", replicas=2)
+    git_remote.commit_and_push("v2", {"apps/web.yaml": web("nginx:2"), "apps/api.yaml": api})
+    eventually(lambda: healthy_at(cluster, "shop/web", 2) and healthy_at(cluster, "shop/api", 1), "v2")
     cluster.stats("DELETE")
 
     # When the leader dies and the standby takes over, still unable to reach git
@@ -122,17 +134,17 @@ def test_a_new_leader_whose_git_is_behind_waits_for_it_instead_of_rolling_back(
     assert taken.holder == second.identity()
     eventually(lambda: cluster.stats().get(("update", "leases"), 0) >= 15, "15 renewals by the new leader")
 
-    # Then it says it waits for git, and rolls nothing back: nothing but the Lease was written
-    assert "waits: its record names commit" in second.log, second.log
+    # Then it says it waits for git, and neither rolls web back nor prunes api (not in its v1):
+    # nothing but the Lease was written
+    assert "[shop/web] waits: its record names commit" in second.log, second.log
+    assert "[shop/api] waits: its record names commit" in second.log, second.log
     writes = {k: n for k, n in cluster.stats().items() if k[0] in WRITES and k[1] != "leases"}
     assert writes == {}, cluster.writes()
-    view = cluster.web()
-    assert view is not None and (view["revision"], view["health"]) == (2, "Healthy")
+    assert healthy_at(cluster, "shop/web", 2) and healthy_at(cluster, "shop/api", 1)
 
-    # When git is back, it catches up, and acts again: v3 is rolled out as revision 3
+    # When git is back, it catches up, and acts again: v3 is rolled out as web's revision 3
     its_view.symlink_to(git_remote.bare)
     git_remote.commit_and_push("v3", {"apps/web.yaml": web("nginx:3")})
-    eventually(
-        lambda: (view := cluster.web()) and view["revision"] == 3 and view["health"] == "Healthy", "rev 3"
-    )
+    eventually(lambda: healthy_at(cluster, "shop/web", 3), "rev 3")
+    assert healthy_at(cluster, "shop/api", 1)
     assert "nginx:1" not in {image for w in cluster.writes() for image in w.split()}
