@@ -1,21 +1,24 @@
 """``gitdeploy run`` on the real control plane as deploy/'s ServiceAccount: leader election between
-two processes on the Lease that deploy/leader-election.yaml allows, and the periodic resync, which
-under the namespaced Role lists only the namespaces gitdeploy was given and undoes a hand change.
+two processes on the Lease that deploy/leader-election.yaml allows (and a new leader whose git is
+behind, which leaves the apps as they run), and the periodic resync, which under the namespaced
+Role lists only the namespaces gitdeploy was given and undoes a hand change.
 """
 
 from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
-from tests.realk8s.controlplane import GITDEPLOY_NAMESPACE, ControlPlane
-from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, at_revision, wait_for
+from tests.realk8s.controlplane import GITDEPLOY_NAMESPACE, ControlPlane, audit_events, audit_log_size
+from tests.realk8s.gitdeploy_cli import ManagedNamespace, Run, at_revision, view, wait_for
 from tests.realk8s.manifests import deployment, settings
+from tests.realk8s.sharding import writers
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
@@ -87,3 +90,85 @@ def test_the_resync_runs_under_the_namespaced_role_and_undoes_a_hand_scale(
 
     wait_for("gitdeploy to undo the hand scale", restored, timeout=90)
     assert "cannot list" not in run.log and "forbidden" not in run.log.lower(), run.log
+
+
+def test_a_new_leader_whose_git_is_behind_leaves_the_apps_as_they_run(
+    control_plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+    runs: Callable[..., Run],
+    tmp_path: Path,
+) -> None:
+    """A standby cut off from git takes over after the leader rolled out a commit it never
+    fetched: it neither rolls web back to its older head nor prunes api, which that head lacks."""
+    namespace = managed_namespace("behind")
+    v1 = git_remote.commit_and_push(
+        "web 1",
+        {
+            "gitdeploy.yaml": settings(namespace, prune=True),
+            "apps/web.yaml": deployment("web", "registry.test/web:1", 2),
+        },
+    )
+    common = ["-n", namespace, "--interval", "1s", "--lease-namespace", GITDEPLOY_NAMESPACE, *FAST_LEASE]
+    first = runs("a", "--repo", git_remote.url, *common)
+    wait_for("revision 1 deployed by the leader", at_revision(gitdeploy, namespace, 1))
+    wait_for("a to lead", first.leads)
+    its_view = tmp_path / "b-view.git"  # the same repository by another path: a mirror of its own
+    its_view.symlink_to(git_remote.bare)
+    second = runs("b", "--repo", str(its_view), *common)
+    wait_for("b at v1", lambda: f"moved: (none) -> {v1[:12]}" in second.log)
+    its_view.unlink()
+    git_remote.commit_and_push(
+        "web 2, api 1",
+        {
+            "apps/web.yaml": deployment("web", "registry.test/web:2", 2),
+            "apps/api.yaml": deployment("api", "registry.test/api:1", 1),
+        },
+    )
+    wait_for("web 2 and api 1", lambda: healthy_at(gitdeploy, namespace, {"web": 2, "api": 1}))
+
+    # When the leader is killed and b takes over, still unable to reach git
+    first.process.send_signal(signal.SIGKILL)
+    first.process.wait(timeout=30)
+    start = audit_log_size(control_plane)
+    wait_for("b to take over", second.leads)
+    wait_for("10 renewals of the Lease by b", lambda: renewals(control_plane, start) >= 10)
+
+    # Then nobody wrote a record or a ReplicaSet of the namespace, both apps run as before, and b
+    # says why it leaves them
+    assert writers(control_plane, namespace, start) == {}
+    assert healthy_at(gitdeploy, namespace, {"web": 2, "api": 1})
+    for app in ("web", "api"):
+        assert f"[{namespace}/{app}] waits: its record names commit" in second.log, second.log
+
+    # When git is back, b deploys the next commit
+    its_view.symlink_to(git_remote.bare)
+    git_remote.commit_and_push("web 3", {"apps/web.yaml": deployment("web", "registry.test/web:3", 2)})
+    wait_for("web 3, api kept", lambda: healthy_at(gitdeploy, namespace, {"web": 3, "api": 1}))
+    assert "forbidden" not in second.log.lower(), second.log
+
+
+def healthy_at(gitdeploy: RunCli, namespace: str, revisions: dict[str, int]) -> bool:
+    """Each app of ``revisions`` Synced and Healthy at its revision."""
+    for app, revision in revisions.items():
+        found = view(gitdeploy, namespace, app)
+        if not found or (found["revision"], found["sync"], found["health"]) != (
+            revision,
+            "Synced",
+            "Healthy",
+        ):
+            return False
+    return True
+
+
+def renewals(plane: ControlPlane, start: int) -> int:
+    """Updates of the leader Lease since byte ``start`` of the audit log."""
+    events: list[Any] = audit_events(plane, start)
+    return sum(
+        1
+        for e in events
+        if e["verb"] == "update"
+        and (e.get("objectRef") or {}).get("resource") == "leases"
+        and (e.get("objectRef") or {}).get("name") == "gitdeploy"
+    )
