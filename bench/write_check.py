@@ -13,16 +13,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import urllib3.connection
 from kubernetes import client
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.push_latency import percentile
 from gitdeploy.cluster.rawapi import RawApi
 from gitdeploy.cluster.writecheck import writes_checked_by
 
@@ -63,11 +69,6 @@ def replica_set() -> dict[str, Any]:
         "metadata": {"name": "web-5d8f7c9b6", "labels": labels},
         "spec": {"replicas": 3, "selector": {"matchLabels": labels}, "template": template},
     }
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
 
 
 def measure(writes: int) -> None:

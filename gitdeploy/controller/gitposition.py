@@ -78,8 +78,8 @@ class GitPosition:
             self._looked_at = max(self._looked_at, self.clock.now() - seconds)
 
     def waits(self, key: AppKey, record: AppRecord) -> bool:
-        """Whether a new owner of ``key`` waits for its head to reach the commit ``record`` names
-        (said once per commit in the log)."""
+        """Whether this process (a new owner, a new leader) waits for its head to reach the commit
+        ``record`` names before it acts on ``key`` (said once per commit in the log)."""
         sha = self.behind(record)
         if sha and self._told.get(key) != sha:
             why = (
@@ -92,7 +92,7 @@ class GitPosition:
         return bool(sha)
 
     def behind(self, record: AppRecord) -> str:
-        """The commit of ``record`` this replica's head is behind ('' when it is not)."""
+        """The commit of ``record`` this process's head is behind ('' when it is not)."""
         head = self.head()
         latest = max(record.revisions, key=lambda e: e.revision, default=None)
         named = {record.last_synced_commit, latest.commit.sha if latest is not None else ""} - {"", head}

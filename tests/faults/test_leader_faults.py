@@ -8,7 +8,6 @@ is pushed, the standby takes over and rolls that commit out; then the old leader
 
 from __future__ import annotations
 
-import json
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -98,14 +97,8 @@ def test_a_leader_resumed_after_its_lease_expired_writes_nothing(
     assert lease is not None and lease.holder == taken.holder
 
 
-def status_of(cluster: Embedded, key: str) -> dict[str, Any] | None:
-    status = cluster.run_cli("status", "-o", "json")
-    views = json.loads(status.stdout) if status.returncode == 0 else []
-    return next((v for v in views if v["key"] == key), None)
-
-
 def healthy_at(cluster: Embedded, key: str, revision: int) -> bool:
-    view = status_of(cluster, key)
+    view = cluster.view(key)
     return view is not None and (view["revision"], view["health"]) == (revision, "Healthy")
 
 
