@@ -88,7 +88,10 @@ class GitPosition:
                 else "newer than its head"
             )
             log.info("[%s] waits: its record names commit %s, %s", key, sha[:12], why)
-        self._told[key] = sha
+        if sha:
+            self._told[key] = sha
+        else:  # MEMORY: only the apps that wait are remembered, not every app a pass looked at
+            self._told.pop(key, None)
         return bool(sha)
 
     def behind(self, record: AppRecord) -> str:
