@@ -37,7 +37,7 @@ from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, 
 from gitdeploy.controller.loop import RESYNC_SECONDS, AppReport, Controller
 from gitdeploy.controller.membership import Membership
 from gitdeploy.controller.notify import Notifier
-from gitdeploy.controller.rollouts import forget_app
+from gitdeploy.controller.rollouts import forget_app, forget_replica_sets
 from gitdeploy.controller.scheduler import Scheduler
 from gitdeploy.controller.shards import ShardGate
 from gitdeploy.controller.streamwatch import watch_streams
@@ -264,6 +264,7 @@ def _leadership(
     def changed(role: Role) -> None:
         readiness.set_lease_decided()
         metrics.set_leader(role is Role.LEADER)
+        forget_replica_sets(controller.runner)  # what another leader changed meanwhile is no hand's
         if role is Role.LEADER:
             controller.mark_due()  # the other leader may have changed anything meanwhile
         wake.set()

@@ -382,8 +382,8 @@ class RolloutRunner:
         status of one it told of, is late news). One it never saw tells nothing (see the resync)."""
         known = self.replicas_known.get((rs.namespace, rs.name))
         key = AppKey(rs.namespace, app_by_name(rs.name))  # its labels may no longer say it
-        if known is None or (self.shards is not None and not self.shards.holds(key)):
-            return False  # a ReplicaSet it never saw, or (sharded) of an app another replica holds
+        if known is None or not acts_on(self, key):
+            return False  # one it never saw, or one another replica or leader may change now
         if kind == "DELETED":
             del self.replicas_known[rs.namespace, rs.name]
             return True
@@ -558,6 +558,28 @@ def release_old_replica_sets(
             runner.fence(key)
             runner.cluster.release_replica_set(rs.namespace, rs.name)
             log.info("[%s] ReplicaSet %s released from the app record", key, rs.name)
+
+
+def acts_on(runner: RolloutRunner, key: AppKey) -> bool:
+    """Whether ``runner`` acts on ``key`` now: it holds the app (``run --sharding``) and may still
+    write for it (:meth:`RolloutRunner.fence`: its Lease renewed in time, and it still leads with
+    leader election). Else another process may be changing the app's ReplicaSets: a process paused
+    past its Lease hears of their changes when it resumes, before it notices that it lost it."""
+    if runner.shards is not None and not runner.shards.holds(key):
+        return False
+    try:
+        runner.fence(key)
+    except TransientError:
+        return False
+    return True
+
+
+def forget_replica_sets(runner: RolloutRunner) -> None:
+    """Leader election: the Lease changed hands. What this runner knew of the ReplicaSets is from
+    before another leader's changes, which are no hand's (:meth:`RolloutRunner.changed_by_hand`
+    learns them again from the next pass over each app, as after a start)."""
+    runner.replicas_known.clear()
+    runner.digests_due.clear()
 
 
 def forget_app(runner: RolloutRunner, key: AppKey) -> None:

@@ -91,6 +91,8 @@ def test_a_leader_resumed_after_its_lease_expired_writes_nothing(
     assert versions(cluster) == before
     view = cluster.web()
     assert view is not None and (view["revision"], view["health"]) == (3, "Healthy")
+    # nor did it call the new leader's changes, which its watches heard, changes by hand
+    assert "changed by hand" not in first.log, first.log
     # and it lives on as a standby (no crash, no exit), while the new leader keeps the Lease
     assert first.process.poll() is None
     lease = cluster.lease()

@@ -16,6 +16,7 @@ from kubernetes import client
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.rollouts import forget_replica_sets
 from gitdeploy.core.observed import ObservedReplicaSet
 from gitdeploy.errors import GitdeployError
 from tests.fixtures.gitrepo import GitRemote
@@ -118,3 +119,48 @@ def test_news_of_the_loops_own_writes_heard_late_is_never_a_hand_change(
         (kind, rs.name, rs.state.replicas) for kind, rs in heard if controller.notice_drift(kind, rs)
     ] == []
     assert _drift_events(kube_client) == []
+
+
+def test_a_process_that_no_longer_leads_takes_no_change_for_a_hand_change(
+    controller: Controller,
+    fake_clock: FakeClock,
+    wake: threading.Event,
+    caplog: pytest.LogCaptureFixture,
+    kube_client: Any,
+) -> None:
+    # Given web settled at 8 replicas by this process, which then lost the leader Lease
+    settle(controller, fake_clock)
+    assert eventually(lambda: "shop" in controller.watched)
+    time.sleep(0.5)
+    [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
+    controller.runner.leading = lambda: False
+    caplog.set_level(logging.INFO, logger="gitdeploy")
+    wake.clear()
+
+    # When the ReplicaSet is scaled (by the new leader, as far as this process can tell)
+    client.AppsV1Api(kube_client).patch_namespaced_replica_set_scale(name, "shop", {"spec": {"replicas": 2}})
+    assert eventually(lambda: controller.cluster.list_replica_sets("shop", "web")[0].state.replicas == 2)
+    time.sleep(1.0)  # the watch's news of it
+
+    # Then it says nothing was changed by hand, and makes no pass due
+    assert [r.getMessage() for r in caplog.records if "changed by hand" in r.getMessage()] == []
+    assert controller.next_due_in() is None
+    assert not wake.is_set()
+
+
+def test_a_leader_change_forgets_what_the_runner_knew_of_the_replica_sets(
+    controller: Controller, fake_clock: FakeClock, kube_client: Any
+) -> None:
+    # Given web settled at 8 replicas by this process
+    settle(controller, fake_clock)
+    [rs] = controller.cluster.list_replica_sets("shop", "web")
+
+    # When the Lease changes hands, and the other leader scaled the ReplicaSet meanwhile
+    forget_replica_sets(controller.runner)
+    apps = client.AppsV1Api(kube_client)
+    apps.patch_namespaced_replica_set_scale(rs.name, "shop", {"spec": {"replicas": 2}})
+    [scaled] = controller.cluster.list_replica_sets("shop", "web")
+
+    # Then news of that scale is not a hand change (the next pass learns the ReplicaSet again)
+    assert not controller.notice_drift("MODIFIED", scaled)
+    assert controller.runner.replicas_known == {}
