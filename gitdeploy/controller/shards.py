@@ -123,7 +123,8 @@ class ShardGate:
         self.observers: list[Callable[[int, int], None]] = []
         """(apps owned, moves so far) after every change of either."""
         self.on_drop: list[Callable[[AppKey], None]] = []
-        """Told of every app this replica no longer holds (it released it, or another claimed it)."""
+        """Told of every app this replica no longer holds (released, claimed by another, or held
+        before its Lease lapsed: :meth:`_admitted_now`)."""
         self.unwritten: dict[AppKey, ShardClaim | None] = {}
         """Apps adopted ahead of their passes whose claim is not written yet (see :meth:`settle`),
         with the claim their record named then."""
@@ -224,8 +225,7 @@ class ShardGate:
         announce = ahead or self.announce
         if key in self.handing and ahead is None:
             return Admission(False)
-        with self._lock:
-            self._admitted[key] = self.membership.term
+        self._admitted_now(key)
         if not self.membership.fresh():
             return Admission(False, requeue_after=self.membership.timings.retry_period)
         members = self.membership.members()
@@ -356,6 +356,14 @@ class ShardGate:
             how = f" from {claim.owner} ({'released' if claim.released else 'no longer a live member'})"
         announce(key, written, "ShardClaimed", f"claimed by {self.identity}{how}, shard epoch {epoch}")
         log.info("[%s] claimed%s, shard epoch %d", key, how, epoch)
+
+    def _admitted_now(self, key: AppKey) -> None:
+        """Admit ``key`` in this term; admitted before a lapse, it may have moved meanwhile: forget it."""
+        term = self.membership.term
+        with self._lock:
+            earlier, self._admitted[key] = self._admitted.get(key), term
+        for forget in self.on_drop if earlier not in (None, term) else ():
+            forget(key)
 
     def _hold(self, key: AppKey, epoch: int) -> None:
         with self._lock:

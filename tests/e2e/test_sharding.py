@@ -204,6 +204,9 @@ def test_a_paused_replica_writes_nothing_for_its_apps_after_they_moved(
     late = [w for w in log[before_resume:] if writer(w) == victim.identity and app_of(w) in its_apps]
     assert late, "it wrote again once its apps came back"
     assert bounds.samples > 10 and bounds.broken == []
+    # ... and the others' changes to its apps' ReplicaSets, which its watches heard, were never
+    # taken for changes by hand
+    assert "changed by hand" not in victim.run.log, victim.run.log
 
 
 def test_a_fourth_replica_takes_about_a_quarter_of_the_apps(

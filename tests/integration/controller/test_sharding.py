@@ -118,10 +118,13 @@ def test_a_paused_replica_refuses_the_writes_of_the_step_it_was_in_even_after_re
     a = member(adapter, A, fake_clock)
     a.step()
     gate = ShardGate(a, adapter, fake_clock)
+    forgotten: list[AppKey] = []
+    gate.on_drop.append(forgotten.append)
     key = AppKey("shop", "web")
     admitted = gate.admit(key, None, write(adapter), orphan=False)
     assert admitted.act
     gate.fence(key)  # fresh: may write
+    assert gate.admit(key, None, write(adapter), orphan=False).act and forgotten == []
 
     # When the replica is paused past its renew deadline in the middle of the step
     fake_clock.advance(10)
@@ -132,9 +135,11 @@ def test_a_paused_replica_refuses_the_writes_of_the_step_it_was_in_even_after_re
     assert a.fresh()
     with pytest.raises(TransientError):
         gate.fence(key)
-    # Then a new pass is admitted again (and decides anew from the record)
+    # Then a new pass is admitted again (and decides anew from the record), and what was known
+    # of the app before the lapse is forgotten: another replica may have acted on it meanwhile
     assert gate.admit(key, None, write(adapter), orphan=False).act
     gate.fence(key)
+    assert forgotten == [key]
 
 
 def test_a_record_created_by_a_replica_names_it_and_two_claimers_conflict(
