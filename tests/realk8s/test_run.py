@@ -1,6 +1,7 @@
 """``gitdeploy run`` on the real control plane as deploy/'s ServiceAccount: leader election between
-two processes on the Lease that deploy/leader-election.yaml allows (and a new leader whose git is
-behind, which leaves the apps as they run), and the periodic resync, which under the namespaced
+two processes on the Lease that deploy/leader-election.yaml allows (a new leader whose git is
+behind, which leaves the apps as they run; an old leader paused past its Lease, which writes
+nothing and says nothing untrue once resumed), and the periodic resync, which under the namespaced
 Role lists only the namespaces gitdeploy was given and undoes a hand change.
 """
 
@@ -147,6 +148,51 @@ def test_a_new_leader_whose_git_is_behind_leaves_the_apps_as_they_run(
     git_remote.commit_and_push("web 3", {"apps/web.yaml": deployment("web", "registry.test/web:3", 2)})
     wait_for("web 3, api kept", lambda: healthy_at(gitdeploy, namespace, {"web": 3, "api": 1}))
     assert "forbidden" not in second.log.lower(), second.log
+
+
+def test_a_leader_paused_past_its_lease_writes_nothing_and_says_nothing_untrue_once_resumed(
+    control_plane: ControlPlane,
+    managed_namespace: ManagedNamespace,
+    git_remote: GitRemote,
+    gitdeploy: RunCli,
+    runs: Callable[..., Run],
+) -> None:
+    """The leader is frozen (SIGSTOP) in the middle of a rollout; the standby takes over and rolls
+    the next commit out; the old leader resumes with its old view in memory."""
+    namespace = managed_namespace("paused")
+    git_remote.commit_and_push(
+        "web 1",
+        {"gitdeploy.yaml": settings(namespace), "apps/web.yaml": deployment("web", "registry.test/web:1", 4)},
+    )
+    common = ["-n", namespace, "--interval", "1s", "--lease-namespace", GITDEPLOY_NAMESPACE, *FAST_LEASE]
+    first = runs("a", "--repo", git_remote.url, *common)
+    wait_for("revision 1 deployed by a", at_revision(gitdeploy, namespace, 1))
+    wait_for("a to lead", first.leads)
+    second = runs("b", "--repo", git_remote.url, *common)
+    wait_for("b to stand by", lambda: "standby: leader is" in second.log)
+    git_remote.commit_and_push("web 2", {"apps/web.yaml": deployment("web", "registry.test/web:2", 4)})
+    wait_for(
+        "revision 2 under way", lambda: bool((found := view(gitdeploy, namespace)) and found["revision"] == 2)
+    )
+
+    # When a is frozen past its Lease, and b takes over and rolls out web 3
+    first.process.send_signal(signal.SIGSTOP)
+    try:
+        git_remote.commit_and_push("web 3", {"apps/web.yaml": deployment("web", "registry.test/web:3", 4)})
+        wait_for("b to take over", second.leads)
+        wait_for("revision 3 deployed by b", at_revision(gitdeploy, namespace, 3), timeout=120)
+        start = audit_log_size(control_plane)
+    finally:
+        first.process.send_signal(signal.SIGCONT)
+
+    # Then, resumed, a stands by, writes nothing of the namespace through 10 renewals by b, and
+    # takes none of b's changes, which its watches heard, for changes by hand
+    wait_for("a to stand by", lambda: first.log.count("standby: leader is") >= 1)
+    wait_for("10 renewals of the Lease by b", lambda: renewals(control_plane, start) >= 10)
+    assert writers(control_plane, namespace, start) == {}
+    assert at_revision(gitdeploy, namespace, 3)()
+    assert "changed by hand" not in first.log, first.log
+    assert first.process.poll() is None and "forbidden" not in first.log.lower(), first.log
 
 
 def healthy_at(gitdeploy: RunCli, namespace: str, revisions: dict[str, int]) -> bool:

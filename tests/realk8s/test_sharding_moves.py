@@ -132,6 +132,8 @@ def test_a_paused_replica_writes_nothing_for_its_apps_after_they_moved_until_it_
     assert claimed == its_apps, "it claimed each of its apps back with a record write"
     for run in replicas.values():
         assert "forbidden" not in run.log.lower(), run.log
+    # ... and what its watches heard of the others' changes to its apps was no change by hand
+    assert "changed by hand" not in replicas[victim].log, replicas[victim].log
 
 
 def test_a_fourth_replica_takes_only_the_apps_the_hash_gives_it_and_nothing_else_is_written(
