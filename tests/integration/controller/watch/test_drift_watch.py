@@ -28,15 +28,21 @@ def _drift_events(kube_client: Any) -> list[str]:
     return [str(e.message) for e in found.items if e.reason == "DriftCorrected"]
 
 
+def _settled_and_watched(controller: Controller, fake_clock: FakeClock) -> str:
+    """Settle web, wait for the ReplicaSet watch of its namespace; the name of its ReplicaSet."""
+    settle(controller, fake_clock)
+    assert eventually(lambda: "shop" in controller.watched)
+    time.sleep(0.5)  # the watch starts from the current resourceVersion
+    [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
+    return name
+
+
 def test_a_hand_scale_wakes_the_app_and_its_pass_scales_back(
     controller: Controller, fake_clock: FakeClock, wake: threading.Event, kube_client: Any
 ) -> None:
     # Given web settled at 8 replicas, and the ReplicaSet watch of its namespace up
-    settle(controller, fake_clock)
-    assert eventually(lambda: "shop" in controller.watched)
-    time.sleep(0.5)  # the watch starts from the current resourceVersion
+    name = _settled_and_watched(controller, fake_clock)
     assert controller.next_due_in() is None
-    [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
 
     # When someone runs `kubectl scale rs web-… --replicas=2` (through the scale subresource)
     client.AppsV1Api(kube_client).patch_namespaced_replica_set_scale(name, "shop", {"spec": {"replicas": 2}})
@@ -62,10 +68,7 @@ def test_a_hand_scale_is_one_hand_change_though_its_status_follows(
     kube_client: Any,
 ) -> None:
     # Given web settled at 8 replicas, and the ReplicaSet watch of its namespace up
-    settle(controller, fake_clock)
-    assert eventually(lambda: "shop" in controller.watched)
-    time.sleep(0.5)
-    [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
+    name = _settled_and_watched(controller, fake_clock)
     apps = client.AppsV1Api(kube_client)
     caplog.set_level(logging.INFO, logger="gitdeploy")
 
@@ -129,10 +132,7 @@ def test_a_process_that_no_longer_leads_takes_no_change_for_a_hand_change(
     kube_client: Any,
 ) -> None:
     # Given web settled at 8 replicas by this process, which then lost the leader Lease
-    settle(controller, fake_clock)
-    assert eventually(lambda: "shop" in controller.watched)
-    time.sleep(0.5)
-    [name] = [rs.name for rs in controller.cluster.list_replica_sets("shop", "web")]
+    name = _settled_and_watched(controller, fake_clock)
     controller.runner.leading = lambda: False
     caplog.set_level(logging.INFO, logger="gitdeploy")
     wake.clear()
