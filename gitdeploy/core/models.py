@@ -7,7 +7,7 @@ passes the rest through untouched.
 
 ``gitdeploy run`` keeps every app of the repo in memory (10,000 in the benchmarks), so records use
 ``__slots__``, strings read from many templates are interned, and an app's manifest text shares
-its template's text (:func:`manifest_pieces`).
+its template's text, both compressed (:func:`pack_manifest`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import json
 import sys
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
 from typing import Any
 
 from gitdeploy.core.canarysteps import CanaryParams
+from gitdeploy.core.packedjson import pack, unpack
 from gitdeploy.core.pruning import PruneLimit
 
 JsonValue = Any
@@ -184,7 +184,6 @@ class Container:
     image: str
 
 
-@dataclass(frozen=True)
 class PodTemplate:
     """A pod template as canonical JSON (sorted keys, no insignificant white space).
 
@@ -194,12 +193,67 @@ class PodTemplate:
     The canonical form is normalised for comparing and hashing (empty values dropped); what is
     written to the cluster is the template as git has it (``written_json``, kept only when it
     differs): hashing may normalise, writing must not change the template.
+
+    Immutable. A template that is kept for long (an app's, for as long as git has it) is held
+    compressed (:meth:`packed`, :mod:`gitdeploy.core.packedjson`); it reads and compares the same.
+
+    >>> t = PodTemplate('{"spec":{"containers":[{"image":"nginx","name":"web"}]}}')
+    >>> t.packed() == t, t.packed().canonical_json == t.canonical_json, t.packed().containers
+    (True, True, (Container(name='web', image='nginx'),))
     """
 
-    canonical_json: str
-    written_json: str = field(default="", compare=False, repr=False)
-    """The template as given (sorted keys, nothing dropped) when that differs from
-    ``canonical_json``; empty when they are the same."""
+    __slots__ = ("_canonical", "_written")
+
+    def __init__(self, canonical_json: str, written_json: str = "") -> None:
+        self._canonical: str | bytes
+        self._written: str | bytes
+        object.__setattr__(self, "_canonical", canonical_json)
+        object.__setattr__(self, "_written", written_json)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"PodTemplate is immutable: cannot set {name}")
+
+    def packed(self) -> PodTemplate:
+        """This template held compressed: what an app keeps (a few hundred bytes, not 2 KiB)."""
+        if isinstance(self._canonical, bytes):
+            return self
+        template = PodTemplate.__new__(PodTemplate)
+        object.__setattr__(template, "_canonical", pack(self._canonical))
+        written = self.written_json
+        object.__setattr__(template, "_written", pack(written) if written else "")
+        return template
+
+    @property
+    def packed_json(self) -> bytes:
+        """``canonical_json`` compressed (:func:`~gitdeploy.core.packedjson.pack`): of a packed
+        template, the very bytes it holds."""
+        held = self._canonical
+        return held if isinstance(held, bytes) else pack(held)
+
+    @property
+    def canonical_json(self) -> str:
+        held = self._canonical
+        return held if isinstance(held, str) else unpack(held)
+
+    @property
+    def written_json(self) -> str:
+        """The template as given (sorted keys, nothing dropped) when that differs from
+        ``canonical_json``; empty when they are the same."""
+        held = self._written
+        return held if isinstance(held, str) else unpack(held)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PodTemplate):
+            return NotImplemented
+        if isinstance(self._canonical, bytes) and isinstance(other._canonical, bytes):
+            return self._canonical == other._canonical  # packing is deterministic: no need to unpack
+        return self.canonical_json == other.canonical_json
+
+    def __hash__(self) -> int:
+        return hash(self.canonical_json)
+
+    def __repr__(self) -> str:
+        return f"PodTemplate(canonical_json={self.canonical_json!r})"
 
     def to_dict(self) -> dict[str, JsonValue]:
         """A fresh, mutable copy of the canonical (normalised) form."""
@@ -219,16 +273,18 @@ class PodTemplate:
         assert isinstance(loaded, dict)
         return loaded
 
-    @cached_property
+    @property
     def containers(self) -> tuple[Container, ...]:
+        """The containers' names and images (read from the JSON at each call: not kept)."""
         spec = self.to_dict().get("spec") or {}
         return tuple(
             Container(name=sys.intern(str(c.get("name", ""))), image=sys.intern(str(c.get("image", ""))))
             for c in spec.get("containers") or []
         )
 
-    @cached_property
+    @property
     def labels(self) -> dict[str, str]:
+        """The pod labels (read from the JSON at each call: not kept)."""
         meta = self.to_dict().get("metadata") or {}
         return {sys.intern(str(k)): sys.intern(str(v)) for k, v in (meta.get("labels") or {}).items()}
 
@@ -301,13 +357,18 @@ class App:
     change_cause: str = ""
     labels: tuple[tuple[str, str], ...] = ()
     annotations: tuple[tuple[str, str], ...] = ()
-    manifest_pieces: tuple[str, ...] = field(default=("{}",), compare=False, repr=False)
-    """:attr:`manifest_json` in pieces (see :func:`manifest_pieces`)."""
+    manifest_packed: tuple[bytes, ...] = field(default=(), compare=False, repr=False)
+    """:attr:`manifest_json` compressed, in pieces (see :func:`pack_manifest`)."""
 
     @property
     def manifest_json(self) -> str:
         """The whole manifest as canonical JSON, for diffs and rollbacks that restore settings."""
-        return "".join(self.manifest_pieces)
+        if not self.manifest_packed:
+            return "{}"
+        text = unpack(self.manifest_packed[0])
+        if len(self.manifest_packed) == 1:
+            return text
+        return text.replace(TEMPLATE_MARK, unpack(self.manifest_packed[1]), 1)
 
     @property
     def name(self) -> str:
@@ -318,26 +379,35 @@ class App:
         return self.key.namespace
 
 
-def manifest_pieces(manifest_json: str, template: PodTemplate) -> tuple[str, ...]:
-    """``manifest_json`` as the pieces :attr:`App.manifest_pieces` joins: the text before and after
-    the template's canonical JSON, with that JSON as the very string object the template holds, so
-    the larger part of a manifest is kept once, not twice. That works when the manifest writes its
-    template as gitdeploy normalises it (no empty values, no template-hash label: the usual case);
-    otherwise the manifest is one piece.
+TEMPLATE_MARK = "\x00"
+"""Where a packed manifest held its template's text (JSON text never holds a raw NUL)."""
 
-    >>> template = PodTemplate('{"spec":{"containers":[{"image":"nginx","name":"web"}]}}')
+
+def pack_manifest(manifest_json: str, template: PodTemplate) -> tuple[bytes, ...]:
+    """``manifest_json`` as :attr:`App.manifest_packed` keeps it, compressed: the text around the
+    template's canonical JSON (marked by :data:`TEMPLATE_MARK`), and that JSON as the very bytes
+    the packed template holds, so the larger part of a manifest is kept once, not twice, and the
+    manifest stays as git has it when the app's template is replaced (resolved images). That works
+    when the manifest writes its template as gitdeploy normalises it (no empty values, no
+    template-hash label: the usual case); otherwise the manifest is one piece.
+
+    >>> template = PodTemplate('{"spec":{"containers":[{"image":"nginx","name":"web"}]}}').packed()
     >>> whole = '{"kind":"Deployment","spec":{"replicas":2,"template":' + template.canonical_json + '}}'
-    >>> pieces = manifest_pieces(whole, template)
-    >>> pieces[1] is template.canonical_json, "".join(pieces) == whole
+    >>> pieces = pack_manifest(whole, template)
+    >>> pieces[1] is template.packed_json, TEMPLATE_MARK in unpack(pieces[0])
     (True, True)
-    >>> manifest_pieces('{"kind":"Deployment"}', template)
-    ('{"kind":"Deployment"}',)
+    >>> app = App(AppKind.DEPLOYMENT, "apps/v1", AppKey("shop", "web"), Location("web.yaml", 1),
+    ...           PodTemplate("{}"), "h", Selector(), Strategy(StrategyType.RECREATE), Triggers(True),
+    ...           manifest_packed=pieces)
+    >>> app.manifest_json == whole
+    True
+    >>> [unpack(piece) for piece in pack_manifest('{"kind":"Deployment"}', template)]
+    ['{"kind":"Deployment"}']
     """
-    shared = template.canonical_json
-    at = manifest_json.find(shared)
-    if at < 0:
-        return (manifest_json,)
-    return (manifest_json[:at], shared, manifest_json[at + len(shared) :])
+    text = template.canonical_json
+    if text not in manifest_json:
+        return (pack(manifest_json),)
+    return pack(manifest_json.replace(text, TEMPLATE_MARK, 1)), template.packed_json
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,7 @@ from gitdeploy.core.models import (
     StrategyType,
     Triggers,
     TriggerType,
-    manifest_pieces,
+    pack_manifest,
 )
 from gitdeploy.core.pruning import PRUNE_ANNOTATION
 from gitdeploy.manifests.documents import Document, FieldPath
@@ -368,9 +368,9 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
     meta: dict[str, Any] = data["metadata"]
     _check_name_length(name, problems)
     template_raw: dict[str, Any] = spec["template"]
-    template = canonical_template(template_raw)
-    labels = template.labels
-    containers = {c.name for c in template.containers}
+    unpacked = canonical_template(template_raw)
+    labels, containers = unpacked.labels, {c.name for c in unpacked.containers}
+    template = unpacked.packed()  # MEMORY: the app keeps it for as long as git has it
     _check_restart_policy(template_raw, problems)
     selector = _selector(kind, spec.get("selector"), labels)
     _check_selector(kind, spec, selector, labels, problems)
@@ -390,7 +390,7 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
         key=AppKey(namespace, name),
         location=location,
         template=template,
-        template_hash=template_hash(template),
+        template_hash=template_hash(unpacked),
         selector=selector,
         strategy=strategy,
         triggers=triggers,
@@ -406,7 +406,7 @@ def analyse_app(doc: Document, kind: AppKind) -> Analysis:
         change_cause=annotations.get(CHANGE_CAUSE_ANNOTATION, ""),
         labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
         annotations=tuple(sorted(annotations.items())),
-        manifest_pieces=manifest_pieces(canonical_json(data), template),
+        manifest_packed=pack_manifest(canonical_json(data), template),
     )
     draft = AppDraft(
         app=app,

@@ -1,7 +1,8 @@
 """What the desired state of many apps shares instead of copying, and that nothing else changes.
 
 10,000 apps are kept in memory by ``gitdeploy run``: repeated names and values are one string
-each, and an app's manifest text shares its largest part, the pod template, with the template.
+each, an app's manifest and template are held compressed, and the manifest does not hold its
+largest part, the pod template, a second time.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import yaml
 from gitdeploy.controller.rollouts import manifest_digest
 from gitdeploy.core import models
 from gitdeploy.core.hashing import canonical_template
+from gitdeploy.core.models import TEMPLATE_MARK, PodTemplate
+from gitdeploy.core.packedjson import unpack
 from gitdeploy.manifests.documents import ManifestFile, parse_documents
 from tests.fixtures.rollouts import load_app
 
@@ -55,9 +58,24 @@ def test_manifest_json_is_the_whole_manifest_as_canonical_json(manifest: str, sh
     app = load_app(manifest)
     expected = json.dumps(yaml.safe_load(manifest), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert app.manifest_json == expected
-    assert (app.template.canonical_json in app.manifest_pieces) is shared
+    around = unpack(app.manifest_packed[0])
+    assert (TEMPLATE_MARK in around and app.template.canonical_json not in around) is shared
     if shared:
-        assert any(piece is app.template.canonical_json for piece in app.manifest_pieces)
+        assert app.manifest_packed[1] is app.template.packed_json  # held once
+    assert sum(map(len, app.manifest_packed)) < len(expected.encode()) / 2
+
+
+def test_an_apps_template_is_held_compressed_and_reads_and_compares_as_text() -> None:
+    app = load_app(_deployment("web"))
+    text = app.template.canonical_json
+    as_text = PodTemplate(text)
+    assert app.template == as_text and as_text == app.template and hash(app.template) == hash(as_text)
+    assert app.template.packed() is app.template and as_text.packed() == app.template
+    held = [getattr(app.template, slot) for slot in PodTemplate.__slots__]  # what stays in memory
+    assert text not in held and sum(map(len, held)) < len(text.encode())
+    assert app.template != PodTemplate(text.replace("1.0", "1.1")).packed()
+    with pytest.raises(AttributeError, match="immutable"):
+        app.template.canonical_json = "{}"  # type: ignore[misc]
 
 
 def test_a_new_template_leaves_the_manifest_and_its_digest_as_git_has_them() -> None:
