@@ -150,3 +150,31 @@ def test_the_generation_moves_with_each_change_and_holds_says_what_was_listed() 
     seen.append(cache.generation)
     assert seen == sorted(set(seen)), "each change moved it"
     assert not cache.holds("shop")
+
+
+def test_cached_replica_sets_share_one_string_for_each_namespace_phase_and_annotation_key() -> None:
+    """Each watch event decodes its strings anew; the cache keeps one of each repeated one."""
+    cache = WatchCache()
+    decoded = [
+        replace(
+            replica_set(name, namespace="".join(["sh", "op"])),
+            annotations=(
+                ("".join(["gitdeploy.io/", "phase"]), "".join(["Compl", "ete"])),
+                ("gitdeploy.io/revision", "1"),
+                ("".join(["gitdeploy.io/", "commit"]), name * 2),
+            ),
+        )
+        for name in ("web-a", "web-b")
+    ]
+    cache.replace_replica_sets("shop", decoded[:1])
+    cache.replica_set_changed("ADDED", decoded[1])
+    cache.replace_records("shop", [])
+    held = cache.contents("shop")
+    assert held is not None
+    first, second = held[0]
+    assert first.namespace is second.namespace
+    assert [key for key, _ in first.annotations] == ["gitdeploy.io/commit", "gitdeploy.io/phase"]
+    assert all(a is b for (a, _), (b, _) in zip(first.annotations, second.annotations, strict=True))
+    assert first.annotation("gitdeploy.io/phase") is second.annotation("gitdeploy.io/phase") == "Complete"
+    assert first.annotation("gitdeploy.io/commit") == "web-aweb-a"
+    assert first.annotation("gitdeploy.io/revision") == ""  # not kept: the counting does not read it
