@@ -90,14 +90,14 @@ class WatchCache:
 
     def replace_records(self, namespace: str, listed: Iterable[StoredRecord]) -> None:
         """A list of the namespace's app records: what it says replaces what the cache held."""
-        packed = {stored.app: stored.packed() for stored in listed}  # MEMORY: see _records
+        packed = {stored.app: _held(stored) for stored in listed}  # MEMORY: see _records
         with self._lock:
             self._records[namespace] = packed
             self._generation += 1
 
     def record_changed(self, kind: str, stored: StoredRecord) -> None:
         """A watch event of one app record (``kind``: ADDED, MODIFIED, DELETED)."""
-        stored = stored.packed()
+        stored = _held(stored)
         with self._lock:
             held = self._records.get(stored.namespace)
             if held is None:
@@ -156,6 +156,12 @@ def _without_template(rs: ObservedReplicaSet) -> ObservedReplicaSet:
         kept = _kept(rs, (*VIEWED_ANNOTATIONS, TEMPLATE_DIGEST_ANNOTATION))
         return replace(rs, namespace=namespace, annotations=kept)
     return replace(rs, namespace=namespace, template=None, annotations=_kept(rs, VIEWED_ANNOTATIONS))
+
+
+def _held(stored: StoredRecord) -> StoredRecord:
+    """``stored`` as the cache keeps it: its payload compressed, its namespace one string for all."""
+    packed = stored.packed()
+    return replace(packed, namespace=sys.intern(packed.namespace))
 
 
 VIEWED_ANNOTATIONS = (COMMIT_ANNOTATION, PHASE_ANNOTATION, REPLACING_PODS_ANNOTATION)

@@ -120,9 +120,10 @@ class PodCensus:
         return dict(self.existing).get(replica_set, 0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredRecord:
-    """The app record as stored: its JSON payload and the resourceVersion to write it back with."""
+    """The app record as stored: its JSON payload and the resourceVersion to write it back with.
+    Slotted: every replica's watch cache holds one for every app (a dict would add 300 bytes)."""
 
     namespace: str
     app: str

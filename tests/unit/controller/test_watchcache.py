@@ -152,7 +152,7 @@ def test_the_generation_moves_with_each_change_and_holds_says_what_was_listed() 
     assert not cache.holds("shop")
 
 
-def test_cached_replica_sets_share_one_string_for_each_namespace_phase_and_annotation_key() -> None:
+def test_cached_objects_share_one_string_for_each_namespace_phase_and_annotation_key() -> None:
     """Each watch event decodes its strings anew; the cache keeps one of each repeated one."""
     cache = WatchCache()
     decoded = [
@@ -168,11 +168,12 @@ def test_cached_replica_sets_share_one_string_for_each_namespace_phase_and_annot
     ]
     cache.replace_replica_sets("shop", decoded[:1])
     cache.replica_set_changed("ADDED", decoded[1])
-    cache.replace_records("shop", [])
+    cache.replace_records("shop", [replace(record("web", "1"), namespace="".join(["sh", "op"]))])
+    cache.record_changed("ADDED", replace(record("api", "1"), namespace="".join(["sh", "op"])))
     held = cache.contents("shop")
     assert held is not None
     first, second = held[0]
-    assert first.namespace is second.namespace
+    assert first.namespace is second.namespace is held[1][0].namespace is held[1][1].namespace
     assert [key for key, _ in first.annotations] == ["gitdeploy.io/commit", "gitdeploy.io/phase"]
     assert all(a is b for (a, _), (b, _) in zip(first.annotations, second.annotations, strict=True))
     assert first.annotation("gitdeploy.io/phase") is second.annotation("gitdeploy.io/phase") == "Complete"
