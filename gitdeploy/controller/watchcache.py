@@ -11,10 +11,10 @@ per scrape. A namespace is served from the cache only once both of its watches h
 
 A ReplicaSet is kept without its pod template unless the template was edited by hand, with the
 annotations the counting reads only (see :func:`_without_template`), and an app record with its
-payload compressed (see
-:attr:`WatchCache._records`). Like an informer's cache, it is as current as the watches: an event
-arrives milliseconds after the change, and a watch that breaks off resumes from the version it
-reached, so no change is missed.
+payload compressed (see :attr:`WatchCache._records`); repeated strings (namespaces, annotation
+keys, phases) are one object each. Like an informer's cache, it is as current as the watches: an
+event arrives milliseconds after the change, and a watch that breaks off resumes from the version
+it reached, so no change is missed.
 """
 
 from __future__ import annotations
