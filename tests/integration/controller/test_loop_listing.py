@@ -221,3 +221,30 @@ def test_a_sharded_replica_passes_over_a_record_changed_by_another_only_when_the
     found = [name for name in APPS if controller.notice(AppKey("shop", name), "changed elsewhere")]
     assert found == noticed
     assert sorted(r.key.name for r in controller.reconcile_due()) == noticed
+
+
+@pytest.mark.parametrize("watched", [True, False], ids=["records watched", "no record watch yet"])
+def test_a_restart_finds_the_app_that_left_git_meanwhile_from_the_record_watch_without_a_list(
+    controller: Controller,
+    embedded_cluster: LocalCluster,
+    git_remote: GitRemote,
+    kube_client: Any,
+    fake_clock: FakeClock,
+    tmp_path: Path,
+    watched: bool,
+) -> None:
+    # Given the eight apps deployed, and app7 removed from git while gitdeploy was not running
+    git_remote.commit_and_push_changes("app7 leaves", {"apps/app7.yaml": None})
+    cluster = Cluster(kube_client, "embedded")
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "restarted") as repo:
+        restarted = Controller(repo, cluster, fake_clock, workers=2)
+        if watched:  # what the record watch keeps once it listed the namespace
+            restarted.watch_cache.replace_records("shop", cluster.list_app_records("shop"))
+        assert restarted.poll()
+        # When the restarted controller's first pass looks for apps that left git
+        embedded_cluster.stats.reset()
+        restarted.reconcile_due()
+        # Then app7 is an orphan, found in the watch cache when it holds the namespace's records
+        assert AppKey("shop", "app7") in restarted.source.orphans
+        lists = embedded_cluster.stats.snapshot()
+        assert lists[("list", "configmaps")] == (1 if watched else 2)  # the pass's read, and the resync's
