@@ -118,6 +118,24 @@ def resync_mine(
     return scope.finds_orphans()
 
 
+def recorded_apps(cluster: Cluster, cache: WatchCache, namespace: str | None) -> list[AppKey]:
+    """The apps that have a record in ``namespace`` (None: every namespace), for the resync:
+    from the watch cache once the record watch has listed the namespace (no request, nothing
+    parsed: a list of 30,000 records every resync was megabytes of JSON), else from a list."""
+    held = cache.records(namespace) if namespace is not None else None
+    if namespace is not None and held is not None:
+        return [AppKey(namespace, app) for app in held]
+    try:
+        return [AppKey(record.namespace, record.app) for record in cluster.list_app_records(namespace)]
+    except GitdeployError as problem:  # loud: orphans there go unnoticed until it is fixed
+        log.error(
+            "[resync] cannot list the app records in %s, orphans there are not found: %s",
+            namespace or "all namespaces (pass --namespace to name them)",
+            problem,
+        )
+        return []
+
+
 def followers(apps: Mapping[AppKey, App], changed: set[str]) -> list[AppKey]:
     """The apps with image change triggers on one of the ``changed`` stream tags."""
     return [
@@ -390,9 +408,8 @@ class Controller:
         scope = self.shard_scope
         if scope is not None and not resync_mine(scope, self.source, self.queue, self._lock, now):
             return
-        recorded = [
-            key for namespace in self.source.managed_namespaces() for key in self._recorded(namespace)
-        ]
+        namespaces = self.source.managed_namespaces()
+        recorded = [key for ns in namespaces for key in recorded_apps(self.cluster, self.watch_cache, ns)]
         source = self.source
         with self._lock:
             for key in recorded:
@@ -405,25 +422,6 @@ class Controller:
                     self.queue.add_if_absent(key, now)
             for key in source.apps if scope is None else ():  # sharded: resync_mine did
                 self.queue.add_if_absent(key, now)
-
-    def _recorded(self, namespace: str | None) -> list[AppKey]:
-        """The apps that have a record in ``namespace`` (None: every namespace), for the resync:
-        from the watch cache once the record watch has listed the namespace (no request, nothing
-        parsed: a list of 30,000 records every resync was megabytes of JSON), else from a list."""
-        held = self.watch_cache.records(namespace) if namespace is not None else None
-        if namespace is not None and held is not None:
-            return [AppKey(namespace, app) for app in held]
-        try:
-            return [
-                AppKey(record.namespace, record.app) for record in self.cluster.list_app_records(namespace)
-            ]
-        except GitdeployError as problem:  # loud: orphans there go unnoticed until it is fixed
-            log.error(
-                "[resync] cannot list the app records in %s, orphans there are not found: %s",
-                namespace or "all namespaces (pass --namespace to name them)",
-                problem,
-            )
-            return []
 
     def _refresh_images(self) -> None:
         """Resolve the image stream tags; apps with triggers on a tag that changed become due."""
