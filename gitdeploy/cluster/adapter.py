@@ -151,8 +151,10 @@ class Cluster:
 
     # -- app records and image stream states (records.py) -------------------------------------------
 
-    def list_app_records(self, namespace: str | None = None, app: str | None = None) -> list[StoredRecord]:
-        return self.records.list_app_records(namespace, app)
+    def list_app_records(
+        self, namespace: str | None = None, app: str | None = None, *, of_apps: Container[str] | None = None
+    ) -> list[StoredRecord]:
+        return self.records.list_app_records(namespace, app, of_apps=of_apps)
 
     def list_app_records_at(self, namespace: str | None) -> tuple[list[StoredRecord], str]:
         return self.records.list_app_records_at(namespace)

@@ -12,7 +12,7 @@ an answer cut mid-way is a TransientError as well.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeVar
@@ -24,6 +24,7 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from gitdeploy.cluster.apierrors import translated
 from gitdeploy.cluster.writecheck import check_writes
+from gitdeploy.core.observed import APP_LABEL
 from gitdeploy.errors import AlreadyExistsError, ExpiredError, TransientError
 
 
@@ -74,6 +75,14 @@ def int_annotation(annotations: Mapping[str, str], key: str) -> int | None:
 def labels_of(raw: Mapping[str, Any]) -> Mapping[str, str]:
     labels: Mapping[str, str] = (raw.get("metadata") or {}).get("labels") or {}
     return labels
+
+
+def keep_apps(apps: Container[str] | None) -> Callable[[Mapping[str, Any]], bool] | None:
+    """A list's ``keep`` (:meth:`RawApi.list_converted_at`) for the objects of ``apps``, by their
+    app label; None (keep all) without ``apps``."""
+    if apps is None:
+        return None
+    return lambda raw: labels_of(raw).get(APP_LABEL) in apps
 
 
 class RawApi:
@@ -143,10 +152,16 @@ class RawApi:
         return self.list_converted_at(call, what, _as_is, **kwargs)[0]
 
     def list_converted_at(
-        self, call: Callable[..., Any], what: str, convert: Callable[[dict[str, Any]], Item], **kwargs: Any
+        self,
+        call: Callable[..., Any],
+        what: str,
+        convert: Callable[[dict[str, Any]], Item],
+        keep: Callable[[dict[str, Any]], bool] | None = None,
+        **kwargs: Any,
     ) -> tuple[list[Item], str]:
-        """The items of a list, each ``convert``-ed, and the list's own ``metadata.resourceVersion``:
-        the version a watch of the same objects starts from (an item's may be far older).
+        """The items of a list (those ``keep`` says yes to: all without it), each ``convert``-ed,
+        and the list's own ``metadata.resourceVersion``: the version a watch of the same objects
+        starts from (an item's may be far older).
 
         Read in pages of :data:`LIST_PAGE` items, each converted before the next is asked for, so
         that only one page of raw JSON is held at a time (a namespace of 2,000 ReplicaSets read in
@@ -162,7 +177,7 @@ class RawApi:
                 )
                 body = json.loads(response.data)
                 del response
-                items.extend(convert(item) for item in body.get("items") or [])
+                items.extend(convert(item) for item in body.get("items") or [] if keep is None or keep(item))
                 metadata = body.get("metadata") or {}
                 del body
                 version = version or str(metadata.get("resourceVersion") or "")
@@ -173,11 +188,28 @@ class RawApi:
     def list_selected(
         self, resource: Resource, what: str, namespace: str | None, selector: str
     ) -> list[dict[str, Any]]:
+        return self.list_selected_as(resource, what, namespace, selector, _as_is)
+
+    def list_selected_as(
+        self,
+        resource: Resource,
+        what: str,
+        namespace: str | None,
+        selector: str,
+        convert: Callable[[dict[str, Any]], Item],
+        keep: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> list[Item]:
+        """The objects of ``resource`` that ``selector`` selects in ``namespace`` (None: every
+        namespace) and ``keep`` keeps, each ``convert``-ed page by page (see
+        :meth:`list_converted_at`)."""
         if namespace is None:
-            return self.list_json(resource.list_everywhere, what, label_selector=selector)
-        return self.list_json(
-            resource.list, f"{what} in {namespace}", namespace=namespace, label_selector=selector
-        )
+            return self.list_converted_at(
+                resource.list_everywhere, what, convert, keep, label_selector=selector
+            )[0]
+        where = f"{what} in {namespace}"
+        return self.list_converted_at(
+            resource.list, where, convert, keep, namespace=namespace, label_selector=selector
+        )[0]
 
     def watch_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
         """``(event type, object as plain JSON)`` of one watch request, read without the client's

@@ -9,11 +9,11 @@ optimistic concurrency: a stale ``resourceVersion`` is a ConflictError.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
-from gitdeploy.cluster.rawapi import RawApi, discard
+from gitdeploy.cluster.rawapi import RawApi, discard, keep_apps
 from gitdeploy.core.observed import (
     APP_LABEL,
     MANAGED_BY_LABEL,
@@ -91,15 +91,15 @@ class _ConfigMaps:
 class AppRecords(_ConfigMaps):
     """The app records: list (and watch from the list), read, write, delete."""
 
-    def list_app_records(self, namespace: str | None = None, app: str | None = None) -> list[StoredRecord]:
-        """Every app record (or ``app``'s), in one namespace (or all), in one list call."""
-        raw = self.kube.list_selected(
-            self.kube.config_maps,
-            "list app records",
-            namespace,
-            f"{RECORD_LABEL}=true" + (f",{APP_LABEL}={app}" if app else ""),
+    def list_app_records(
+        self, namespace: str | None = None, app: str | None = None, *, of_apps: Container[str] | None = None
+    ) -> list[StoredRecord]:
+        """Every app record (or ``app``'s), in one namespace (or all), in one list call; or (read
+        from the whole list, page by page) only those of ``of_apps``."""
+        selector = f"{RECORD_LABEL}=true" + (f",{APP_LABEL}={app}" if app else "")
+        return self.kube.list_selected_as(
+            self.kube.config_maps, "list app records", namespace, selector, _record, keep_apps(of_apps)
         )
-        return [_record(item) for item in raw]
 
     def list_app_records_at(self, namespace: str | None) -> tuple[list[StoredRecord], str]:
         """The app records in ``namespace`` (None: every namespace) and the list's

@@ -12,7 +12,7 @@ from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
-from gitdeploy.cluster.rawapi import RawApi, discard, int_annotation, labels_of, timestamp
+from gitdeploy.cluster.rawapi import RawApi, discard, int_annotation, keep_apps, labels_of, timestamp
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import (
@@ -140,15 +140,10 @@ class ReplicaSets:
         """Every ReplicaSet gitdeploy manages, in one namespace (or all), in one list call; of one
         ``app``, or (read from the whole list) only those of ``of_apps``."""
         selector = MANAGED_SELECTOR + (f",{APP_LABEL}={app}" if app else "")
-        raw = self.kube.list_selected(
-            self.kube.replica_sets,
-            "list ReplicaSets",
-            namespace,
-            selector,
+        keep = keep_apps(of_apps)
+        return self.kube.list_selected_as(
+            self.kube.replica_sets, "list ReplicaSets", namespace, selector, to_observed_replica_set, keep
         )
-        if of_apps is not None:
-            raw = [item for item in raw if labels_of(item).get(APP_LABEL) in of_apps]
-        return [to_observed_replica_set(item) for item in raw]
 
     def list_replica_sets_at(self, namespace: str) -> tuple[list[ObservedReplicaSet], str]:
         """The ReplicaSets gitdeploy manages in ``namespace`` and the list's resourceVersion, from

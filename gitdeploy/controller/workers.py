@@ -139,12 +139,13 @@ class Workers:
     def _list_namespace(self, namespace: str, members: list[AppKey]) -> dict[str, Listed]:
         """One list call per kind for the whole namespace (pods only when an app may have hook
         pods, or is Recreate: then every app pod, to count them per ReplicaSet), split by app; only
-        the ReplicaSets of ``members`` are read from the list."""
+        the ReplicaSets and records of ``members`` are kept of the lists, page by page (a third of
+        the namespace for each of three ``run --sharding`` replicas)."""
         names = {key.name for key in members}
         replica_sets: dict[str, list[ObservedReplicaSet]] = {name: [] for name in names}
         for rs in self.cluster.list_replica_sets(namespace, of_apps=names):
             replica_sets[rs.app].append(rs)
-        records = {r.app: r for r in self.cluster.list_app_records(namespace)}
+        records = {r.app: r for r in self.cluster.list_app_records(namespace, of_apps=names)}
         pods: dict[str, list[ObservedPod]] = {name: [] for name in names}
         counted = {key.name for key in members if self._wants_census(key)}
         census: dict[str, PodCensus] = {}

@@ -86,12 +86,13 @@ def test_lists_of_one_app(cluster: Cluster) -> None:
         ({"nothing"}, []),
     ],
 )
-def test_a_namespace_list_reads_the_replica_sets_of_some_apps(
+def test_a_namespace_list_reads_the_replica_sets_and_records_of_some_apps(
     cluster: Cluster, of_apps: set[str] | None, expected: list[str]
 ) -> None:
     for app in ("web", "webshop", "api"):
         deploy(cluster, app)
     assert sorted(rs.app for rs in cluster.list_replica_sets("shop", of_apps=of_apps)) == expected
+    assert sorted(stored.app for stored in cluster.list_app_records("shop", of_apps=of_apps)) == expected
 
 
 def test_a_list_longer_than_a_page_is_read_whole_and_a_watch_goes_on_from_its_version(
@@ -102,6 +103,8 @@ def test_a_list_longer_than_a_page_is_read_whole_and_a_watch_goes_on_from_its_ve
         cluster.write_app_record("shop", name, "{}", None)
     listed, version = cluster.list_app_records_at("shop")
     assert sorted(stored.app for stored in listed) == names
+    some = set(names[::7]) | {names[-1]}  # on every page, the last one alone on its page
+    assert sorted(stored.app for stored in cluster.list_app_records("shop", of_apps=some)) == sorted(some)
     cluster.write_app_record("shop", "late", "{}", None)
     seen = next(iter(cluster.watch_app_records("shop", resource_version=version, timeout_seconds=5)))
     assert seen[1].app == "late"
