@@ -35,7 +35,7 @@ class ReplicaSetFailure:
     since: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReplicaSetState:
     """One ReplicaSet of an app, as observed.
 

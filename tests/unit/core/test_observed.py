@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -55,3 +56,14 @@ def test_the_template_does_not_take_part_in_equality() -> None:
     assert listed == other
     assert hash(listed) == hash(other)
     assert ObservedReplicaSet("shop", "web", STATE) == listed
+
+
+def test_a_replica_set_holds_no_instance_dict_and_stays_frozen() -> None:
+    # MEMORY: every replica's watch cache holds tens of thousands of them
+    rs = ObservedReplicaSet("shop", "web", STATE, template={"spec": {"a": 1}})
+    assert not hasattr(rs, "__dict__") and not hasattr(rs.state, "__dict__")
+    with pytest.raises(AttributeError):
+        rs.template = None  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        rs.app = "api"  # type: ignore[misc]
+    assert replace(rs, app="api").template == PodTemplate('{"spec":{"a":1}}')
