@@ -17,7 +17,9 @@ scenario that uses the cluster moves its own generated repository to :data:`VERS
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -38,10 +40,20 @@ from gitdeploy.localcluster import LocalCluster, SimulationConfig
 from gitdeploy.source.repo import ConfigRepo
 
 FORMAT = 2
+CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gitdeploy-bench"
+"""Where the filled clusters are kept by default (the benchmarks' ``--cache-dir``)."""
+
 VERSION = 2
 """The image version every app runs in a filled cluster (``1.2.0``)."""
 MARKER = "bench-complete.json"
 SIMULATION = SimulationConfig(pod_start_seconds=0.5)
+
+
+def add_cache_dir_option(parser: argparse.ArgumentParser) -> None:
+    """A benchmark's ``--cache-dir`` (``args.cache_dir``): where it keeps the filled clusters."""
+    parser.add_argument(
+        "--cache-dir", type=Path, default=CACHE_DIR, help="where the filled embedded clusters are kept"
+    )
 
 
 def api_client_for(cluster: LocalCluster) -> Any:

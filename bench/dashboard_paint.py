@@ -37,7 +37,7 @@ if __package__ in (None, ""):  # run as ``python bench/dashboard_paint.py``: mak
 import uvicorn
 from playwright.sync_api import Browser, sync_playwright
 
-from bench.clusterstate import api_client_for, running_cluster
+from bench.clusterstate import add_cache_dir_option, api_client_for, running_cluster
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.web.appsource import AppsSource, ListedApps
 from gitdeploy.web.following import followed_apps
@@ -139,7 +139,7 @@ def main() -> int:
         "--intervals", type=int, default=10, help="refresh intervals to count list requests over"
     )
     parser.add_argument("--source", choices=("watched", "listed"), default="watched")
-    parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "gitdeploy-bench")
+    add_cache_dir_option(parser)
     args = parser.parse_args()
     figures = measure(args.apps, args.rounds, args.intervals, args.source, args.cache_dir)
     print(json.dumps(figures))

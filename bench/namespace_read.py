@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import sys
 import time
 import tracemalloc
@@ -27,7 +26,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.clusterstate import running_cluster
+from bench.clusterstate import add_cache_dir_option, running_cluster
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.connection import connect
 
@@ -80,12 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--apps", type=int, default=6_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gitdeploy-bench",
-        help="where filled embedded clusters are kept between runs",
-    )
+    add_cache_dir_option(parser)
     args = parser.parse_args(argv)
     rows = measure(args.apps, args.rounds, args.cache_dir)
     for row in rows:

@@ -44,7 +44,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import clusterstate
-from bench.clusterstate import SIMULATION, api_client_for, settle
+from bench.clusterstate import SIMULATION, add_cache_dir_option, api_client_for, settle
 from bench.generate import GeneratedRepo, generate_repo
 from gitdeploy.cli.run_cmd import instrument
 from gitdeploy.clock import Clock, FakeClock, SystemClock
@@ -1340,12 +1340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="seed of the generated repo")
     parser.add_argument("--rounds", type=int, default=None, help="override each scenario's rounds")
     parser.add_argument("--json-only", action="store_true", help="print the JSON lines only, no table")
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gitdeploy-bench",
-        help="where filled embedded clusters are kept between runs",
-    )
+    add_cache_dir_option(parser)
     args = parser.parse_args(argv)
     unknown = [name for name in args.scenarios if name not in SCENARIOS]
     if unknown:
