@@ -1,9 +1,9 @@
 """What a pass's read of one namespace holds in memory at its peak, for the apps it is about.
 
 A pass over many due apps of a namespace reads the whole namespace once per kind (ReplicaSets and
-app records, :meth:`~gitdeploy.controller.workers.Workers`), and keeps the objects of its due apps:
-all of them for a lone replica's first pass or resync, a third for each of three ``run
---sharding`` replicas. This reads one namespace of an embedded cluster of ``--apps`` apps that
+app records: :meth:`~gitdeploy.controller.workers.Workers._list_namespace`), and keeps the
+objects of its due apps: all of them for a lone replica's first pass or resync, a third for each
+of three ``run --sharding`` replicas. This reads one namespace of an embedded cluster of ``--apps`` apps that
 gitdeploy deployed (:mod:`bench.clusterstate`: two ReplicaSets and a record of two revisions
 per app, 12 namespaces), through the calls a pass makes, for all of its apps and for a third,
 and measures with ``tracemalloc`` the peak above what was held before, and what the result
