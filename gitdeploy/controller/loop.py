@@ -322,8 +322,11 @@ class Controller:
         return self.images.notice(state)
 
     def mark_due(self, keys: Iterable[AppKey] | None = None) -> None:
-        """``keys`` (None: every app, as for a new leader) are due now, held ones too: new input."""
-        self.queue.add_all(self.source.all_keys() if keys is None else keys, self.clock.now(), new_input=True)
+        """``keys`` are due now, held ones too: new input. None: every app, as for a new leader,
+        routine ones (after what something asked for: see :func:`~.workqueue.first_slice`)."""
+        every = keys is None
+        keys = self.source.all_keys() if keys is None else keys
+        self.queue.add_all(keys, self.clock.now(), new_input=True, routine=every)
 
     def next_due_in(self, *, apps_only: bool = False) -> float | None:
         """Seconds until an app or the image check is due (None: neither is); ``apps_only``: an
@@ -337,16 +340,17 @@ class Controller:
     # -- a pass -------------------------------------------------------------------------------------
 
     def reconcile_due(
-        self, only: Iterable[AppKey] | None = None, hooks: PassHooks = NO_HOOKS
+        self, only: Iterable[AppKey] | None = None, hooks: PassHooks = NO_HOOKS, size: int | None = None
     ) -> list[AppReport]:
-        """One pass over the apps that are due now (or over ``only``); returns their reports."""
+        """One pass over the apps that are due now, a slice of about ``size`` of them (see
+        :meth:`DueQueue.take`), or over ``only``; returns their reports."""
         now = self.clock.now()
         self._resync_if_time(now)
         self._mark_followers_due(self.images.take_news())
         if self.source.images_stale or (self.images.next_check is not None and now >= self.images.next_check):
             self.source.images_stale = False
             self._refresh_images()
-        keys = self.queue.take(now, only)
+        keys = self.queue.take(now, only, size)
         if not keys:
             return []
         # One decision for the whole pass: how many of the head's orphans prune would delete.

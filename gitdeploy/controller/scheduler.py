@@ -2,7 +2,8 @@
 and the tests.
 
 * :meth:`Scheduler.run` — until stopped: poll at ``interval`` (at once on a webhook push; after a
-  failed poll, with the source's backoff), and run a pass whenever apps are due.
+  failed poll, with the source's backoff), and run a pass whenever apps are due, a slice of them
+  at a time (:data:`~gitdeploy.controller.workqueue.PASS_SLICE`): a push waits for one slice.
 * :meth:`Scheduler.settle` — on a fake clock: poll, then pass after pass until no app is due,
   moving the clock to the next due time.
 * :meth:`Scheduler.follow` — ``sync --wait``: pass over the given apps until they settle.
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable
 
 from gitdeploy.controller.loop import AppReport, Controller
 from gitdeploy.controller.workers import NO_HOOKS, PassHooks
+from gitdeploy.controller.workqueue import PASS_SLICE
 from gitdeploy.core.models import AppKey
 
 log = logging.getLogger("gitdeploy")
@@ -40,14 +42,19 @@ def next_resync_in(controller: Controller) -> float | None:
 class Scheduler:
     """Drives one :class:`Controller` (see the module docstring)."""
 
-    def __init__(self, controller: Controller, hooks: PassHooks = NO_HOOKS) -> None:
+    def __init__(
+        self, controller: Controller, hooks: PassHooks = NO_HOOKS, slice_size: int = PASS_SLICE
+    ) -> None:
         self.controller = controller
         self.hooks = hooks
+        self.slice_size = slice_size
+        """How many due apps a pass of :meth:`run` takes at most (a slice: see :func:`first_slice`)."""
 
-    def pass_once(self, only: Iterable[AppKey] | None = None) -> list[AppReport]:
-        """One pass over the due apps (or ``only`` those); ``after_pass`` hears of it."""
+    def pass_once(self, only: Iterable[AppKey] | None = None, size: int | None = None) -> list[AppReport]:
+        """One pass over the due apps, at most a slice of ``size`` (or ``only`` those);
+        ``after_pass`` hears of it."""
         started = time.perf_counter()
-        reports = self.controller.reconcile_due(only, self.hooks)
+        reports = self.controller.reconcile_due(only, self.hooks, size)
         if reports and self.hooks.after_pass is not None:
             self.hooks.after_pass(reports, time.perf_counter() - started)
         return reports
@@ -109,7 +116,9 @@ class Scheduler:
                     polled(now)
                 last_poll = now
             if acting():
-                self.pass_once()
+                self.pass_once(size=self.slice_size)
+                if controller.queue.cut_short:
+                    continue  # more apps are due now: a push gets its turn at the next slice
             due = (controller.next_due_in(), next_resync_in(controller)) if acting() else ()
             wait = min((t for t in due if t is not None), default=None)
             # the source's backoff after a failure; a role change wakes this loop and is asked anew

@@ -6,6 +6,13 @@ exponential backoff of transient failures (:class:`ExponentialBackoff`), and app
 failed permanently *held*: nothing but a change of their input (the app's manifest, the commit,
 a followed image, a person's request) queues them again (see :func:`holds`).
 
+A pass may take a *slice* of what is due (:func:`first_slice`): apps something asked for (a
+commit, a record, a hand's change, a rollout's progress) before *routine* ones (the periodic
+resync, a new leader's look at every app), in passes of their own, whole namespaces at a time.
+So a push that comes while a replica passes over its 10,000 apps waits for one slice, not for
+all of them: controller-runtime's priority queue puts the items of a resync behind those of an
+event for the same reason.
+
 The queue also keeps the time of the next periodic resync. It shares the controller's lock (an
 ``RLock``): readers of :attr:`DueQueue.due` hold it while they iterate.
 """
@@ -14,13 +21,18 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gitdeploy.core.models import AppKey
 from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, PermanentError, TransientError
 
 MAX_BACKOFF_SECONDS = 60.0
+PASS_SLICE = 500
+"""How many due apps ``run``'s passes take at most (whole namespaces: a slice may end past it to
+finish the last one). A step costs about 2 ms of a core at 30,000 apps (``bench/sharding_scale.py``),
+so a slice is about a second; a resync of 30,000 apps in slices of 500 costs 60 turns of the loop,
+each one sort of the due apps."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,31 @@ def holds(problem: GitdeployError) -> bool:
     return isinstance(problem, PermanentError) and not isinstance(problem, NotFoundError | AlreadyExistsError)
 
 
+def first_slice(due: Mapping[AppKey, float], routine: set[AppKey], size: int) -> list[AppKey]:
+    """The apps a pass takes of the ``due`` ones (with the times they are due): those something
+    asked for, else the ``routine`` ones, never both (an app asked for is not held up by routine
+    ones in its pass); in the order they became due (the longest waiting first, so that apps in
+    rollout, due again and again, starve none), at one time namespace by namespace; at most
+    ``size`` of them, and then the rest of the last one's namespace due with it, so that no
+    namespace of a resync is listed twice for it.
+
+    >>> a1, a2, b1, b2, c1 = (AppKey(*key.split("/")) for key in ("a/1", "a/2", "b/1", "b/2", "c/1"))
+    >>> [str(k) for k in first_slice(dict.fromkeys([c1, b2, a1, b1, a2], 0.0), {a1, a2, b1, b2}, 2)]
+    ['c/1']
+    >>> [str(k) for k in first_slice({b2: 1.0, a1: 2.0, b1: 1.0, a2: 2.0}, {a1, a2, b1, b2}, 1)]
+    ['b/1', 'b/2']
+    """
+    asked = [key for key in due if key not in routine]
+    ordered = sorted(asked or due, key=lambda key: (due[key], key))
+    if len(ordered) <= size:
+        return ordered
+    end = max(size, 1)
+    last = ordered[end - 1]
+    while end < len(ordered) and ordered[end].namespace == last.namespace and due[ordered[end]] == due[last]:
+        end += 1
+    return ordered[:end]
+
+
 class DueQueue:
     """Apps by the time they are due (see the module docstring). Thread-safe."""
 
@@ -63,46 +100,66 @@ class DueQueue:
         """Failed passes in a row, by app."""
         self.held: dict[AppKey, str] = {}
         """Apps whose last pass failed permanently, with the error: due only when their input changes."""
+        self.routine: set[AppKey] = set()
+        """Due apps that nothing asked for: a slice takes them after the others (:func:`first_slice`)."""
+        self.cut_short = False
+        """Whether the last :meth:`take` left due apps behind (more passes are due at once)."""
         self.progressed: set[AppKey] = set()
         """Apps whose ReplicaSets made progress while a pass over them was under way."""
         self.next_resync = 0.0
         """When every app is looked at again (0: not before the first desired state is read)."""
 
-    def add(self, key: AppKey, at: float, *, new_input: bool = False) -> None:
+    def add(self, key: AppKey, at: float, *, new_input: bool = False, routine: bool = False) -> None:
         """``key`` is due at ``at`` (or earlier, if it is queued for earlier). A held app only when
-        ``new_input``: its input changed, so it is tried again."""
+        ``new_input``: its input changed, so it is tried again. Not ``routine``: something asked
+        for it, so it goes before the routine apps (also when it was queued as one)."""
         with self._lock:
             if key in self.held:
                 if not new_input:
                     return
                 del self.held[key]
+            if not routine:
+                self.routine.discard(key)
+            elif key not in self.due:
+                self.routine.add(key)
             self.due[key] = min(self.due.get(key, at), at)
 
-    def add_all(self, keys: Iterable[AppKey], at: float, *, new_input: bool = False) -> None:
+    def add_all(
+        self, keys: Iterable[AppKey], at: float, *, new_input: bool = False, routine: bool = False
+    ) -> None:
         with self._lock:
             for key in keys:
-                self.add(key, at, new_input=new_input)
+                self.add(key, at, new_input=new_input, routine=routine)
 
     def add_if_absent(self, key: AppKey, at: float) -> None:
-        """``key`` is due at ``at`` unless it is queued already (for whenever) or held."""
+        """``key`` is due at ``at``, a routine app (the resync), unless it is queued already (for
+        whenever) or held."""
         with self._lock:
-            if key not in self.held:
-                self.due.setdefault(key, at)
+            if key not in self.held and key not in self.due:
+                self.add(key, at, routine=True)
 
     def hurry(self, key: AppKey, now: float) -> None:
         """Progress of an app in rollout: due now if queued, else again right after its pass."""
         with self._lock:
             if key in self.due:
                 self.due[key] = min(self.due[key], now)
+                self.routine.discard(key)
             else:
                 self.progressed.add(key)
 
-    def take(self, now: float, only: Iterable[AppKey] | None = None) -> list[AppKey]:
-        """Remove and return (sorted) the apps due by ``now``, or ``only`` those."""
+    def take(self, now: float, only: Iterable[AppKey] | None = None, size: int | None = None) -> list[AppKey]:
+        """Remove and return (sorted) the apps due by ``now``, at most a slice of ``size`` of them
+        (:func:`first_slice`); or ``only`` those."""
         with self._lock:
-            keys = sorted(only) if only is not None else sorted(k for k, t in self.due.items() if t <= now)
+            if only is not None:
+                keys = sorted(only)
+            else:
+                due = {k: t for k, t in self.due.items() if t <= now}
+                keys = sorted(due) if size is None else first_slice(due, self.routine, size)
+                self.cut_short = len(keys) < len(due)
             for key in keys:
                 self.due.pop(key, None)
+                self.routine.discard(key)
         return keys
 
     def next_at(self) -> float | None:
@@ -132,6 +189,7 @@ class DueQueue:
             if holds(problem):
                 self.held[key] = problem.message
                 self.due.pop(key, None)
+                self.routine.discard(key)
                 return None
             retry_after = problem.retry_after if isinstance(problem, TransientError) else 0.0
             delay = self.backoff.delay(self.failures[key], retry_after)

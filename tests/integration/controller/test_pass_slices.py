@@ -1,0 +1,79 @@
+"""``run``'s passes take the due apps a slice at a time, what something asked for first: a commit
+that comes while a replica passes over all of its apps (a resync) waits for one slice, not for
+the whole resync (real git, embedded cluster)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitdeploy.clock import FakeClock
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.scheduler import Scheduler
+from gitdeploy.controller.workers import PassHooks
+from gitdeploy.core.models import AppKey
+from gitdeploy.source.repo import ConfigRepo
+from tests.fixtures.gitrepo import GitRemote
+from tests.fixtures.loop import settle
+from tests.fixtures.manifests import deployment
+
+NAMESPACES = ["ns-a", "ns-b", "ns-c"]
+APPS = [AppKey(ns, f"app{i}") for ns in NAMESPACES for i in range(4)]
+SLICE = 4
+"""A namespace's apps: a slice of the resync takes one namespace."""
+
+pytestmark = pytest.mark.usefixtures("isolated_git_config")
+
+
+def files(image: str, *only: AppKey) -> dict[str, str]:
+    return {f"apps/{k.namespace}/{k.name}.yaml": deployment(k.name, k.namespace, image) for k in only or APPS}
+
+
+@pytest.fixture
+def controller(
+    git_remote: GitRemote, kube_client: Any, fake_clock: FakeClock, tmp_path: Path
+) -> Iterator[Controller]:
+    git_remote.commit_and_push("apps", {"gitdeploy.yaml": "paths: [apps]\n", **files("nginx:1")})
+    with ConfigRepo(git_remote.url, state_dir=tmp_path / "state") as repo:
+        controller = Controller(repo, Cluster(kube_client, "embedded"), fake_clock, workers=2)
+        settle(controller, fake_clock)
+        yield controller
+
+
+def test_a_commit_during_a_resync_waits_for_one_slice(
+    controller: Controller, git_remote: GitRemote, fake_clock: FakeClock
+) -> None:
+    listed: Counter[str] = Counter()
+    scheduler = Scheduler(controller, PassHooks(before_list=lambda ns, _due: listed.update([ns])))
+    # Given every app due for the periodic resync, and the resync's first slice passed
+    controller.queue.resync_soon(fake_clock.now(), force=True)
+    first = scheduler.pass_once(size=SLICE)
+    assert {r.key for r in first} == {k for k in APPS if k.namespace == "ns-a"}
+    assert controller.queue.cut_short
+    # When a commit changes an app of the last namespace
+    bumped = AppKey("ns-c", "app2")
+    git_remote.commit_and_push("bump", files("nginx:2", bumped))
+    assert controller.poll()
+    # Then the next pass takes it alone, ahead of the resync's routine apps
+    (second,) = scheduler.pass_once(size=SLICE)
+    assert second.key == bumped and second.phase == "Progressing"
+    # And the resync goes on to its end, each namespace listed once for it
+    third = scheduler.pass_once(size=SLICE)
+    assert {r.key for r in third} == {k for k in APPS if k.namespace == "ns-b"}
+    fourth = scheduler.pass_once(size=SLICE)
+    assert {r.key for r in fourth} == {k for k in APPS if k.namespace == "ns-c"} - {bumped}
+    assert not controller.queue.cut_short
+    assert listed == Counter(NAMESPACES)
+    settle(controller, fake_clock)
+    assert controller.reports[bumped].revision == 2 and controller.reports[bumped].sync == "Synced"
+
+
+def test_a_pass_without_a_size_takes_everything_due(controller: Controller, fake_clock: FakeClock) -> None:
+    controller.mark_due()
+    assert len(Scheduler(controller).pass_once()) == len(APPS)
+    assert not controller.queue.cut_short and not controller.due
