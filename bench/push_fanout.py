@@ -55,9 +55,11 @@ REPLICAS = ("a", "b", "c")
 
 
 @contextmanager
-def replica(name: str, repo: GeneratedRepo, cluster: LocalCluster, work: Path) -> Iterator[tuple[str, str]]:
-    """One ``gitdeploy run --sharding``; yields its base URL and identity once it answers."""
-    with running(repo, cluster, work, name, "--sharding") as (base, log_path):
+def replica(
+    name: str, repo: GeneratedRepo, cluster: LocalCluster, work: Path, *extra: str
+) -> Iterator[tuple[str, str]]:
+    """One ``gitdeploy run --sharding [extra]``; yields its base URL and identity once it answers."""
+    with running(repo, cluster, work, name, "--sharding", *extra) as (base, log_path):
         for _ in range(600):
             found = re.search(r"sharding: member (\S+) \(lease", log_path.read_text())
             if found:

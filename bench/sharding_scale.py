@@ -9,7 +9,9 @@ ready after 50 ms) and the same generated config repo; the replicas are the real
 * ``cold_reconcile_s``: from the replicas' start until every app is Synced (the replicas' gauges, summed);
 * ``peak_rss_mib``: each replica's peak resident memory (``VmHWM``) once the fleet is Synced;
 * push latency: ``--rounds`` signed pushes to replica ``a``, each an image bump of an app another
-  replica owns (with one replica, its own), timed to the first ReplicaSet write;
+  replica owns (with one replica, its own), timed to the first ReplicaSet write. The replicas
+  resync every ``--resync-interval`` (``run``'s default, 300 s): a short one makes every push meet
+  a resync under way, a pass over all of a replica's apps;
 * ``failover_s`` (2 and 3 replicas): replica ``a`` is killed with SIGKILL after the pushes, and the
   figure runs until the survivors own every app (``gitdeploy_shard_apps_owned`` summed: apps
   adopted ahead of their passes count, as the survivors act on them), beside the Lease duration
@@ -19,7 +21,8 @@ ready after 50 ms) and the same generated config repo; the replicas are the real
 
 Prints a JSON line per replica count, then a table::
 
-    python bench/sharding_scale.py [--apps 30000] [--replicas 1 2 3] [--rounds 10] [--keep DIR]
+    python bench/sharding_scale.py [--apps 30000] [--replicas 1 2 3] [--rounds 10]
+        [--resync-interval 300s] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -127,7 +130,7 @@ def claims_written(adapter: Cluster, repo: GeneratedRepo, live: set[str]) -> boo
     return True
 
 
-def measure(repo: GeneratedRepo, work: Path, replicas: int, rounds: int) -> dict[str, object]:
+def measure(repo: GeneratedRepo, work: Path, replicas: int, rounds: int, resync: str) -> dict[str, object]:
     apps = len(repo.apps)
     with ExitStack() as stack:
         cluster = LocalCluster(work / "cluster", clock=SystemClock(), config=SIMULATION).start()
@@ -136,7 +139,10 @@ def measure(repo: GeneratedRepo, work: Path, replicas: int, rounds: int) -> dict
         with httpx.Client(headers=headers) as http:  # the Leases' namespace, as deploy/ makes it
             http.post(f"{cluster.url}/api/v1/namespaces", json={"metadata": {"name": "gitdeploy-system"}})
         began = time.perf_counter()
-        started = [stack.enter_context(replica(name, repo, cluster, work)) for name in NAMES[:replicas]]
+        started = [
+            stack.enter_context(replica(name, repo, cluster, work, "--resync-interval", resync))
+            for name in NAMES[:replicas]
+        ]
         bases = [base for base, _ in started]
         print(f"{replicas} replica(s): deploying {apps} apps ...", file=sys.stderr, flush=True)
         wait_until_synced(bases, apps, limit=max(600.0, apps * 0.5))
@@ -150,6 +156,7 @@ def measure(repo: GeneratedRepo, work: Path, replicas: int, rounds: int) -> dict
             "apps": apps,
             "cold_reconcile_s": round(cold, 1),
             "peak_rss_mib": rss,
+            "resync_interval": resync,
             "push_rounds": len(latencies),
             "push_p50_ms": round(percentile(latencies, 50), 1),
             "push_max_ms": round(max(latencies), 1),
@@ -172,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--resync-interval", default="300s", help="the replicas' (default: run's, 300s)")
     parser.add_argument(
         "--keep", type=Path, metavar="DIR", help="work in DIR and keep it (the replicas' logs and states)"
     )
@@ -188,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         for count in args.replicas:
             work = Path(tmp) / f"replicas-{count}"
             work.mkdir()
-            results.append(measure(repo, work, count, args.rounds))
+            results.append(measure(repo, work, count, args.rounds, args.resync_interval))
             print(json.dumps(results[-1]), flush=True)
     columns = ("replicas", "cold s", "peak RSS MiB (each)", "push p50/max ms", "failover s", "claims s")
     print("   ".join(columns))
