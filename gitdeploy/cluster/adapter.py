@@ -22,7 +22,7 @@ from gitdeploy.cluster.events import Events
 from gitdeploy.cluster.headleases import HeadLeases
 from gitdeploy.cluster.leases import Leases
 from gitdeploy.cluster.pods import HookPods
-from gitdeploy.cluster.rawapi import REQUEST_TIMEOUT, RawApi
+from gitdeploy.cluster.rawapi import REQUEST_TIMEOUT, Bookmark, RawApi
 from gitdeploy.cluster.records import AppRecords, StreamStates
 from gitdeploy.cluster.replicasets import ReplicaSets
 from gitdeploy.core.history.records import MAX_LOG_BYTES
@@ -86,7 +86,7 @@ class Cluster:
 
     def watch_replica_sets(
         self, namespace: str, timeout_seconds: int = 300, resource_version: str = ""
-    ) -> Iterator[tuple[str, ObservedReplicaSet]]:
+    ) -> Iterator[tuple[str, ObservedReplicaSet | Bookmark]]:
         return self.replica_sets.watch_replica_sets(namespace, timeout_seconds, resource_version)
 
     def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
@@ -161,7 +161,7 @@ class Cluster:
 
     def watch_app_records(
         self, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 300
-    ) -> Iterator[tuple[str, StoredRecord]]:
+    ) -> Iterator[tuple[str, StoredRecord | Bookmark]]:
         return self.records.watch_app_records(namespace, resource_version, timeout_seconds)
 
     def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
@@ -183,7 +183,7 @@ class Cluster:
 
     def watch_stream_states(
         self, namespace: str, resource_version: str, timeout_seconds: int = 300
-    ) -> Iterator[tuple[str, StoredRecord]]:
+    ) -> Iterator[tuple[str, StoredRecord | Bookmark]]:
         return self.streams.watch_stream_states(namespace, resource_version, timeout_seconds)
 
     def read_stream_state(self, namespace: str, stream: str) -> StoredRecord | None:

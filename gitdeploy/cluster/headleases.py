@@ -16,7 +16,7 @@ from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
 from gitdeploy.cluster.leases import read_raw_lease
-from gitdeploy.cluster.rawapi import RawApi
+from gitdeploy.cluster.rawapi import Bookmark, RawApi
 from gitdeploy.core.headnews import HeadAnnouncement, ObservedAnnouncement
 
 
@@ -75,19 +75,19 @@ class HeadLeases:
 
     def watch(
         self, namespace: str, name: str, resource_version: str, timeout_seconds: int = 300
-    ) -> Iterator[tuple[str, ObservedAnnouncement]]:
+    ) -> Iterator[tuple[str, ObservedAnnouncement | Bookmark]]:
         """``(event type, announcement)`` for every change of the object after ``resource_version``
         (from :meth:`list_at`), until the server ends the watch; ``410 Gone`` is an ExpiredError."""
-        for kind, raw in self.kube.watch_json(
+        yield from self.kube.watch_as(
             self.kube.leases.list,
             f"watch of Lease {namespace}/{name}",
+            _observed,
             namespace=namespace,
             field_selector=f"metadata.name={name}",
             resource_version=resource_version,
             timeout_seconds=timeout_seconds,
             _request_timeout=self.kube.watch_timeout(timeout_seconds),
-        ):
-            yield kind, _observed(raw)
+        )
 
 
 def _observed(raw: Mapping[str, Any]) -> ObservedAnnouncement:

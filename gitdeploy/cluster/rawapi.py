@@ -7,6 +7,13 @@ themselves: building models costs milliseconds per object. Every call has a time
 a worker; a watch asks the server to end it after ``timeout_seconds`` and reads for that long plus
 the read timeout. Answers are read inside :func:`~gitdeploy.cluster.apierrors.translated` too, so
 an answer cut mid-way is a TransientError as well.
+
+Every watch asks for bookmarks (``allowWatchBookmarks``, as client-go's reflector does): the
+server then tells a watch of a quiet namespace how far the resource's versions went (about every
+minute, and before it ends the watch), so the next watch resumes from a version the server still
+keeps. Without them, a watch resumed from its namespace's last change fails with 410 Gone once the
+other namespaces made more changes than the server keeps, and the namespace is listed again
+(KEP-956).
 """
 
 from __future__ import annotations
@@ -47,6 +54,15 @@ LIST_PAGE: Final = 500
 with the server's continue token."""
 
 Item = TypeVar("Item")
+
+BOOKMARK: Final = "BOOKMARK"
+
+
+@dataclass(frozen=True, slots=True)
+class Bookmark:
+    """A watch's ``BOOKMARK`` event: nothing changed that it selects up to ``resource_version``."""
+
+    resource_version: str
 
 
 def _as_is(item: dict[str, Any]) -> dict[str, Any]:
@@ -211,20 +227,26 @@ class RawApi:
             resource.list, where, convert, keep, namespace=namespace, label_selector=selector
         )[0]
 
-    def watch_json(self, call: Callable[..., Any], what: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
-        """``(event type, object as plain JSON)`` of one watch request, read without the client's
-        models, until the server ends it; an ``ERROR`` event (``410 Gone``) is a TransientError."""
+    def watch_as(
+        self, call: Callable[..., Any], what: str, convert: Callable[[dict[str, Any]], Item], **kwargs: Any
+    ) -> Iterator[tuple[str, Item | Bookmark]]:
+        """``(event type, object)`` of one watch request, each object ``convert``-ed from plain JSON
+        (no client models), until the server ends it; a ``BOOKMARK`` event is a :class:`Bookmark`.
+        An ``ERROR`` event (``410 Gone``) is a TransientError."""
         with translated(what):
-            response = call(watch=True, _preload_content=False, **kwargs)
+            response = call(watch=True, allow_watch_bookmarks=True, _preload_content=False, **kwargs)
             try:
                 for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
                     event = json.loads(line) if line.strip() else {}
                     raw = event.get("object") or {}
-                    if event.get("type") == "ERROR":
+                    kind = str(event.get("type"))
+                    if kind == "ERROR":
                         error = ExpiredError if raw.get("code") == 410 else TransientError
                         raise error(f"the {what} ended: {raw.get('message', raw)}")
-                    if raw:
-                        yield str(event.get("type")), raw
+                    if kind == BOOKMARK:
+                        yield kind, Bookmark(str((raw.get("metadata") or {}).get("resourceVersion") or ""))
+                    elif raw:
+                        yield kind, convert(raw)
             finally:
                 response.release_conn()
 

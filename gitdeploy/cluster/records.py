@@ -13,7 +13,7 @@ from collections.abc import Callable, Container, Iterator, Mapping
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
-from gitdeploy.cluster.rawapi import RawApi, discard, keep_apps
+from gitdeploy.cluster.rawapi import Bookmark, RawApi, discard, keep_apps
 from gitdeploy.core.observed import (
     APP_LABEL,
     MANAGED_BY_LABEL,
@@ -122,7 +122,7 @@ class AppRecords(_ConfigMaps):
 
     def watch_app_records(
         self, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 300
-    ) -> Iterator[tuple[str, StoredRecord]]:
+    ) -> Iterator[tuple[str, StoredRecord | Bookmark]]:
         """``(event type, record)`` for every change of an app record, until the server ends the
         watch (after ``timeout_seconds``). Without ``resource_version`` it starts with every
         record as ``ADDED``. A ``410 Gone`` surfaces as :class:`ExpiredError`: list again
@@ -138,8 +138,7 @@ class AppRecords(_ConfigMaps):
         call: Callable[..., Any] = self.kube.config_maps.list_everywhere
         if namespace is not None:
             call, kwargs["namespace"] = self.kube.config_maps.list, namespace
-        for kind, raw in self.kube.watch_json(call, "watch of app records", **kwargs):
-            yield kind, _record(raw)
+        yield from self.kube.watch_as(call, "watch of app records", _record, **kwargs)
 
     def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
         raw = self.read_config_map(namespace, record_name(app), f"read the record of {namespace}/{app}")
@@ -193,20 +192,20 @@ class StreamStates(_ConfigMaps):
 
     def watch_stream_states(
         self, namespace: str, resource_version: str, timeout_seconds: int = 300
-    ) -> Iterator[tuple[str, StoredRecord]]:
+    ) -> Iterator[tuple[str, StoredRecord | Bookmark]]:
         """``(event type, stream state)`` for every change of an image stream state in ``namespace``
         after ``resource_version`` (from :meth:`list_stream_states_at`), until the server ends the watch; a
         ``410 Gone`` is an :class:`ExpiredError` (list again)."""
-        for kind, raw in self.kube.watch_json(
+        yield from self.kube.watch_as(
             self.kube.config_maps.list,
             f"watch of image stream states in {namespace}",
+            _stream_state,
             namespace=namespace,
             label_selector=IMAGESTREAM_LABEL,
             resource_version=resource_version,
             timeout_seconds=timeout_seconds,
             _request_timeout=self.kube.watch_timeout(timeout_seconds),
-        ):
-            yield kind, _stream_state(raw)
+        )
 
     def read_stream_state(self, namespace: str, stream: str) -> StoredRecord | None:
         what = f"read the state of image stream {namespace}/{stream}"

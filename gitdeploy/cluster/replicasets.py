@@ -12,7 +12,15 @@ from collections.abc import Container, Iterator, Mapping
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
-from gitdeploy.cluster.rawapi import RawApi, discard, int_annotation, keep_apps, labels_of, timestamp
+from gitdeploy.cluster.rawapi import (
+    Bookmark,
+    RawApi,
+    discard,
+    int_annotation,
+    keep_apps,
+    labels_of,
+    timestamp,
+)
 from gitdeploy.core.hashing import TEMPLATE_HASH_LABEL
 from gitdeploy.core.models import PodTemplate
 from gitdeploy.core.observed import (
@@ -158,7 +166,7 @@ class ReplicaSets:
 
     def watch_replica_sets(
         self, namespace: str, timeout_seconds: int = 300, resource_version: str = ""
-    ) -> Iterator[tuple[str, ObservedReplicaSet]]:
+    ) -> Iterator[tuple[str, ObservedReplicaSet | Bookmark]]:
         """``(event type, ReplicaSet)`` for every change of a ReplicaSet gitdeploy manages in
         ``namespace`` after ``resource_version`` (from :meth:`list_replica_sets_at`; without it,
         from now on: never a dump of every ReplicaSet), until the server ends the watch. A
@@ -175,16 +183,16 @@ class ReplicaSets:
                     _request_timeout=self.kube.timeout,
                 )
                 version = str(json.loads(listed.data)["metadata"]["resourceVersion"])
-        for kind, raw in self.kube.watch_json(
+        yield from self.kube.watch_as(
             self.kube.replica_sets.list,
             what,
+            to_observed_replica_set,
             namespace=namespace,
             label_selector=MANAGED_SELECTOR,
             resource_version=version,
             timeout_seconds=timeout_seconds,
             _request_timeout=self.kube.watch_timeout(timeout_seconds),
-        ):
-            yield kind, to_observed_replica_set(raw)
+        )
 
     def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
         selector = dict(spec.selector_labels) | {TEMPLATE_HASH_LABEL: spec.template_hash}

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.cluster.rawapi import Bookmark
 from gitdeploy.controller.loop import Controller
 from gitdeploy.controller.watchcache import DELETED, Kind
 from gitdeploy.core.canarystate import canary_request
@@ -183,7 +184,7 @@ Seen = TypeVar("Seen", bound=Versioned)
 def follow_once(
     what: str,
     list_at: Callable[[], tuple[list[Seen], str]],
-    watch: Callable[[str], Iterable[tuple[str, Seen]]],
+    watch: Callable[[str], Iterable[tuple[str, Seen | Bookmark]]],
     version: str,
     seen: Callable[[Seen], None],
     *,
@@ -193,7 +194,8 @@ def follow_once(
 ) -> str:
     """:func:`follow_records_once` for any kind of object gitdeploy watches (its ConfigMaps, its
     ReplicaSets): ``list_at()`` lists them with the list's resourceVersion, ``watch(version)``
-    watches from one; ``listed`` is told of each list as a whole, before ``seen`` of each item."""
+    watches from one; ``listed`` is told of each list as a whole, before ``seen`` of each item. A
+    bookmark moves the version on (``reached`` too) and is seen by no one."""
     if not version:
         version = _list_first(list_at, seen, listed)
         if reached is not None:
@@ -203,6 +205,8 @@ def follow_once(
             version = stored.resource_version or version
             if reached is not None:
                 reached(version)
+            if isinstance(stored, Bookmark):
+                continue
             if kind != "DELETED":
                 seen(stored)
             elif deleted is not None:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from gitdeploy.localcluster.httpwire import HttpWire
 from gitdeploy.localcluster.resources import ResourceType
 from gitdeploy.localcluster.routing import Route
 from gitdeploy.localcluster.tables import TableRequest, table_event, table_request, to_table, without_headers
-from gitdeploy.localcluster.watch import ListResult, Query, list_objects, watch_events
+from gitdeploy.localcluster.watch import Bookmarks, ListResult, Query, list_objects, watch_events
 
 if TYPE_CHECKING:
     from gitdeploy.localcluster.server import LocalCluster
@@ -83,6 +84,8 @@ class ApiReads(HttpWire):
     def _watch(self, cluster: LocalCluster, route: Route, query: dict[str, str]) -> None:
         table = self._table_request(query)
         timeout = float(query.get("timeoutSeconds") or _DEFAULT_WATCH_SECONDS)
+        # a Table watch (kubectl get -w) is sent none: it does not ask for them
+        asks_bookmarks = table is None and query.get("allowWatchBookmarks") in ("1", "true", "True")
         deadline = threading.Event()
         timer = threading.Timer(timeout, deadline.set)
         timer.daemon = True
@@ -94,6 +97,7 @@ class ApiReads(HttpWire):
             Query.parse(query.get("labelSelector"), query.get("fieldSelector")),
             query.get("resourceVersion"),
             keep_going=lambda: not deadline.is_set() and not cluster._stopping.is_set(),
+            bookmarks=Bookmarks(time.monotonic() + timeout) if asks_bookmarks else None,
         )
         try:
             first = next(events, None)  # errors (a bad selector...) still answer with a Status

@@ -4,7 +4,8 @@ A list answers with the stored JSON bodies joined into one document (no parse un
 needs it), which keeps a list of 10,000 ReplicaSets fast. A watch replays the change log from a
 ``resourceVersion`` (or the current objects as ``ADDED`` when none is given), then follows new
 changes: woken at once by writes of this process to the watched resource and namespace (read
-from memory), and by polling the log for other processes' writes.
+from memory), and by polling the log for other processes' writes. A watch that asks for bookmarks
+(``allowWatchBookmarks``) is sent them as kube-apiserver's cacher sends them (:class:`Bookmarks`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,10 +31,41 @@ from gitdeploy.localcluster.selectors import (
 )
 from gitdeploy.localcluster.store import INDEXED_LABEL, Change, Store, dumps
 
-__all__ = ["ListResult", "Query", "list_objects", "watch_events"]
+__all__ = ["Bookmarks", "ListResult", "Query", "list_objects", "watch_events"]
 
 _POLL_SECONDS = 0.2
 _CHUNK = 1000
+BOOKMARK_SECONDS = 60.0
+
+
+class Bookmarks:
+    """When a watch that asked for bookmarks is sent one, on :func:`time.monotonic`: as
+    kube-apiserver's cacher does (``cacheWatcher.nextBookmarkTime``), about every
+    :data:`BOOKMARK_SECONDS` and 2 s before the watch's ``deadline``, so that the watch that
+    follows starts from a version as new as can be; none in a watch shorter than 2 s. A bookmark
+    is sent only when the version moved past the last event sent.
+
+    >>> times = Bookmarks(deadline=100.0, now=0.0)
+    >>> times.due(59.0), times.due(60.0), times.next_at, times.due(98.0), times.next_at
+    (False, True, 98.0, True, None)
+    >>> Bookmarks(deadline=1.0, now=0.0).next_at is None
+    True
+    """
+
+    def __init__(self, deadline: float, now: float | None = None) -> None:
+        self.deadline = deadline
+        self.next_at = self._after(time.monotonic() if now is None else now)
+
+    def _after(self, now: float) -> float | None:
+        at = min(now + BOOKMARK_SECONDS, self.deadline - 2.0)
+        return at if at > now else None
+
+    def due(self, now: float) -> bool:
+        """Whether a bookmark is due ``now`` (then the next one is scheduled)."""
+        if self.next_at is None or now < self.next_at:
+            return False
+        self.next_at = self._after(now)
+        return True
 
 
 @dataclass(frozen=True)
@@ -182,8 +215,10 @@ def watch_events(
     resource_version: str | None,
     *,
     keep_going: Callable[[], bool],
+    bookmarks: Bookmarks | None = None,
 ) -> Iterator[bytes]:
-    """Yield watch event lines (``{"type":...,"object":...}``) until ``keep_going()`` is false.
+    """Yield watch event lines (``{"type":...,"object":...}``) until ``keep_going()`` is false,
+    and ``BOOKMARK`` events when ``bookmarks`` says so.
 
     ``resource_version`` empty or ``"0"``: start with the current objects as ``ADDED``. A version
     older than the resource's kept change log (see ``WatchWindow``) yields one ``ERROR`` event with a
@@ -205,6 +240,7 @@ def watch_events(
             status = status_object(410, "Expired", f"too old resource version: {last} ({compacted})")
             yield _event_line("ERROR", dumps(status))
             return
+    told = last
     woken = True
     while keep_going():
         # woken by this process's commit: its changes are in memory; else (a poll, other
@@ -223,12 +259,27 @@ def watch_events(
             last = change.rv
             line = _told(change, query)
             if line is not None:
+                told = change.rv
                 yield line
         # nothing of this resource up to ``seen`` was left out: the next read starts there,
         # instead of reading every other resource's changes again
         last = max(last, seen)
+        if bookmarks is not None and bookmarks.due(time.monotonic()) and last > told:
+            told = last
+            yield _event_line("BOOKMARK", _bookmark(resource, last))
         if not changes:
             # this process's writes to the resource in the namespace wake the watch at once
             # (pods starting too: LocalCluster materialises them when due); other processes'
             # writes are seen by polling
             woken = store.wait_for_commit(resource.key, namespace, last, _POLL_SECONDS)
+
+
+def _bookmark(resource: ResourceType, version: int) -> str:
+    """A bookmark's object: the kind and the version alone."""
+    return dumps(
+        {
+            "kind": resource.kind,
+            "apiVersion": resource.api_version,
+            "metadata": {"resourceVersion": str(version)},
+        }
+    )

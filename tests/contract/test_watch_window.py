@@ -1,15 +1,19 @@
 """The watch window: a watch from a resourceVersion the server no longer keeps is 410 Gone, in
 kube-apiserver's words, on both servers; a watch from a fresh list's version goes on; an object that
 stops matching a selector watch is told DELETED; a watch of one Lease by name (``fieldSelector``
-``metadata.name``, as ``run --sharding`` watches its head announcement) sees that Lease alone."""
+``metadata.name``, as ``run --sharding`` watches its head announcement) sees that Lease alone; a
+watch that asks for bookmarks is sent one before it ends, past changes it does not select."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from kubernetes import client as kubernetes_client
 from kubernetes import watch as kubernetes_watch
 
+from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.cluster.rawapi import BOOKMARK, Bookmark
 from tests.fixtures.contract import Side, configmap, lease
 
 client: Any = kubernetes_client
@@ -119,3 +123,34 @@ def test_a_watch_of_one_lease_by_name_sees_that_lease_alone(side: Side) -> None:
         assert (event["type"], found.metadata.name) == ("MODIFIED", "gitdeploy-head")
         assert found.metadata.annotations["gitdeploy.io/head-commit"] == "b" * 40
         stream.stop()
+
+
+def test_a_watch_that_asks_for_bookmarks_is_sent_one_past_what_it_does_not_select(side: Side) -> None:
+    """What gitdeploy's watches rely on to resume from a version the server still keeps (KEP-956):
+    kube-apiserver sends a bookmark 2 s before a watch's deadline (and about every minute) when
+    the resource changed while the watch ran."""
+    gitdeploy = side.gitdeploy_api()
+    try:
+        cluster = Cluster(gitdeploy, side.name)
+        _, listed = cluster.list_app_records_at(side.namespace)
+        written: list[str] = []
+
+        def write_other() -> None:
+            made = side.core.create_namespaced_config_map(side.namespace, configmap("not-a-record"))
+            written.append(made.metadata.resource_version)
+
+        # When gitdeploy watches the namespace's app records (none) for 5 s, from its list's
+        # version, and a ConfigMap that the watch does not select is written 1 s into it
+        later = threading.Timer(1.0, write_other)
+        later.start()
+        events = list(cluster.watch_app_records(side.namespace, listed, timeout_seconds=5))
+        later.join()
+        # Then it is sent bookmarks alone (kube-apiserver may send one twice), the last one at a
+        # version no older than that ConfigMap's (etcd revisions on both servers: compared as
+        # numbers here, never by gitdeploy)
+        assert events and {kind for kind, _ in events} == {BOOKMARK}, events
+        bookmark = events[-1][1]
+        assert isinstance(bookmark, Bookmark)
+        assert int(bookmark.resource_version) >= int(written[0]) > int(listed)
+    finally:
+        gitdeploy.close()

@@ -130,3 +130,35 @@ def test_a_running_record_watch_relists_once_per_slide_of_the_default_window(
             following.join(timeout=10)
             api.close()
         assert {s.app for s in seen} == {"web"}
+
+
+def test_a_quiet_namespaces_watch_goes_on_from_the_servers_bookmark(forgetful_cluster: LocalCluster) -> None:
+    """Bookmarks (KEP-956): while shop's records are quiet, other namespaces' ConfigMaps change more
+    often than the server keeps; the bookmark it sends before it ends the watch moves the version
+    past them, so the next watch resumes without a 410 and without a list."""
+    api = api_client_for(forgetful_cluster)
+    try:
+        cluster, seen = Cluster(api, "embedded"), list[StoredRecord]()
+        listed, before = cluster.list_app_records_at("shop")
+        forgetful_cluster.stats.reset()
+
+        # When a watch of shop from the list's version runs 3 s, and 30 ConfigMaps of default change
+        # 0.3 s after it began
+        def churn() -> None:
+            for index in range(30):
+                forgetful_cluster.registry.create(
+                    CONFIGMAPS, "default", {"metadata": {"name": f"late-{index}"}}
+                )
+
+        later = threading.Timer(0.3, churn)
+        later.start()
+        version = follow_records_once(cluster, "shop", before, seen.append, timeout_seconds=3)
+        later.join()
+        # Then the server's bookmark (2 s before the watch's end) moved the version on
+        assert int(version) > int(before)
+        # And the next watch goes on from it: no 410, no list, nothing seen that did not change
+        assert follow_records_once(cluster, "shop", version, seen.append, timeout_seconds=1) == version
+        assert (requests(forgetful_cluster, "list"), requests(forgetful_cluster, "watch")) == (0, 2)
+        assert [s.app for s in listed] == ["web"] and seen == []
+    finally:
+        api.close()

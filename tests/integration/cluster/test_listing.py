@@ -12,7 +12,7 @@ from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.rawapi import LIST_PAGE, Resource
 from gitdeploy.core.hashing import canonical_template, template_hash
 from gitdeploy.core.models import PodTemplate
-from gitdeploy.core.observed import ReplicaSetSpec
+from gitdeploy.core.observed import ReplicaSetSpec, StoredRecord
 from gitdeploy.errors import NotFoundError
 
 
@@ -106,8 +106,8 @@ def test_a_list_longer_than_a_page_is_read_whole_and_a_watch_goes_on_from_its_ve
     some = set(names[::7]) | {names[-1]}  # on every page, the last one alone on its page
     assert sorted(stored.app for stored in cluster.list_app_records("shop", of_apps=some)) == sorted(some)
     cluster.write_app_record("shop", "late", "{}", None)
-    seen = next(iter(cluster.watch_app_records("shop", resource_version=version, timeout_seconds=5)))
-    assert seen[1].app == "late"
+    kind, seen = next(iter(cluster.watch_app_records("shop", resource_version=version, timeout_seconds=5)))
+    assert kind == "ADDED" and isinstance(seen, StoredRecord) and seen.app == "late"
 
 
 def test_resource_lists_answer_as_the_generated_list_methods_do(cluster: Cluster, kube_client: Any) -> None:
