@@ -160,6 +160,7 @@ def measure(repo: GeneratedRepo, work: Path, replicas: int, rounds: int, resync:
             "push_rounds": len(latencies),
             "push_p50_ms": round(percentile(latencies, 50), 1),
             "push_max_ms": round(max(latencies), 1),
+            "push_ms": sorted(round(ms, 1) for ms in latencies),
         }
         print(f"  push p50 {result['push_p50_ms']} ms", file=sys.stderr, flush=True)
         if replicas > 1:
