@@ -30,9 +30,10 @@ from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, 
 MAX_BACKOFF_SECONDS = 60.0
 PASS_SLICE = 500
 """How many due apps ``run``'s passes take at most (whole namespaces: a slice may end past it to
-finish the last one). A step costs about 2 ms of a core at 30,000 apps (``bench/sharding_scale.py``),
-so a slice is about a second; a resync of 30,000 apps in slices of 500 costs 60 turns of the loop,
-each one sort of the due apps."""
+finish the last one). A slice of a resync took about half a second in ``bench/run.py
+commit-during-resync`` (one replica and its embedded cluster, 2 cores) and about 2 s in
+``bench/sharding_scale.py`` (three replicas and the cluster on 2 cores); a resync of 30,000 apps
+is 60 slices, each taken after one sort of the due apps."""
 
 
 @dataclass(frozen=True)
@@ -148,8 +149,8 @@ class DueQueue:
                 self.progressed.add(key)
 
     def take(self, now: float, only: Iterable[AppKey] | None = None, size: int | None = None) -> list[AppKey]:
-        """Remove and return (sorted) the apps due by ``now``, at most a slice of ``size`` of them
-        (:func:`first_slice`); or ``only`` those."""
+        """Remove and return the apps due by ``now``: all of them, sorted, or with a ``size`` a
+        slice (:func:`first_slice`); or ``only`` those, sorted."""
         with self._lock:
             if only is not None:
                 keys = sorted(only)
