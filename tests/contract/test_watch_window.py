@@ -139,11 +139,11 @@ def test_a_watch_that_asks_for_bookmarks_is_sent_one_past_what_it_does_not_selec
             made = side.core.create_namespaced_config_map(side.namespace, configmap("not-a-record"))
             written.append(made.metadata.resource_version)
 
-        # When gitdeploy watches the namespace's app records (none) for 5 s, from its list's
+        # When gitdeploy watches the namespace's app records (none) for 10 s, from its list's
         # version, and a ConfigMap that the watch does not select is written 1 s into it
         later = threading.Timer(1.0, write_other)
         later.start()
-        events = list(cluster.watch_app_records(side.namespace, listed, timeout_seconds=5))
+        events = list(cluster.watch_app_records(side.namespace, listed, timeout_seconds=10))
         later.join()
         # Then it is sent bookmarks alone (kube-apiserver may send one twice), the last one at a
         # version no older than that ConfigMap's (etcd revisions on both servers: compared as

@@ -142,7 +142,7 @@ def test_a_quiet_namespaces_watch_goes_on_from_the_servers_bookmark(forgetful_cl
         listed, before = cluster.list_app_records_at("shop")
         forgetful_cluster.stats.reset()
 
-        # When a watch of shop from the list's version runs 3 s, and 30 ConfigMaps of default change
+        # When a watch of shop from the list's version runs 5 s, and 30 ConfigMaps of default change
         # 0.3 s after it began
         def churn() -> None:
             for index in range(30):
@@ -152,7 +152,7 @@ def test_a_quiet_namespaces_watch_goes_on_from_the_servers_bookmark(forgetful_cl
 
         later = threading.Timer(0.3, churn)
         later.start()
-        version = follow_records_once(cluster, "shop", before, seen.append, timeout_seconds=3)
+        version = follow_records_once(cluster, "shop", before, seen.append, timeout_seconds=5)
         later.join()
         # Then the server's bookmark (2 s before the watch's end) moved the version on
         assert int(version) > int(before)
