@@ -42,13 +42,9 @@ def next_resync_in(controller: Controller) -> float | None:
 class Scheduler:
     """Drives one :class:`Controller` (see the module docstring)."""
 
-    def __init__(
-        self, controller: Controller, hooks: PassHooks = NO_HOOKS, slice_size: int = PASS_SLICE
-    ) -> None:
+    def __init__(self, controller: Controller, hooks: PassHooks = NO_HOOKS) -> None:
         self.controller = controller
         self.hooks = hooks
-        self.slice_size = slice_size
-        """How many due apps a pass of :meth:`run` takes at most (a slice: see :func:`first_slice`)."""
 
     def pass_once(self, only: Iterable[AppKey] | None = None, size: int | None = None) -> list[AppReport]:
         """One pass over the due apps, at most a slice of ``size`` (or ``only`` those);
@@ -116,7 +112,7 @@ class Scheduler:
                     polled(now)
                 last_poll = now
             if acting():
-                self.pass_once(size=self.slice_size)
+                self.pass_once(size=PASS_SLICE)
                 if controller.queue.cut_short:
                     continue  # more apps are due now: a push gets its turn at the next slice
             due = (controller.next_due_in(), next_resync_in(controller)) if acting() else ()
