@@ -130,6 +130,7 @@ class Handover:
         admitted: list[tuple[AppKey, Read | None, Future[bool]]] = []
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="handover") as pool:
             for namespace, members in sorted(by_namespace.items()):
+                read_in = self.gate.admissions.reading()
                 try:
                     records = self._records(namespace, members)
                 except GitdeployError as problem:  # their passes decide
@@ -141,9 +142,9 @@ class Handover:
                     read = records.get(key.name)
                     if self.gate.mine(key):  # adopted, or left to wait: no write, so no thread
                         acted: Future[bool] = Future()
-                        acted.set_result(self._admit(key, read, told))
+                        acted.set_result(self._admit(key, read, read_in, told))
                     else:  # released: a write each, a few at a time
-                        acted = pool.submit(self._admit, key, read, told)
+                        acted = pool.submit(self._admit, key, read, read_in, told)
                     admitted.append((key, read, acted))
         self._tell(told)
         return {
@@ -203,15 +204,19 @@ class Handover:
             return {record.app: (record, None) for record in found if record is not None}
         return {record.app: (record, None) for record in self.cluster.list_app_records(namespace)}
 
-    def _admit(self, key: AppKey, read: Read | None, told: list[Told]) -> bool:
-        """Admit ``key`` ahead of its pass; whether it is this replica's to act on now."""
+    def _admit(self, key: AppKey, read: Read | None, read_in: int, told: list[Told]) -> bool:
+        """Admit ``key`` ahead of its pass (``read`` in the term ``read_in``); whether it is this
+        replica's to act on now."""
 
         def tell(*what: *Told) -> None:
             told.append(what)
 
         stored, parsed = read or (None, None)
         try:
-            return self.gate.admit(key, stored, self.write, orphan=False, ahead=tell, parsed=parsed).act
+            admitted = self.gate.admit(
+                key, stored, self.write, orphan=False, ahead=tell, parsed=parsed, read_in=read_in
+            )
+            return admitted.act
         except GitdeployError as problem:  # a failed release: its pass looks again
             log.info("[%s] not handed over ahead of its pass: %s", key, problem.message)
             return False

@@ -174,7 +174,13 @@ class Reconciler:
         process's head waits for git (after a takeover, :mod:`gitdeploy.controller.gitposition`;
         with ``--sharding`` the :class:`ShardGate` sees to it)."""
 
-    def reconcile(self, key: AppKey, listed: Listed) -> Result:
+    def reading(self) -> int | None:
+        """Noted before a pass reads an app's objects, and handed to :meth:`reconcile` with them
+        (see :meth:`~gitdeploy.controller.shards.Admissions.reading`; None when not sharded)."""
+        return self.shards.admissions.reading() if self.shards is not None else None
+
+    def reconcile(self, key: AppKey, listed: Listed, read_in: int | None = None) -> Result:
+        """One pass over ``key`` from what was ``listed`` of it (after :meth:`reading` gave ``read_in``)."""
         replica_sets, pods, records, census = listed
         stored = records.get(key.name)
         if stored is not None:  # the record as this pass saw it is no news when a watch reports it
@@ -182,7 +188,7 @@ class Reconciler:
         started = time.perf_counter()
         try:
             if self.shards is not None:
-                admitted = self._admit(key, stored)
+                admitted = self._admit(key, stored, read_in)
                 if not admitted.act:
                     return Result(key, requeue_after=admitted.requeue_after)
                 stored = admitted.stored
@@ -207,11 +213,11 @@ class Reconciler:
         self._observe(started, "success")
         return result
 
-    def _admit(self, key: AppKey, stored: StoredRecord | None) -> Admission:
+    def _admit(self, key: AppKey, stored: StoredRecord | None, read_in: int | None) -> Admission:
         """Whether this replica acts on ``key`` now (sharded), claiming or releasing it first."""
         assert self.shards is not None
         orphan = key not in self.source.apps and key in self.source.orphans
-        admitted = self.shards.admit(key, stored, self.runner.write_record, orphan=orphan)
+        admitted = self.shards.admit(key, stored, self.runner.write_record, orphan=orphan, read_in=read_in)
         if admitted.act and admitted.stored is not None:
             self.runner.record_versions[key] = admitted.stored.resource_version
         return admitted

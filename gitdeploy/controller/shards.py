@@ -19,7 +19,8 @@ and decides, by :func:`~gitdeploy.core.sharding.decide_shard`, whether this repl
 
 Every write for an app is fenced twice: :meth:`ShardGate.fence` refuses it when this replica's
 member Lease is not fresh by its own monotonic clock (:meth:`Membership.fresh`) or lapsed since
-the pass began (a SIGSTOP past the renew deadline), and every step
+the pass began (a SIGSTOP past the renew deadline; nor is a pass admitted on what it read before
+a lapse: :meth:`Admissions.reading`), and every step
 that changes anything writes the app record first, naming the resourceVersion the pass read, so a
 replica whose app was claimed by another since fails with a conflict before its step's actions.
 
@@ -118,8 +119,7 @@ class ShardGate:
         """The apps this replica claimed, with their shard epoch."""
         self.moves = 0
         """Apps this replica took over from another replica."""
-        self._admitted: dict[AppKey, int] = {}
-        """The membership term in which each app's pass under way was admitted."""
+        self.admissions = Admissions(membership)
         self.observers: list[Callable[[int, int], None]] = []
         """(apps owned, moves so far) after every change of either."""
         self.on_drop: list[Callable[[AppKey], None]] = []
@@ -138,10 +138,8 @@ class ShardGate:
 
     def fence(self, key: AppKey) -> None:
         """Refuse a write for ``key`` unless this replica's member Lease is fresh and did not lapse
-        since the pass was admitted (a pause past the renew deadline voids it)."""
-        with self._lock:
-            admitted = self._admitted.get(key)
-        if not self.membership.fresh() or admitted != self.membership.term:
+        since the pass was admitted (a pause past the renew deadline: :meth:`Admissions.current`)."""
+        if not self.membership.fresh() or not self.admissions.current(key, passing=True):
             raise _lapsed(key, self.membership)
 
     def mine(self, key: AppKey) -> bool:
@@ -172,7 +170,8 @@ class ShardGate:
     def holds(self, key: AppKey) -> bool:
         """Whether this replica holds ``key``: claimed, and admitted since its Lease last lapsed."""
         with self._lock:
-            return key in self.claims and self._admitted.get(key) == self.membership.term
+            held = key in self.claims
+        return held and self.admissions.current(key)
 
     def before_write(self, key: AppKey, record: AppRecord, version: str | None) -> AppRecord:
         """Fence a record write; a record this replica creates names it as the owner (epoch 1),
@@ -196,13 +195,17 @@ class ShardGate:
         orphan: bool,
         ahead: Announce | None = None,
         parsed: AppRecord | None = None,
+        read_in: int | None = None,
     ) -> Admission:
         """Decide whether this pass acts on ``key`` (claiming or releasing it first if need be).
         ``ahead``: a handover admits it ahead of its pass, and tells of a claim or a release
         through it (else an event on the app's record does, at once). ``parsed``: ``stored``'s
-        record, when the caller has it parsed already (a watch cache keeps it so). A write that
-        conflicts after this replica's own claim of the app was written (the pass read the record
-        before it: right after a handover) is decided again on the record read anew."""
+        record, when the caller has it parsed already (a watch cache keeps it so). ``read_in``:
+        see :meth:`Admissions.reading`. A write that conflicts after this replica's own claim of
+        the app was written (the pass read the record before it: right after a handover) is
+        decided again on the record read anew."""
+        if read_in is not None and read_in != self.membership.term:  # read before a lapse
+            return Admission(False, requeue_after=0.0)
         try:
             return self._admit(key, stored, write, orphan, ahead, parsed)
         except ConflictError:
@@ -244,7 +247,8 @@ class ShardGate:
             if self._behind(key, record):
                 return Admission(False, requeue_after=self.membership.timings.retry_period)
             return Admission(True, stored)
-        if decision.act is ShardAct.WAIT:
+        if decision.act is ShardAct.WAIT:  # another replica holds it: so this one does not
+            self._drop(key)
             return Admission(False, requeue_after=self.retry)
         if decision.act is ShardAct.IGNORE:
             self._drop(key)
@@ -359,10 +363,7 @@ class ShardGate:
 
     def _admitted_now(self, key: AppKey) -> None:
         """Admit ``key`` in this term; admitted before a lapse, it may have moved meanwhile: forget it."""
-        term = self.membership.term
-        with self._lock:
-            earlier, self._admitted[key] = self._admitted.get(key), term
-        for forget in self.on_drop if earlier not in (None, term) else ():
+        for forget in self.on_drop if self.admissions.admit(key) else ():
             forget(key)
 
     def _hold(self, key: AppKey, epoch: int) -> None:
@@ -391,6 +392,45 @@ class ShardGate:
         """An event on the app's record (:data:`Announce`)."""
         involved = ("ConfigMap", record_name(key.name), written.uid)
         shard_event(self.cluster, self.clock, key.namespace, involved, reason, message)
+
+
+class Admissions:
+    """The membership term in which each app's pass under way was admitted (thread-safe): a
+    pass's writes are fenced once the term moved on (:meth:`ShardGate.fence`)."""
+
+    def __init__(self, membership: Membership) -> None:
+        self.membership = membership
+        self._lock = threading.Lock()
+        self._terms: dict[AppKey, int] = {}
+        self._passing = threading.local()
+        """``admission``: the app and term this thread's last admission was for."""
+
+    def reading(self) -> int:
+        """What a pass notes before it reads an app's objects, and hands to
+        :meth:`ShardGate.admit` with them: the term they are read in. When this replica's Lease
+        lapsed since, what it read may be from before other replicas acted on the app (a pause
+        fell between its reads and its admission), and the pass is not admitted: it is due again
+        at once, and reads anew."""
+        return self.membership.term
+
+    def admit(self, key: AppKey) -> bool:
+        """A pass over ``key`` is admitted now, on this thread. True when it was last admitted
+        before this replica's Lease lapsed."""
+        term = self.membership.term
+        self._passing.admission = (key, term)
+        with self._lock:
+            earlier, self._terms[key] = self._terms.get(key), term
+        return earlier not in (None, term)
+
+    def current(self, key: AppKey, *, passing: bool = False) -> bool:
+        """Whether ``key`` was admitted in this term. ``passing``: whether the pass this thread
+        was admitted for was, when it was admitted for ``key``: another thread that admitted the
+        app again since the lapse (a handover) renews no pass begun before it."""
+        admitted = getattr(self._passing, "admission", None) if passing else None
+        if admitted is None or admitted[0] != key:
+            with self._lock:
+                admitted = (key, self._terms.get(key))
+        return admitted[1] == self.membership.term
 
 
 def _lapsed(key: AppKey, membership: Membership) -> TransientError:

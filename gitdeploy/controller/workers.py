@@ -99,22 +99,27 @@ class Workers:
                 continue
             if hooks.before_list is not None:
                 hooks.before_list(namespace, len(members))
+            read_in = self.reconciler.reading()
             try:
                 listed = self._list_namespace(namespace, members)
             except GitdeployError as problem:
                 reports += [finish(Result(key, error=problem)) for key in members]  # never a silent pass
                 continue
             futures += [
-                self._pool.submit(self._reconcile, key, listed[key.name], finish, hooks) for key in members
+                self._pool.submit(self._reconcile, key, (listed[key.name], read_in), finish, hooks)
+                for key in members
             ]
             del listed  # each step holds its own app's objects only, freed when it is done
         reports += [future.result() for future in futures]
         return [report for report in reports if report is not None]
 
-    def _reconcile(self, key: AppKey, listed: Listed, finish: Finish, hooks: PassHooks) -> AppReport | None:
+    def _reconcile(
+        self, key: AppKey, read: tuple[Listed, int | None], finish: Finish, hooks: PassHooks
+    ) -> AppReport | None:
+        """Reconcile ``key`` from what was listed of it, and when (:meth:`Reconciler.reading`)."""
         if hooks.around_step is None:
-            return finish(self.reconciler.reconcile(key, listed))
-        return finish(hooks.around_step(key, lambda: self.reconciler.reconcile(key, listed)))
+            return finish(self.reconciler.reconcile(key, *read))
+        return finish(hooks.around_step(key, lambda: self.reconciler.reconcile(key, *read)))
 
     def _apps_in(self, namespace: str) -> int:
         """How many apps of git live in ``namespace`` (counted once per desired state)."""
@@ -170,6 +175,7 @@ class Workers:
 
     def _list_and_reconcile(self, key: AppKey, finish: Finish, hooks: PassHooks) -> AppReport | None:
         """A pass over one app from lists of its own objects (when few apps of its namespace are due)."""
+        read_in = self.reconciler.reading()
         try:
             replica_sets = self.cluster.list_replica_sets(key.namespace, key.name)
             records = {r.app: r for r in self.cluster.list_app_records(key.namespace, key.name)}
@@ -182,4 +188,4 @@ class Workers:
                 pods = self.cluster.list_app_pods(key.namespace, key.name)
         except GitdeployError as problem:
             return finish(Result(key, error=problem))
-        return self._reconcile(key, (replica_sets, pods, records, census), finish, hooks)
+        return self._reconcile(key, ((replica_sets, pods, records, census), read_in), finish, hooks)

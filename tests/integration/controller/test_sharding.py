@@ -5,6 +5,7 @@ scenarios decide who renews when, and a pause is the clock moving while a replic
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import Counter
 from typing import Any
 
@@ -140,6 +141,75 @@ def test_a_paused_replica_refuses_the_writes_of_the_step_it_was_in_even_after_re
     assert gate.admit(key, None, write(adapter), orphan=False).act
     gate.fence(key)
     assert forgotten == [key]
+
+
+def test_a_pass_that_read_before_its_replica_was_paused_is_not_admitted_after_it(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
+    b.step()
+    a.step()
+    gate = ShardGate(a, adapter, fake_clock)
+    key = app_owned_by(A, [A, B])
+    adapter.write_app_record(key.namespace, key.name, AppRecord(shard=ShardClaim(A, 1)).to_json(), None)
+    assert gate.admit(key, record_of(adapter, key)[1], write(adapter), orphan=False).act
+
+    # Given a pass that read the app's record (and objects), naming a as its owner
+    read_in = gate.admissions.reading()
+    _, stored = record_of(adapter, key)
+    # When a is paused past its renew deadline, and b claims the app meanwhile
+    fake_clock.advance(10)
+    b.step()
+    adapter.write_app_record(
+        key.namespace, key.name, AppRecord(shard=ShardClaim(B, 2)).to_json(), stored.resource_version
+    )
+    # ... and on resume a renews its Lease before the pass decides on what it read
+    a.step()
+    admitted = gate.admit(key, stored, write(adapter), orphan=False, read_in=read_in)
+
+    # Then the pass does not act on what it read before the pause: it is due again at once
+    assert admitted == Admission(False, requeue_after=0.0)
+    with pytest.raises(TransientError):
+        gate.fence(key)
+    # ... and a pass that reads anew sees the other claim: a holds the app no more
+    read_in = gate.admissions.reading()
+    waiting = gate.admit(key, record_of(adapter, key)[1], write(adapter), orphan=False, read_in=read_in)
+    assert not waiting.act and not gate.holds(key) and gate.held() == []
+
+
+def test_a_step_begun_before_a_pause_stays_fenced_when_a_handover_admits_its_app_again(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a = member(adapter, A, fake_clock)
+    a.step()
+    gate = ShardGate(a, adapter, fake_clock)
+    key = AppKey("shop", "web")
+    assert gate.admit(key, None, write(adapter), orphan=False).act  # a step under way on this thread
+    _, stored = record_of_created(adapter, gate, key)
+
+    # When the replica is paused past its renew deadline, and on resume its handover (another
+    # thread) admits the app anew before the step goes on
+    fake_clock.advance(10)
+    a.step()
+    handover = threading.Thread(target=lambda: gate.admit(key, stored, write(adapter), orphan=False))
+    handover.start()
+    handover.join()
+    assert gate.holds(key)
+
+    # Then the step begun before the pause still may not write
+    with pytest.raises(TransientError):
+        gate.fence(key)
+    # ... while a pass admitted after it may
+    gate.admit(key, stored, write(adapter), orphan=False)
+    gate.fence(key)
+
+
+def record_of_created(adapter: Cluster, gate: ShardGate, key: AppKey) -> tuple[AppRecord, StoredRecord]:
+    """Create ``key``'s record as a pass of ``gate`` does (naming its replica), and read it."""
+    adapter.write_app_record(
+        key.namespace, key.name, gate.before_write(key, AppRecord(), None).to_json(), None
+    )
+    return record_of(adapter, key)
 
 
 def test_a_record_created_by_a_replica_names_it_and_two_claimers_conflict(
