@@ -42,6 +42,13 @@ def member(adapter: Cluster, identity: str, clock: FakeClock) -> Membership:
     return Membership(adapter, NAMESPACE, identity, clock, clock, TIMINGS, runs=lambda _pid: True)
 
 
+def lone_gate(adapter: Cluster, clock: FakeClock) -> tuple[Membership, ShardGate]:
+    """Replica a, alone and renewed, and its gate."""
+    a = member(adapter, A, clock)
+    a.step()
+    return a, ShardGate(a, adapter, clock)
+
+
 def app_owned_by(identity: str, members: list[str]) -> AppKey:
     """An app the hash gives to ``identity`` among ``members``."""
     return next(
@@ -116,9 +123,7 @@ def test_a_replica_looks_at_the_members_again_as_soon_as_a_silent_ones_lease_exp
 def test_a_paused_replica_refuses_the_writes_of_the_step_it_was_in_even_after_renewing(
     adapter: Cluster, fake_clock: FakeClock
 ) -> None:
-    a = member(adapter, A, fake_clock)
-    a.step()
-    gate = ShardGate(a, adapter, fake_clock)
+    a, gate = lone_gate(adapter, fake_clock)
     forgotten: list[AppKey] = []
     gate.on_drop.append(forgotten.append)
     key = AppKey("shop", "web")
@@ -180,9 +185,7 @@ def test_a_pass_that_read_before_its_replica_was_paused_is_not_admitted_after_it
 def test_a_step_begun_before_a_pause_stays_fenced_when_a_handover_admits_its_app_again(
     adapter: Cluster, fake_clock: FakeClock
 ) -> None:
-    a = member(adapter, A, fake_clock)
-    a.step()
-    gate = ShardGate(a, adapter, fake_clock)
+    a, gate = lone_gate(adapter, fake_clock)
     key = AppKey("shop", "web")
     assert gate.admit(key, None, write(adapter), orphan=False).act  # a step under way on this thread
     _, stored = record_of_created(adapter, gate, key)
@@ -244,9 +247,7 @@ def test_a_record_created_by_a_replica_names_it_and_two_claimers_conflict(
 
 
 def test_an_app_moves_only_after_its_owner_released_it(adapter: Cluster, fake_clock: FakeClock) -> None:
-    a = member(adapter, A, fake_clock)
-    a.step()
-    gate_a = ShardGate(a, adapter, fake_clock)
+    a, gate_a = lone_gate(adapter, fake_clock)
     key = app_owned_by(B, [A, B])
     adapter.write_app_record(key.namespace, key.name, AppRecord(shard=ShardClaim(A, 1)).to_json(), None)
     _, stored = record_of(adapter, key)
@@ -303,9 +304,7 @@ def test_an_app_that_left_git_is_the_leaders_once_its_owner_released_it(
 def test_a_membership_change_concerns_a_replica_only_in_its_own_moves_and_holds(
     adapter: Cluster, fake_clock: FakeClock
 ) -> None:
-    a = member(adapter, A, fake_clock)
-    a.step()
-    gate = ShardGate(a, adapter, fake_clock)
+    _, gate = lone_gate(adapter, fake_clock)
     keys = [AppKey("shop", f"app-{i}") for i in range(300)]
     before, after = frozenset({A, B}), frozenset({A, B, "c_3"})
     held = next(k for k in keys if owner_of(str(k), before) == owner_of(str(k), after) == B)
