@@ -119,12 +119,12 @@ class ShardGate:
         """The apps this replica claimed, with their shard epoch."""
         self.moves = 0
         """Apps this replica took over from another replica."""
-        self.admissions = Admissions(membership)
         self.observers: list[Callable[[int, int], None]] = []
         """(apps owned, moves so far) after every change of either."""
         self.on_drop: list[Callable[[AppKey], None]] = []
         """Told of every app this replica no longer holds (released, claimed by another, or held
-        before its Lease lapsed: :meth:`_admitted_now`)."""
+        before its Lease lapsed: :meth:`Admissions.admit`)."""
+        self.admissions = Admissions(membership, self.on_drop)
         self.unwritten: dict[AppKey, ShardClaim | None] = {}
         """Apps adopted ahead of their passes whose claim is not written yet (see :meth:`settle`),
         with the claim their record named then."""
@@ -204,17 +204,15 @@ class ShardGate:
         see :meth:`Admissions.reading`. A write that conflicts after this replica's own claim of
         the app was written (the pass read the record before it: right after a handover) is
         decided again on the record read anew."""
-        if read_in is not None and read_in != self.membership.term:  # read before a lapse
-            return Admission(False, requeue_after=0.0)
         try:
-            return self._admit(key, stored, write, orphan, ahead, parsed)
+            return self._admit(key, stored, write, orphan, ahead, parsed, read_in)
         except ConflictError:
             with self._lock:
                 written = key in self.claims and key not in self.unwritten
             if not written:
                 raise
             fresh = self.cluster.read_app_record(key.namespace, key.name)
-            return self._admit(key, fresh, write, orphan, ahead, None)
+            return self._admit(key, fresh, write, orphan, ahead, None, None)
 
     def _admit(
         self,
@@ -224,11 +222,13 @@ class ShardGate:
         orphan: bool,
         ahead: Announce | None,
         parsed: AppRecord | None,
+        read_in: int | None,
     ) -> Admission:
         announce = ahead or self.announce
         if key in self.handing and ahead is None:
             return Admission(False)
-        self._admitted_now(key)
+        if not self.admissions.admit(key, read_in):  # read before a lapse: read anew
+            return Admission(False, requeue_after=0.0)
         if not self.membership.fresh():
             return Admission(False, requeue_after=self.membership.timings.retry_period)
         members = self.membership.members()
@@ -361,11 +361,6 @@ class ShardGate:
         announce(key, written, "ShardClaimed", f"claimed by {self.identity}{how}, shard epoch {epoch}")
         log.info("[%s] claimed%s, shard epoch %d", key, how, epoch)
 
-    def _admitted_now(self, key: AppKey) -> None:
-        """Admit ``key`` in this term; admitted before a lapse, it may have moved meanwhile: forget it."""
-        for forget in self.on_drop if self.admissions.admit(key) else ():
-            forget(key)
-
     def _hold(self, key: AppKey, epoch: int) -> None:
         with self._lock:
             changed = self.claims.get(key) != epoch
@@ -398,8 +393,10 @@ class Admissions:
     """The membership term in which each app's pass under way was admitted (thread-safe): a
     pass's writes are fenced once the term moved on (:meth:`ShardGate.fence`)."""
 
-    def __init__(self, membership: Membership) -> None:
+    def __init__(self, membership: Membership, on_lapse: list[Callable[[AppKey], None]]) -> None:
         self.membership = membership
+        self.on_lapse = on_lapse
+        """Told of every app admitted again after a lapse (what was known of it is stale)."""
         self._lock = threading.Lock()
         self._terms: dict[AppKey, int] = {}
         self._passing = threading.local()
@@ -413,14 +410,19 @@ class Admissions:
         at once, and reads anew."""
         return self.membership.term
 
-    def admit(self, key: AppKey) -> bool:
-        """A pass over ``key`` is admitted now, on this thread. True when it was last admitted
-        before this replica's Lease lapsed."""
-        term = self.membership.term
+    def admit(self, key: AppKey, read_in: int | None = None) -> bool:
+        """Admit a pass over ``key`` now, on this thread, unless it read in an earlier term than
+        this one (``read_in``: see :meth:`reading`; False: not admitted). Admitted again after a
+        lapse, the app may have moved meanwhile: :attr:`on_lapse` forgets what was known of it."""
+        term = self.membership.term  # once: a lapse right after leaves this admission void
+        if read_in is not None and read_in != term:
+            return False
         self._passing.admission = (key, term)
         with self._lock:
             earlier, self._terms[key] = self._terms.get(key), term
-        return earlier not in (None, term)
+        for forget in self.on_lapse if earlier not in (None, term) else ():
+            forget(key)
+        return True
 
     def current(self, key: AppKey, *, passing: bool = False) -> bool:
         """Whether ``key`` was admitted in this term. ``passing``: whether the pass this thread
