@@ -340,10 +340,16 @@ class Controller:
     # -- a pass -------------------------------------------------------------------------------------
 
     def reconcile_due(
-        self, only: Iterable[AppKey] | None = None, hooks: PassHooks = NO_HOOKS, size: int | None = None
+        self,
+        only: Iterable[AppKey] | None = None,
+        hooks: PassHooks = NO_HOOKS,
+        size: int | None = None,
+        cut: Callable[[], bool] | None = None,
     ) -> list[AppReport]:
         """One pass over the apps that are due now, a slice of about ``size`` of them (see
-        :meth:`DueQueue.take`), or over ``only``; returns their reports."""
+        :meth:`DueQueue.take`), or over ``only``; returns their reports. A slice of routine apps
+        stops early once ``cut()`` says so (a push came): those whose passes had not begun are
+        due again at once, after the apps the push asks for (:meth:`Workers.run`)."""
         now = self.clock.now()
         self._resync_if_time(now)
         self._mark_followers_due(self.images.take_news())
@@ -356,7 +362,17 @@ class Controller:
         # One decision for the whole pass: how many of the head's orphans prune would delete.
         gate = self.prune_gate() if any(key in self.source.orphans for key in keys) else None
         self.reconciler.gate = (lambda: gate) if gate is not None else self.prune_gate
-        return self.pool.run(keys, self._finish, hooks)
+        if cut is None or not self.queue.took_routine:
+            return self.pool.run(keys, self._finish, hooks)
+        finished: set[AppKey] = set()
+
+        def finish(result: Result) -> AppReport | None:
+            finished.add(result.key)
+            return self._finish(result)
+
+        reports = self.pool.run(keys, finish, hooks, cut)
+        self.queue.give_back((key for key in keys if key not in finished), self.clock.now())
+        return reports
 
     def _finish(self, result: Result) -> AppReport | None:
         """Take one app's result in: its report, and when the queue offers it again."""

@@ -46,11 +46,17 @@ class Scheduler:
         self.controller = controller
         self.hooks = hooks
 
-    def pass_once(self, only: Iterable[AppKey] | None = None, size: int | None = None) -> list[AppReport]:
-        """One pass over the due apps, at most a slice of ``size`` (or ``only`` those);
+    def pass_once(
+        self,
+        only: Iterable[AppKey] | None = None,
+        size: int | None = None,
+        cut: Callable[[], bool] | None = None,
+    ) -> list[AppReport]:
+        """One pass over the due apps, at most a slice of ``size`` (or ``only`` those), a routine
+        slice cut short once ``cut()`` says so (see :meth:`Controller.reconcile_due`);
         ``after_pass`` hears of it."""
         started = time.perf_counter()
-        reports = self.controller.reconcile_due(only, self.hooks, size)
+        reports = self.controller.reconcile_due(only, self.hooks, size, cut)
         if reports and self.hooks.after_pass is not None:
             self.hooks.after_pass(reports, time.perf_counter() - started)
         return reports
@@ -112,7 +118,7 @@ class Scheduler:
                     polled(now)
                 last_poll = now
             if acting():
-                self.pass_once(size=PASS_SLICE)
+                self.pass_once(size=PASS_SLICE, cut=lambda: bool(pushed))
                 if controller.queue.cut_short:
                     continue  # more apps are due now: a push gets its turn at the next slice
             due = (controller.next_due_in(), next_resync_in(controller)) if acting() else ()

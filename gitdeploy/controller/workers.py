@@ -22,6 +22,9 @@ from gitdeploy.core.rollout import wants_pod_census
 from gitdeploy.core.rollout.analysisjobs import runs_analysis_pods
 from gitdeploy.errors import GitdeployError
 
+CUT_CHECK = 0.05
+"""Seconds between two looks at whether a pass is to stop early (see :meth:`Workers.run`)."""
+
 PER_APP_LISTS_BELOW = 4
 """See :func:`lists_per_app`. Listing a whole namespace costs the same however few of its apps are
 due (most of it decoding every ReplicaSet's JSON), while one app's own lists cost a small fraction
@@ -78,9 +81,13 @@ class Workers:
         self._counted_apps: dict[AppKey, App] = {}
         self._apps_per_namespace: Counter[str] = Counter()
 
-    def run(self, keys: list[AppKey], finish: Finish, hooks: PassHooks) -> list[AppReport]:
+    def run(
+        self, keys: list[AppKey], finish: Finish, hooks: PassHooks, cut: Callable[[], bool] | None = None
+    ) -> list[AppReport]:
         """Reconcile ``keys``; each result goes to ``finish`` on the thread that made it (a
-        namespace that cannot be listed fails its apps), and the reports it returns are the pass's."""
+        namespace that cannot be listed fails its apps), and the reports it returns are the pass's.
+        Once ``cut()`` says so, the pass stops early: the steps under way end, and the apps whose
+        steps had not begun are not reconciled (nor given to ``finish``)."""
         by_namespace: dict[str, list[AppKey]] = defaultdict(list)
         for key in keys:
             by_namespace[key.namespace].append(key)
@@ -90,7 +97,8 @@ class Workers:
         for namespace, members in sorted(by_namespace.items()):
             # MEMORY: the next namespace is listed once the steps of all but the last one listed
             # are done, so a pass holds what it listed of two namespaces, not of every one.
-            wait(futures[:earlier])
+            if self._waited(futures[:earlier], futures, cut):
+                break
             earlier = len(futures)
             if lists_per_app(len(members), self._apps_in(namespace) // max(1, self.sharing())):
                 futures += [
@@ -110,8 +118,26 @@ class Workers:
                 for key in members
             ]
             del listed  # each step holds its own app's objects only, freed when it is done
-        reports += [future.result() for future in futures]
+        self._waited(futures, futures, cut)
+        reports += [future.result() for future in futures if not future.cancelled()]
         return [report for report in reports if report is not None]
+
+    @staticmethod
+    def _waited(
+        waited: list[Future[AppReport | None]],
+        every: list[Future[AppReport | None]],
+        cut: Callable[[], bool] | None,
+    ) -> bool:
+        """Wait for the ``waited`` steps; True when ``cut()`` said to stop first, and then every
+        step of ``every`` not begun yet is cancelled."""
+        while True:
+            pending = wait(waited, timeout=CUT_CHECK if cut is not None else None).not_done
+            if cut is not None and cut():
+                for future in every:
+                    future.cancel()
+                return True
+            if not pending:
+                return False
 
     def _reconcile(
         self, key: AppKey, read: tuple[Listed, int | None], finish: Finish, hooks: PassHooks

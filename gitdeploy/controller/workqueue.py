@@ -105,6 +105,8 @@ class DueQueue:
         """Due apps that nothing asked for: a slice takes them after the others (:func:`first_slice`)."""
         self.cut_short = False
         """Whether the last :meth:`take` left due apps behind (more passes are due at once)."""
+        self.took_routine = False
+        """Whether the last :meth:`take` took routine apps (a slice of them may be cut short)."""
         self.progressed: set[AppKey] = set()
         """Apps whose ReplicaSets made progress while a pass over them was under way."""
         self.next_resync = 0.0
@@ -158,10 +160,18 @@ class DueQueue:
                 due = {k: t for k, t in self.due.items() if t <= now}
                 keys = sorted(due) if size is None else first_slice(due, self.routine, size)
                 self.cut_short = len(keys) < len(due)
+            self.took_routine = bool(keys) and all(key in self.routine for key in keys)
             for key in keys:
                 self.due.pop(key, None)
                 self.routine.discard(key)
         return keys
+
+    def give_back(self, keys: Iterable[AppKey], now: float) -> None:
+        """``keys``, taken by a routine slice that was cut short before their passes, are due
+        again now, as routine apps."""
+        with self._lock:
+            self.add_all(keys, now, routine=True)
+            self.cut_short = self.cut_short or bool(self.due)
 
     def next_at(self) -> float | None:
         with self._lock:

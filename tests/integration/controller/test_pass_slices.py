@@ -4,8 +4,9 @@ the whole resync (real git, embedded cluster)."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import Controller
+from gitdeploy.controller.reconcile import Result
 from gitdeploy.controller.scheduler import Scheduler
 from gitdeploy.controller.workers import PassHooks
 from gitdeploy.core.models import AppKey
@@ -71,6 +73,40 @@ def test_a_commit_during_a_resync_waits_for_one_slice(
     assert listed == Counter(NAMESPACES)
     settle(controller, fake_clock)
     assert controller.reports[bumped].revision == 2 and controller.reports[bumped].sync == "Synced"
+
+
+def test_a_push_cuts_a_slice_of_the_resync_short(
+    controller: Controller, git_remote: GitRemote, fake_clock: FakeClock
+) -> None:
+    pushed: list[str] = []
+
+    def step(key: AppKey, reconcile: Callable[[], Result]) -> Result:
+        pushed.append("head")  # a push comes while the slice's first steps run
+        time.sleep(0.2)
+        return reconcile()
+
+    # Given every app due for the periodic resync
+    controller.queue.resync_soon(fake_clock.now(), force=True)
+    # When a push comes during the resync's first slice (one namespace, 2 workers)
+    first = Scheduler(controller, PassHooks(around_step=step)).pass_once(size=SLICE, cut=lambda: bool(pushed))
+    # Then the steps under way end, and the slice's other apps are due again at once, as routine
+    ns_a = {k for k in APPS if k.namespace == "ns-a"}
+    done = {r.key for r in first}
+    assert len(done) == 2 and done < ns_a
+    assert all(controller.queue.due[k] <= fake_clock.now() for k in ns_a - done)
+    assert ns_a - done <= controller.queue.routine and controller.queue.cut_short
+    # When the push's commit is polled, the app it changes is passed over first
+    bumped = AppKey("ns-c", "app2")
+    git_remote.commit_and_push("bump", files("nginx:2", bumped))
+    assert controller.poll()
+    scheduler = Scheduler(controller)
+    (second,) = scheduler.pass_once(size=SLICE, cut=lambda: False)
+    assert second.key == bumped and second.phase == "Progressing"
+    # Then the resync goes on over every other app, the cut slice's rest included
+    rest: list[AppKey] = []
+    while controller.queue.cut_short:
+        rest += [r.key for r in scheduler.pass_once(size=SLICE, cut=lambda: False)]
+    assert sorted(rest) == sorted(set(APPS) - done - {bumped})
 
 
 def test_a_pass_without_a_size_takes_everything_due(controller: Controller, fake_clock: FakeClock) -> None:
