@@ -105,6 +105,23 @@ class ShardScope(Protocol):
         """Whether this replica looks for orphans (the leader)."""
 
 
+def run_cuttable(
+    controller: Controller, keys: list[AppKey], hooks: PassHooks, cut: Callable[[], bool]
+) -> list[AppReport]:
+    """A pass over a slice of routine ``keys`` that stops early once ``cut()`` says so
+    (:meth:`Workers.run`): the apps whose passes had not begun are due again at once, as routine
+    apps, after those the push asks for (:meth:`DueQueue.give_back`)."""
+    finished: set[AppKey] = set()
+
+    def finish(result: Result) -> AppReport | None:
+        finished.add(result.key)
+        return controller.take_in(result)
+
+    reports = controller.pool.run(keys, finish, hooks, cut)
+    controller.queue.give_back([key for key in keys if key not in finished], controller.clock.now())
+    return reports
+
+
 def resync_mine(
     scope: ShardScope, source: SourceTracker, queue: DueQueue, lock: threading.RLock, now: float
 ) -> bool:
@@ -348,8 +365,7 @@ class Controller:
     ) -> list[AppReport]:
         """One pass over the apps that are due now, a slice of about ``size`` of them (see
         :meth:`DueQueue.take`), or over ``only``; returns their reports. A slice of routine apps
-        stops early once ``cut()`` says so (a push came): those whose passes had not begun are
-        due again at once, after the apps the push asks for (:meth:`Workers.run`)."""
+        stops early once ``cut()`` says a push came (:func:`run_cuttable`)."""
         now = self.clock.now()
         self._resync_if_time(now)
         self._mark_followers_due(self.images.take_news())
@@ -362,19 +378,11 @@ class Controller:
         # One decision for the whole pass: how many of the head's orphans prune would delete.
         gate = self.prune_gate() if any(key in self.source.orphans for key in keys) else None
         self.reconciler.gate = (lambda: gate) if gate is not None else self.prune_gate
-        if cut is None or not self.queue.took_routine:
-            return self.pool.run(keys, self._finish, hooks)
-        finished: set[AppKey] = set()
+        if cut is None or not self.queue.may_cut:
+            return self.pool.run(keys, self.take_in, hooks)
+        return run_cuttable(self, keys, hooks, cut)
 
-        def finish(result: Result) -> AppReport | None:
-            finished.add(result.key)
-            return self._finish(result)
-
-        reports = self.pool.run(keys, finish, hooks, cut)
-        self.queue.give_back((key for key in keys if key not in finished), self.clock.now())
-        return reports
-
-    def _finish(self, result: Result) -> AppReport | None:
+    def take_in(self, result: Result) -> AppReport | None:
         """Take one app's result in: its report, and when the queue offers it again."""
         key, report = result.key, result.report
         if result.error is not None and report is None:

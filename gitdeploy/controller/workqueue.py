@@ -105,8 +105,12 @@ class DueQueue:
         """Due apps that nothing asked for: a slice takes them after the others (:func:`first_slice`)."""
         self.cut_short = False
         """Whether the last :meth:`take` left due apps behind (more passes are due at once)."""
-        self.took_routine = False
-        """Whether the last :meth:`take` took routine apps (a slice of them may be cut short)."""
+        self.may_cut = False
+        """Whether the slice the last :meth:`take` took may be cut short: routine apps, and the
+        routine slice before it was not cut (so pushes coming all the time slow a resync down by
+        half at most, and never stop it)."""
+        self._cut_last = False
+        """Whether the last routine slice was cut short (:meth:`give_back`)."""
         self.progressed: set[AppKey] = set()
         """Apps whose ReplicaSets made progress while a pass over them was under way."""
         self.next_resync = 0.0
@@ -160,7 +164,9 @@ class DueQueue:
                 due = {k: t for k, t in self.due.items() if t <= now}
                 keys = sorted(due) if size is None else first_slice(due, self.routine, size)
                 self.cut_short = len(keys) < len(due)
-            self.took_routine = bool(keys) and all(key in self.routine for key in keys)
+            routine = bool(keys) and all(key in self.routine for key in keys)
+            self.may_cut = routine and not self._cut_last
+            self._cut_last = self._cut_last and not routine
             for key in keys:
                 self.due.pop(key, None)
                 self.routine.discard(key)
@@ -171,6 +177,7 @@ class DueQueue:
         again now, as routine apps."""
         with self._lock:
             self.add_all(keys, now, routine=True)
+            self._cut_last = bool(keys)
             self.cut_short = self.cut_short or bool(self.due)
 
     def next_at(self) -> float | None:
