@@ -172,7 +172,7 @@ class DueQueue:
                 self.routine.discard(key)
         return keys
 
-    def give_back(self, keys: Iterable[AppKey], now: float) -> None:
+    def give_back(self, keys: list[AppKey], now: float) -> None:
         """``keys``, taken by a routine slice that was cut short before their passes, are due
         again now, as routine apps."""
         with self._lock:
