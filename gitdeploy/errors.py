@@ -60,6 +60,12 @@ class ConflictError(TransientError):
     """Someone else changed the object first (HTTP 409 on a stale resourceVersion): re-read, retry."""
 
 
+class StaleReadError(ConflictError):
+    """A write named the resourceVersion its pass read, and the object changed since (its
+    controller's status, another writer): nothing is wrong, the next pass reads it again, as soon
+    as a watch tells of the change or after ``retry_after``."""
+
+
 class DamagedRecordError(PermanentError):
     """An app record (``ConfigMap gitdeploy.<app>``) whose content cannot be read: that app is held
     as it runs until the record is repaired or deleted; every other app goes on."""

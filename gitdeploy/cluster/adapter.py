@@ -93,9 +93,15 @@ class Cluster:
         return self.replica_sets.create_replica_set(spec)
 
     def scale_replica_set(
-        self, namespace: str, name: str, replicas: int | None, annotations: Mapping[str, str] | None = None
+        self,
+        namespace: str,
+        name: str,
+        replicas: int | None,
+        annotations: Mapping[str, str] | None = None,
+        *,
+        version: str = "",
     ) -> ObservedReplicaSet:
-        return self.replica_sets.scale_replica_set(namespace, name, replicas, annotations)
+        return self.replica_sets.scale_replica_set(namespace, name, replicas, annotations, version=version)
 
     def restore_replica_set_template(
         self, namespace: str, name: str, app: str, template_hash: str, template: PodTemplate
@@ -121,8 +127,8 @@ class Cluster:
     def release_replica_set(self, namespace: str, name: str) -> None:
         self.replica_sets.release_replica_set(namespace, name)
 
-    def delete_replica_set(self, namespace: str, name: str) -> None:
-        self.replica_sets.delete_replica_set(namespace, name)
+    def delete_replica_set(self, namespace: str, name: str, *, version: str = "") -> None:
+        self.replica_sets.delete_replica_set(namespace, name, version=version)
 
     # -- hook and deployer pods (pods.py) -------------------------------------------------------------
 

@@ -225,14 +225,25 @@ class ReplicaSets:
         return to_observed_replica_set(created)
 
     def scale_replica_set(
-        self, namespace: str, name: str, replicas: int | None, annotations: Mapping[str, str] | None = None
+        self,
+        namespace: str,
+        name: str,
+        replicas: int | None,
+        annotations: Mapping[str, str] | None = None,
+        *,
+        version: str = "",
     ) -> ObservedReplicaSet:
-        """Set ``spec.replicas`` and/or annotations in one merge patch (one API write)."""
+        """Set ``spec.replicas`` and/or annotations in one merge patch (one API write); at
+        ``version``, the resourceVersion read, when given (a ConflictError if it changed since, as
+        the Kubernetes Deployment controller's Update of a ReplicaSet)."""
         patch: dict[str, Any] = {}
         if replicas is not None:
             patch["spec"] = {"replicas": replicas}
-        if annotations:
-            patch["metadata"] = {"annotations": dict(annotations)}
+        metadata: dict[str, Any] = {"annotations": dict(annotations)} if annotations else {}
+        if version:
+            metadata["resourceVersion"] = version
+        if metadata:
+            patch["metadata"] = metadata
         return self._patch(namespace, name, patch, f"scale ReplicaSet {namespace}/{name}")
 
     def restore_replica_set_template(
@@ -309,9 +320,12 @@ class ReplicaSets:
         except NotFoundError:
             pass
 
-    def delete_replica_set(self, namespace: str, name: str) -> None:
+    def delete_replica_set(self, namespace: str, name: str, *, version: str = "") -> None:
+        """Delete a ReplicaSet (gone already: nothing to do); at ``version``, the resourceVersion
+        read, when given (a ConflictError if it changed since)."""
+        body = {"preconditions": {"resourceVersion": version}} if version else None
         try:
             with translated(f"delete ReplicaSet {namespace}/{name}"):
-                discard(self.kube.replica_sets.delete(namespace, name, propagation_policy="Background"))
+                discard(self.kube.replica_sets.delete(namespace, name, body, propagation_policy="Background"))
         except NotFoundError:
             pass

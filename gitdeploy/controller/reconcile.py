@@ -47,7 +47,13 @@ from gitdeploy.core.models import App, AppKey
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
 from gitdeploy.core.sync.syncstate import Health, Sync
-from gitdeploy.errors import AlreadyExistsError, ConflictError, DamagedRecordError, GitdeployError
+from gitdeploy.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    DamagedRecordError,
+    GitdeployError,
+    StaleReadError,
+)
 
 log = logging.getLogger("gitdeploy.loop")
 
@@ -200,6 +206,10 @@ class Reconciler:
                 else:
                     snapshot = build_snapshot(key, replica_sets, pods, stored, census)
                     result = self._step(app, snapshot, stored)
+        except StaleReadError as problem:  # not a failure: the next pass reads the change
+            self._observe(started, "requeue")
+            log.debug("%s; %s", problem.message, problem.hint)
+            return Result(key, requeue_after=problem.retry_after)
         except DamagedRecordError as problem:
             self._observe(started, "error")
             return Result(key, damaged_report(key, replica_sets, problem, self.previous(key)), None, problem)

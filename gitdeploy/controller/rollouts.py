@@ -8,11 +8,12 @@ next pass: if gitdeploy dies in between, the next pass reads the cluster and pic
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
 
 from gitdeploy.clock import Clock
@@ -71,7 +72,14 @@ from gitdeploy.core.rollout.templaterepair import (
 )
 from gitdeploy.core.rollout.transitions import RolloutTransition, rollout_transitions
 from gitdeploy.core.scaling.progress import DeploymentStatus
-from gitdeploy.errors import AlreadyExistsError, GitdeployError, NotFoundError, TransientError
+from gitdeploy.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    GitdeployError,
+    NotFoundError,
+    StaleReadError,
+    TransientError,
+)
 
 log = logging.getLogger("gitdeploy.rollout")
 
@@ -79,6 +87,10 @@ log = logging.getLogger("gitdeploy.rollout")
 FOREIGN_RETRY_SECONDS = 60.0
 """How often a pass looks again at a ReplicaSet that has the name gitdeploy needs but is not its own
 (the user renames or deletes it; no watch of gitdeploy's ReplicaSets sees that one)."""
+
+STALE_READ_RETRY = 1.0
+"""When a pass whose write found a ReplicaSet changed since its read (:class:`StaleReadError`) is
+due again at the latest: the watch that tells of the change makes it due at once."""
 
 
 def manifest_digest(app: App) -> str:
@@ -310,7 +322,7 @@ class RolloutRunner:
         snapshot = measured(target, snapshot, now, clock, cluster, fence)
         snapshot, relabelled = self._relabel_hidden(target, snapshot)
         for rs in snapshot.replica_sets:
-            self._know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
+            self.know(rs.namespace, rs.name, rs.state.replicas, rs.generation)
         previous = self.statuses.get(target.app.key)
         snapshot, step = plan_explained(self.cluster, target, snapshot, now, previous, watched)
         for name, changes in relabelled:
@@ -392,47 +404,16 @@ class RolloutRunner:
         replicas, generation = known
         late = bool(rs.generation) and rs.generation <= generation
         if hand := not late and (replicas != rs.state.replicas or edited_by_hand(rs)):
-            self._know(rs.namespace, rs.name, replicas, rs.generation)
+            self.know(rs.namespace, rs.name, replicas, rs.generation)
         return hand
 
-    def _know(self, namespace: str, name: str, replicas: int, generation: int = 0) -> None:
+    def know(self, namespace: str, name: str, replicas: int, generation: int = 0) -> None:
         """Remember ``replicas`` as the ReplicaSet's, and the newest ``generation`` seen of it
         (0 while a write that will bump it is under way)."""
         seen = self.replicas_known.get((namespace, name), (0, 0))[1]
         self.replicas_known[namespace, name] = (replicas, max(seen, generation))
 
     # -- execution -----------------------------------------------------------------------------------
-
-    def _repair(self, app: App, repair: TemplateRepair | None) -> None:
-        """Carry out a :class:`TemplateRepair`: the template first, then its digest (and the mark
-        of pods being replaced), then the pods made from the edited template."""
-        if repair is None:
-            return
-        self.fence(app.key)
-        ns, name = app.namespace, repair.name
-        if (
-            repair == TemplateRepair(name, repair.template_hash, digest=repair.digest)
-            and (ns, name) in self.digests_due
-        ):
-            return  # only the digest, which goes with the ReplicaSet's next scale
-        marks: dict[str, str | None] = {}
-        if repair.restore is not None:
-            restored = self.cluster.restore_replica_set_template(
-                ns, name, app.name, repair.template_hash, repair.restore
-            )
-            self._know(ns, name, restored.state.replicas, restored.generation)  # not a hand change
-            assert restored.template is not None
-            marks[TEMPLATE_DIGEST_ANNOTATION] = template_digest(restored.template)
-            log.info("[%s] ReplicaSet %s: restored the pod template changed by hand", app.key, name)
-        if repair.digest:
-            marks[TEMPLATE_DIGEST_ANNOTATION] = repair.digest
-        if repair.replacing is not None:
-            marks[REPLACING_PODS_ANNOTATION] = "true" if repair.replacing else None
-        if marks:
-            self.cluster.annotate_replica_set(ns, name, marks)
-        for pod in repair.delete_pods:
-            self.cluster.delete_pod(ns, pod)
-            log.info("[%s] pod %s, made from a pod template changed by hand, deleted", app.key, pod)
 
     def execute(
         self,
@@ -442,16 +423,20 @@ class RolloutRunner:
         step: Step,
         repair: TemplateRepair | None = None,
     ) -> None:
+        """Carry out ``step`` (read as ``snapshot``): the record first, then ``repair``, then its
+        actions, then its events. ``versions``: each ReplicaSet's resourceVersion as read, then
+        as this step wrote it (see :meth:`_apply`)."""
         ns = app.namespace
         record_uid = snapshot.record_uid
         if step.record is not None:
             record = with_logs(self.cluster, ns, step.record, step.log_pods)
             version = None if step.create_record or stored is None else stored.resource_version
             record_uid = self.write_record(app.key, record, version).uid
-        self._repair(app, repair)
+        versions = {rs.name: rs.resource_version for rs in snapshot.replica_sets}
+        repair_template(self, app, repair, versions)
         events = list(step.events)
         for action in step.actions:
-            if (relabelled := self._apply(app.key, action)) is not None:
+            if (relabelled := self._apply(app.key, action, versions)) is not None:
                 events.insert(0, relabelled)
         for event in events:
             self._record_event(app, record_uid, event)
@@ -459,26 +444,38 @@ class RolloutRunner:
         if step.actions or step.record is not None:
             log.debug("[%s] %s: %s", app.key, step.phase, step.message)
 
-    def _apply(self, key: AppKey, action: Action) -> Event | None:
-        """Carry out one action of a step; an event it adds (a ReplicaSet relabelled)."""
+    def _apply(self, key: AppKey, action: Action, versions: dict[str, str]) -> Event | None:
+        """Carry out one action of a step; an event it adds (a ReplicaSet relabelled). A scale and
+        a delete name the resourceVersion of the ReplicaSet as this pass read it (``versions``, by
+        name, with this step's own writes), as the Kubernetes Deployment controller's Update does:
+        a ReplicaSet changed since (its status, another replica, a hand) refuses it, and the step
+        ends there (:class:`StaleReadError`). So a write that a paused replica sends on resume,
+        checked before the pause, is refused by a ReplicaSet the new owner changed meanwhile."""
         ns = key.namespace
         self.fence(key)
         if isinstance(action, CreateReplicaSet):
+            versions.pop(action.spec.name, None)  # (made by this step: written unconditioned)
             return self._create_replica_set(key, action.spec)
         elif isinstance(action, PatchReplicaSet):
-            if action.replicas is not None:
-                self._know(ns, action.name, action.replicas)  # before: a watch may tell it first
-            annotations = dict(action.annotations)
-            digest = self.digests_due.get((ns, action.name))
-            if digest is not None:
-                annotations[TEMPLATE_DIGEST_ANNOTATION] = digest
-            patched = self.cluster.scale_replica_set(ns, action.name, action.replicas, annotations)
+            with at_version_read(self, key, action.name):
+                if action.replicas is not None:
+                    self.know(ns, action.name, action.replicas)  # before: a watch may tell it first
+                annotations = dict(action.annotations)
+                digest = self.digests_due.get((ns, action.name))
+                if digest is not None:
+                    annotations[TEMPLATE_DIGEST_ANNOTATION] = digest
+                version = versions.get(action.name, "")
+                patched = self.cluster.scale_replica_set(
+                    ns, action.name, action.replicas, annotations, version=version
+                )
             self.digests_due.pop((ns, action.name), None)
-            self._know(ns, action.name, patched.state.replicas, patched.generation)
+            self.know(ns, action.name, patched.state.replicas, patched.generation)
+            versions[action.name] = patched.resource_version
         elif isinstance(action, DeleteReplicaSet):
-            self.replicas_known.pop((ns, action.name), None)
+            with at_version_read(self, key, action.name):
+                self.replicas_known.pop((ns, action.name), None)
+                self.cluster.delete_replica_set(ns, action.name, version=versions.get(action.name, ""))
             self.digests_due.pop((ns, action.name), None)
-            self.cluster.delete_replica_set(ns, action.name)
         elif isinstance(action, CreatePod):
             try:
                 self.cluster.create_pod(action.spec)
@@ -492,7 +489,7 @@ class RolloutRunner:
         """Create a revision's ReplicaSet; the digest of its template as stored is due (see
         :attr:`digests_due`). One of that name that the lists did not show (its labels changed
         by hand) gets gitdeploy's labels back, for the next pass to list: the event says so."""
-        self._know(key.namespace, spec.name, spec.replicas)  # before: a watch may tell it first
+        self.know(key.namespace, spec.name, spec.replicas)  # before: a watch may tell it first
         try:
             created = self.cluster.create_replica_set(spec)
         except AlreadyExistsError:
@@ -533,6 +530,60 @@ class RolloutRunner:
             written = self.cluster.write_app_record(key.namespace, key.name, record.to_json(), None)
         self.record_versions[key] = written.resource_version
         return written
+
+
+@contextlib.contextmanager
+def at_version_read(runner: RolloutRunner, key: AppKey, name: str) -> Iterator[None]:
+    """A write of ReplicaSet ``name`` at the resourceVersion read (see
+    :meth:`RolloutRunner._apply`): a conflict leaves what ``runner`` knew of it as it was, and
+    ends the step."""
+    known = runner.replicas_known.get((key.namespace, name))
+    try:
+        yield
+    except ConflictError as problem:
+        if known is not None:  # not written: what it saw of it last stands
+            runner.replicas_known[key.namespace, name] = known
+        raise StaleReadError(
+            f"[{key}] ReplicaSet {name} changed since this pass read it",
+            hint="the next pass reads it again",
+            retry_after=STALE_READ_RETRY,
+        ) from problem
+
+
+def repair_template(
+    runner: RolloutRunner, app: App, repair: TemplateRepair | None, versions: dict[str, str]
+) -> None:
+    """Carry out a :class:`TemplateRepair`: the template first, then its digest (and the mark
+    of pods being replaced), then the pods made from the edited template; ``versions`` (see
+    :meth:`RolloutRunner.execute`) learns the ReplicaSet's new resourceVersion."""
+    if repair is None:
+        return
+    runner.fence(app.key)
+    ns, name = app.namespace, repair.name
+    if (
+        repair == TemplateRepair(name, repair.template_hash, digest=repair.digest)
+        and (ns, name) in runner.digests_due
+    ):
+        return  # only the digest, which goes with the ReplicaSet's next scale
+    marks: dict[str, str | None] = {}
+    if repair.restore is not None:
+        restored = runner.cluster.restore_replica_set_template(
+            ns, name, app.name, repair.template_hash, repair.restore
+        )
+        runner.know(ns, name, restored.state.replicas, restored.generation)  # not a hand change
+        versions[name] = restored.resource_version
+        assert restored.template is not None
+        marks[TEMPLATE_DIGEST_ANNOTATION] = template_digest(restored.template)
+        log.info("[%s] ReplicaSet %s: restored the pod template changed by hand", app.key, name)
+    if repair.digest:
+        marks[TEMPLATE_DIGEST_ANNOTATION] = repair.digest
+    if repair.replacing is not None:
+        marks[REPLACING_PODS_ANNOTATION] = "true" if repair.replacing else None
+    if marks:
+        versions[name] = runner.cluster.annotate_replica_set(ns, name, marks).resource_version
+    for pod in repair.delete_pods:
+        runner.cluster.delete_pod(ns, pod)
+        log.info("[%s] pod %s, made from a pod template changed by hand, deleted", app.key, pod)
 
 
 def with_logs(cluster: Cluster, namespace: str, record: AppRecord, pods: tuple[str, ...]) -> AppRecord:

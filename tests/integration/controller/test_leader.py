@@ -15,9 +15,9 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.leader import LeaderElector, default_lease_namespace, new_identity, process_runs
-from gitdeploy.controller.rollouts import RolloutRunner
+from gitdeploy.controller.rollouts import RolloutRunner, choose_target
 from gitdeploy.core.lease import LeaseSpec, LeaseTimings, Role, same_machine_pid
-from gitdeploy.errors import AlreadyExistsError, ConflictError, TransientError
+from gitdeploy.errors import AlreadyExistsError, ConflictError, StaleReadError, TransientError
 from gitdeploy.localcluster import LocalCluster
 from tests.fixtures.cluster import api_client_for
 from tests.fixtures.manifests import deployment
@@ -215,6 +215,34 @@ def test_a_leader_paused_between_its_check_and_the_send_sends_nothing(
     # Then the check in the connection found the Lease lapsed, and nothing reached the server
     assert asked == [True, False]
     assert embedded_cluster.stats.to_json()["writes"] == []
+
+
+def test_a_scale_sent_late_is_refused_by_a_replica_set_changed_since_its_pass_read_it(
+    adapter: Cluster, embedded_cluster: LocalCluster, fake_clock: FakeClock
+) -> None:
+    """What the check in the connection cannot stop (a pause after it, before the send) meets a
+    ReplicaSet that the next writer changed meanwhile: a scale names the resourceVersion its pass
+    read, as the Deployment controller's Update does."""
+    _, runner = leading_runner_at_v1(adapter, fake_clock)
+    scaled = load_app(deployment("web", "shop", "nginx:1", replicas=6))
+    [rs] = adapter.list_replica_sets("shop", "web")
+
+    # When a pass reads the app to scale it from 4 to 6, and another writer (the next leader, a
+    # hand) scales its ReplicaSet to 5 before the pass's scale is sent
+    snapshot, stored = runner.read_snapshot(scaled.key)
+    adapter.scale_replica_set("shop", rs.name, 5)
+    embedded_cluster.stats.reset()
+
+    # Then the server refuses the pass's scale, and the step ends there: the other's 5 stand
+    with pytest.raises(StaleReadError, match=f"ReplicaSet {rs.name} changed since this pass read it"):
+        runner.run_step(choose_target(scaled, commit("v1", 1), snapshot), snapshot, stored)
+    patches = [w["code"] for w in embedded_cluster.stats.to_json()["writes"] if w["resource"] == "replicasets"]
+    assert patches == [409]
+    assert [r.state.replicas for r in adapter.list_replica_sets("shop", "web")] == [5]
+
+    # and the next pass, reading it anew, scales it
+    runner.reconcile(scaled, commit("v1", 1))
+    assert [r.state.replicas for r in adapter.list_replica_sets("shop", "web")] == [6]
 
 
 def test_a_restarted_standby_waits_a_whole_lease_duration_from_when_it_first_saw_the_lease(
