@@ -424,8 +424,8 @@ class RolloutRunner:
         repair: TemplateRepair | None = None,
     ) -> None:
         """Carry out ``step`` (read as ``snapshot``): the record first, then ``repair``, then its
-        actions, then its events. ``versions``: each ReplicaSet's resourceVersion as read, then
-        as this step wrote it (see :meth:`_apply`)."""
+        actions, then its events. Each scale and delete names the ReplicaSet's resourceVersion as
+        ``snapshot`` read it, or as this step wrote it since (see :meth:`_apply`)."""
         ns = app.namespace
         record_uid = snapshot.record_uid
         if step.record is not None:
