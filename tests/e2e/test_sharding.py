@@ -205,6 +205,7 @@ def test_a_paused_replica_writes_nothing_for_its_apps_after_they_moved(
     # pause (see tests/realk8s/test_sharding_moves.py)
     assert all(n == 1 for n in Counter(app_of(w) for w in refused).values()), refused
     assert all(w["code"] in (404, 409) for w in refused), refused
+    assert claimed == set(its_apps), "it claimed each of its apps back with a record write"
     # ... and no record write of its succeeded before the others had released its apps: each of
     # its successful record writes after the resume names a newer epoch than the others wrote
     late = [w for w in log[before_resume:] if writer(w) == victim.identity and app_of(w) in its_apps]
