@@ -6,7 +6,6 @@ clock)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +33,12 @@ class RacedCluster(Cluster):
         self.races = 0
 
     def scale_replica_set(
-        self,
-        namespace: str,
-        name: str,
-        replicas: int | None,
-        annotations: Mapping[str, str] | None = None,
-        *,
-        version: str = "",
+        self, namespace: str, name: str, *args: Any, version: str = "", **kwargs: Any
     ) -> ObservedReplicaSet:
         if self.races and version:
             self.races -= 1
             self.annotate_replica_set(namespace, name, {"example.com/touched": "by hand"})
-        return super().scale_replica_set(namespace, name, replicas, annotations, version=version)
+        return super().scale_replica_set(namespace, name, *args, version=version, **kwargs)
 
 
 def test_a_scale_that_meets_a_replica_set_changed_since_its_read_is_done_by_the_next_pass(
