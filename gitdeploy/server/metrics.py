@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Final
 
@@ -94,10 +95,12 @@ class Metrics:
         self._states_lock = threading.Lock()
         self._read_app_states: Callable[[], AppStates | None] | None = None
         self._reading = threading.Lock()
-        """Held while a scrape reads the app states: scrapes at once read them one after another
-        (each works out what changed since the last; side by side they would work out the same
-        apps twice. On thousands of apps a scrape can outlast Prometheus' timeout, and goes on
-        while the next one starts)."""
+        self._read_under_way: Future[AppStates | None] | None = None
+        """The read of the app states under way, if any: a scrape that comes while one reads
+        takes its answer rather than reading after it (side by side they would work out the same
+        apps twice; one after another, scrapes that come faster than a read ends, as they do
+        when a read of thousands of apps outlasts Prometheus' timeout, would queue up reads
+        without end). Guarded by ``_reading``."""
         registry = self.registry
         if process_collectors:
             ProcessCollector(registry=registry)
@@ -229,13 +232,34 @@ class Metrics:
 
     # -- exposition -----------------------------------------------------------------------------
 
+    def _read_states(self) -> AppStates | None:
+        """The app states from ``read()`` (:meth:`follow_app_states`), or the answer of the read
+        under way when there is one (see :attr:`_read_under_way`)."""
+        read = self._read_app_states
+        if read is None:
+            return None
+        mine: Future[AppStates | None] = Future()
+        with self._reading:
+            under_way = self._read_under_way
+            if under_way is None:
+                self._read_under_way = mine
+        if under_way is not None:
+            return under_way.result()
+        try:
+            states = read()
+        except BaseException as failed:
+            mine.set_exception(failed)
+            raise
+        else:
+            mine.set_result(states)
+        finally:
+            with self._reading:
+                self._read_under_way = None
+        return states
+
     def render(self) -> bytes:
         """Every series in the Prometheus text format (serve it with :data:`CONTENT_TYPE`)."""
-        read = self._read_app_states
-        states = None
-        if read is not None:
-            with self._reading:
-                states = read()
+        states = self._read_states()
         if states is not None:
             self.set_app_states(*states)
         with self._states_lock:
@@ -293,17 +317,15 @@ class _AppStateGauges:
 
     @classmethod
     def build(cls, add: _Families) -> _AppStateGauges:
-        """The gauges, every sync and health state exported at 0."""
+        """The gauges, with no series until the apps are first counted (:meth:`Metrics.set_app_states`
+        then exports every sync and health state, at 0 where no app is in it): before that, how
+        many apps are in each state is not known, which no number would say."""
         sync = add.gauge("apps_sync_state", "Number of apps in each sync state (git vs cluster).", ["state"])
         health = add.gauge("apps_health_state", "Number of apps in each health state.", ["state"])
         triggers_suspended = add.gauge(
             "apps_image_triggers_suspended",
             "Number of apps whose image triggers a rollback suspended (deploy --enable-triggers).",
         )
-        for sync_state in SyncState:
-            sync.labels(state=sync_state.value).set(0)
-        for health_state in HealthState:
-            health.labels(state=health_state.value).set(0)
         return cls(sync, health, triggers_suspended)
 
 

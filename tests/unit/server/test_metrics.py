@@ -53,15 +53,18 @@ def test_a_negative_duration_is_recorded_as_zero(metrics: Metrics) -> None:
 
 
 def test_app_states_are_a_snapshot_with_every_known_state(metrics: Metrics) -> None:
-    for state in SyncState:
-        assert value(metrics, "gitdeploy_apps_sync_state", state=state.value) == 0
-    for health in HealthState:
-        assert value(metrics, "gitdeploy_apps_health_state", state=health.value) == 0
+    # not known before the apps are first counted: no series
+    assert not has_series(metrics, "gitdeploy_apps_sync_state", state=SyncState.SYNCED.value)
+    assert not has_series(metrics, "gitdeploy_apps_health_state", state=HealthState.HEALTHY.value)
 
     metrics.set_app_states(
         sync={SyncState.SYNCED: 40, SyncState.OUT_OF_SYNC: 2},
         health={HealthState.HEALTHY: 39, HealthState.PROGRESSING: 2, "Custom": 1},
     )
+    for state in set(SyncState) - {SyncState.SYNCED, SyncState.OUT_OF_SYNC}:
+        assert value(metrics, "gitdeploy_apps_sync_state", state=state.value) == 0
+    for health in set(HealthState) - {HealthState.HEALTHY, HealthState.PROGRESSING}:
+        assert value(metrics, "gitdeploy_apps_health_state", state=health.value) == 0
     assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 40
     assert value(metrics, "gitdeploy_apps_sync_state", state="OutOfSync") == 2
     assert value(metrics, "gitdeploy_apps_health_state", state="Custom") == 1
@@ -178,27 +181,54 @@ def test_followed_app_states_are_read_at_each_render_and_none_keeps_the_last(met
     assert answers == []
 
 
-def test_scrapes_at_once_read_the_app_states_one_after_another(metrics: Metrics) -> None:
-    reading: list[int] = []
-    most = [0]
+def test_scrapes_that_come_while_the_app_states_are_read_take_that_reads_answer(metrics: Metrics) -> None:
+    reads: list[int] = []
+    started, release = threading.Event(), threading.Event()
 
     def read() -> AppStates:
-        reading.append(1)
-        most[0] = max(most[0], len(reading))
-        time.sleep(0.05)  # a reading that takes a while: a fleet of thousands of apps
-        reading.pop()
-        return {"Synced": 1}, {"Healthy": 1}, 0
+        reads.append(len(reads) + 1)
+        started.set()
+        release.wait(5)  # a read that takes a while: a fleet of thousands of apps
+        return {"Synced": len(reads)}, {"Healthy": 1}, 0
 
     metrics.follow_app_states(read)
-    # When four scrapes arrive at once
-    scrapes = [threading.Thread(target=metrics.render) for _ in range(4)]
-    for scrape in scrapes:
+    bodies: list[bytes] = []
+    # Given a scrape whose read of the app states is under way
+    first = threading.Thread(target=lambda: bodies.append(metrics.render()))
+    first.start()
+    assert started.wait(5)
+    # When three more scrapes come before it ends
+    more = [threading.Thread(target=lambda: bodies.append(metrics.render())) for _ in range(3)]
+    for scrape in more:
         scrape.start()
-    for scrape in scrapes:
-        scrape.join()
-    # Then each read the states, one at a time
-    assert most == [1]
-    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 1
+    time.sleep(0.1)
+    release.set()
+    for scrape in (first, *more):
+        scrape.join(5)
+    # Then the four share its one read
+    assert reads == [1]
+    assert len(bodies) == 4
+    assert all(b'gitdeploy_apps_sync_state{state="Synced"} 1.0' in body for body in bodies)
+    # And a scrape after it reads again
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 2
+    assert reads == [1, 2]
+
+
+def test_a_failed_read_of_the_app_states_fails_the_scrapes_sharing_it_and_the_next_reads_anew(
+    metrics: Metrics,
+) -> None:
+    answers: list[AppStates | Exception] = [RuntimeError("a bug"), ({"Synced": 3}, {}, 0)]
+
+    def read() -> AppStates:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    metrics.follow_app_states(read)
+    with pytest.raises(RuntimeError):
+        metrics.render()
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 3
 
 
 def test_canary_steps_and_analysis_runs_by_phase_count_from_the_passes_events(metrics: Metrics) -> None:
