@@ -648,7 +648,11 @@ def instrument(
     run (:func:`live_app_states`), so that a sum over replicas counts each app once: by the leader
     while ``acting()`` (a standby exports zeros) or, with ``run --sharding``, by every replica while
     ``acting()``, each counting the apps it holds (as Argo CD's controller shards each export
-    their own apps)."""
+    their own apps). While the first commit is being read (unless git could not be reached) a
+    scrape counts nothing and the gauges have no series yet: before it, gitdeploy knows neither
+    the apps nor their namespaces, and would list every ReplicaSet and app record of the cluster
+    at each scrape, which at 30,000 apps took more of the process than the read itself and held
+    every ReplicaSet decoded at once (``bench/sharding_scale.py`` scrapes every 0.25 s)."""
     observe_api_requests(controller.cluster.api, metrics.api_request)
     controller.poll_observers.append(metrics.observe_poll)
     controller.reconcile_observers.append(metrics.observe_reconcile)
@@ -660,6 +664,8 @@ def instrument(
         scope = controller.shard_scope
         if not acting() or (scope is None and not controller.images.leading()):
             return {}, {}, 0
+        if controller.head is None and controller.source_error is None:
+            return None  # the first commit is being read: nothing is counted yet (see above)
         return live_app_states(controller, tally, None if scope is None else scope.held())
 
     metrics.follow_app_states(app_states)

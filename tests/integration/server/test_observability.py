@@ -224,6 +224,31 @@ def test_the_app_state_gauges_follow_the_cluster_as_status_does_not_the_last_pas
     assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 1
 
 
+def test_a_scrape_before_the_first_commit_is_read_counts_nothing_and_lists_nothing(
+    git_remote: GitRemote, controller: Controller, fake_clock: FakeClock, embedded_cluster: LocalCluster
+) -> None:
+    # Given web running, and a new gitdeploy wired as `run` wires it that has not read git yet
+    git_remote.commit_and_push("Deploy web", {"apps/web.yaml": web("nginx:1.25")})
+    settle(controller, fake_clock, Metrics(version="test", process_collectors=False))
+    restarted = Controller(controller.repo, controller.cluster, fake_clock, workers=2)
+    metrics = Metrics(version="test", process_collectors=False)
+    instrument(restarted, metrics)
+
+    # When /metrics is scraped
+    embedded_cluster.stats.reset()
+    samples = scrape(metrics)
+
+    # Then the apps-by-state gauges have no series (not known yet), and it asked the API server nothing
+    assert not [name for name, _ in samples if name.endswith(("_sync_state", "_health_state"))]
+    assert requests_but_watches(embedded_cluster) == {}
+
+    # When it has read the commit, then a scrape counts web
+    restarted.poll()
+    samples = scrape(metrics)
+    assert total(samples, "gitdeploy_apps_sync_state", state="Synced") == 1
+    assert total(samples, "gitdeploy_apps_health_state", state="Healthy") == 1
+
+
 def test_once_the_watches_run_a_scrape_counts_the_apps_from_them_with_no_api_request(
     git_remote: GitRemote,
     controller: Controller,
