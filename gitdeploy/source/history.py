@@ -62,7 +62,10 @@ class ChangeWalk:
     the files they changed against every parent (``--cc``). Thread-safe.
     """
 
-    FIRST_CHUNK = 16
+    FIRST_CHUNK = 1
+    """The head commit alone first: after a push, the pass that deploys it asks for the files that
+    commit changed, and a first chunk of 16 read, in a young repo, the commit that added every
+    manifest too (30,000 paths: 32 ms and a dict of them per push and replica, against 2 ms)."""
 
     def __init__(self, runner: GitRunner, at_sha: str, root: str = "") -> None:
         self._runner = runner
