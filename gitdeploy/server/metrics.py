@@ -317,9 +317,10 @@ class _AppStateGauges:
 
     @classmethod
     def build(cls, add: _Families) -> _AppStateGauges:
-        """The gauges, with no series until the apps are first counted (:meth:`Metrics.set_app_states`
-        then exports every sync and health state, at 0 where no app is in it): before that, how
-        many apps are in each state is not known, which no number would say."""
+        """The gauges. The two by-state families have no series until the apps are first counted
+        (:meth:`Metrics.set_app_states` then exports every sync and health state, at 0 where no
+        app is in it): before that, how many apps are in each state is not known, which no
+        number would say. The count of suspended triggers, one series, is 0 until then."""
         sync = add.gauge("apps_sync_state", "Number of apps in each sync state (git vs cluster).", ["state"])
         health = add.gauge("apps_health_state", "Number of apps in each health state.", ["state"])
         triggers_suspended = add.gauge(
