@@ -7,7 +7,9 @@ ready after 50 ms) and the same generated config repo; the replicas are the real
 ``bench/push_fanout.py``). Measured, per replica count:
 
 * ``cold_reconcile_s``: from the replicas' start until every app is Synced (the replicas' gauges, summed);
-* ``peak_rss_mib``: each replica's peak resident memory (``VmHWM``) once the fleet is Synced;
+* ``peak_rss_mib``: each replica's peak resident memory (``VmHWM``) once the fleet is Synced, and
+  ``peak_rss_at_end_mib`` once the pushes (and the failover) are done: each push is a new commit
+  every replica loads (the killed replica left out);
 * push latency: ``--rounds`` signed pushes to replica ``a``, each an image bump of an app another
   replica owns (with one replica, its own), timed to the first ReplicaSet write. The replicas
   resync every ``--resync-interval`` (``run``'s default, 300 s): a short one makes every push meet
@@ -15,7 +17,10 @@ ready after 50 ms) and the same generated config repo; the replicas are the real
 * ``failover_s`` (2 and 3 replicas): replica ``a`` is killed with SIGKILL after the pushes, and the
   figure runs until the survivors own every app (``gitdeploy_shard_apps_owned`` summed: apps
   adopted ahead of their passes count, as the survivors act on them), beside the Lease duration
-  that bounds how soon they may take over (target: ≤ lease duration + 5 s);
+  that bounds how soon they may take over (target: ≤ lease duration + 5 s), and
+  ``failover_scrapes_began_s``: when the scrapes that said so began (a survivor busy with the
+  thousands of apps it just adopted answers a scrape seconds late; they owned every app between
+  the two figures);
   ``claims_written_s`` runs on until every app's record names a survivor (the claims the
   handovers write after the apps are due; the bench lists the records every second).
 
@@ -102,20 +107,24 @@ def push_latencies(
 
 def failover_seconds(
     started: list[tuple[str, str]], repo: GeneratedRepo, adapter: Cluster, limit: float
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
     """Kill the first replica with SIGKILL; seconds until the others own every app (they act on
-    each: adopted apps count), and until every app's record names a live replica (the claims
-    written)."""
+    each: adopted apps count), when the scrapes that said so began (a survivor busy with the apps
+    it just adopted answers a scrape seconds late: the truth lies between the two), and until
+    every app's record names a live replica (the claims written)."""
     survivors = [base for base, _ in started[1:]]
     live = {identity for _, identity in started[1:]}
     os.kill(pid_of(started[0][1]), signal.SIGKILL)
     killed = time.perf_counter()
     owning = None
+    began = 0.0
     while time.perf_counter() - killed < limit:
-        if owning is None and sum(owned(base) for base in survivors) >= len(repo.apps):
-            owning = time.perf_counter() - killed
+        if owning is None:
+            began = time.perf_counter() - killed
+            if sum(owned(base) for base in survivors) >= len(repo.apps):
+                owning = time.perf_counter() - killed
         if owning is not None and claims_written(adapter, repo, live):
-            return owning, time.perf_counter() - killed
+            return owning, began, time.perf_counter() - killed
         time.sleep(0.25 if owning is None else 1.0)
     raise SystemExit(f"the survivors did not own and claim every app {limit:.0f} s after the kill")
 
@@ -165,10 +174,19 @@ def measure(repo: GeneratedRepo, work: Path, replicas: int, rounds: int, resync:
         print(f"  push p50 {result['push_p50_ms']} ms", file=sys.stderr, flush=True)
         if replicas > 1:
             adapter = Cluster(connect(cluster.kubeconfig_path).api)
-            owning, claimed = failover_seconds(started, repo, adapter, limit=600.0)
+            owning, asked, claimed = failover_seconds(started, repo, adapter, limit=600.0)
             result["failover_s"], result["claims_written_s"] = round(owning, 1), round(claimed, 1)
+            result["failover_scrapes_began_s"] = round(asked, 1)
             result["lease_duration_s"] = LEASE_DURATION_S
-            print(f"  failover {owning:.1f} s, claims written {claimed:.1f} s", file=sys.stderr, flush=True)
+            print(
+                f"  failover {owning:.1f} s (the scrapes that said so began at {asked:.1f} s), "
+                f"claims written {claimed:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+        result["peak_rss_at_end_mib"] = [
+            round(peak_rss_mib(pid_of(identity)), 1) for _, identity in started[1 if replicas > 1 else 0 :]
+        ]
     return result
 
 
