@@ -24,6 +24,7 @@ message in a label, or the number of series grows without bound.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -53,6 +54,8 @@ CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
 NAMESPACE: Final = "gitdeploy"
 
+log = logging.getLogger("gitdeploy.metrics")
+
 
 SyncState = Sync
 """Whether an app's cluster state matches git (``gitdeploy status``'s SYNC). Every state is always
@@ -73,6 +76,14 @@ many have suspended image triggers."""
 
 ROLLOUT_BUCKETS: Final = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 3600.0)
 
+STATES_WAIT: Final = 1.0
+"""Seconds a scrape waits for the read of the apps by state (:meth:`Metrics.follow_app_states`)
+before it answers with the counts of the last read that ended. A read works out again only the
+apps whose objects changed (a few milliseconds on a settled fleet), but when thousands changed at
+once, as right after a ``run --sharding`` replica took over another's apps, it takes seconds, and
+a scrape that waited for it would answer the other series (the apps this replica owns, above all)
+that late, or time out."""
+
 
 class Metrics:
     """The metrics of one gitdeploy process, in a registry of their own.
@@ -89,18 +100,20 @@ class Metrics:
         version: str = "",
         clock: Callable[[], float] = time.time,
         process_collectors: bool = True,
+        states_wait: float = STATES_WAIT,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._clock = clock
+        self._states_wait = states_wait
         self._states_lock = threading.Lock()
         self._read_app_states: Callable[[], AppStates | None] | None = None
         self._reading = threading.Lock()
-        self._read_under_way: Future[AppStates | None] | None = None
-        """The read of the app states under way, if any: a scrape that comes while one reads
-        takes its answer rather than reading after it (side by side they would work out the same
-        apps twice; one after another, scrapes that come faster than a read ends, as they do
-        when a read of thousands of apps outlasts Prometheus' timeout, would queue up reads
-        without end). Guarded by ``_reading``."""
+        self._read_under_way: Future[None] | None = None
+        """The read of the app states under way, if any, on a thread of its own: a scrape that
+        comes while one reads waits for its answer rather than reading after it (side by side they
+        would work out the same apps twice; one after another, scrapes that come faster than a
+        read ends would queue up reads without end), and for :data:`STATES_WAIT` at most. Guarded
+        by ``_reading``."""
         registry = self.registry
         if process_collectors:
             ProcessCollector(registry=registry)
@@ -149,7 +162,8 @@ class Metrics:
     def follow_app_states(self, read: Callable[[], AppStates | None]) -> None:
         """Take the app counts from ``read()`` at every :meth:`render` (each scrape), so that they
         are as current as what ``gitdeploy status`` shows; ``read()`` returning None keeps the
-        previous counts (the cluster could not be read)."""
+        previous counts (the cluster could not be read), and so does a scrape that waited
+        :data:`STATES_WAIT` for a read that goes on (its counts are the next scrape's)."""
         self._read_app_states = read
 
     @staticmethod
@@ -232,36 +246,49 @@ class Metrics:
 
     # -- exposition -----------------------------------------------------------------------------
 
-    def _read_states(self) -> AppStates | None:
-        """The app states from ``read()`` (:meth:`follow_app_states`), or the answer of the read
-        under way when there is one (see :attr:`_read_under_way`)."""
+    def _read_states(self) -> None:
+        """Read the app states with ``read()`` (:meth:`follow_app_states`), or join the read under
+        way (see :attr:`_read_under_way`), and wait for it :data:`STATES_WAIT` at most: the read
+        sets the gauges when it ends, for this scrape or the next. A read that fails fails the
+        scrapes that waited for it (and is logged); the next scrape reads anew."""
         read = self._read_app_states
         if read is None:
-            return None
-        mine: Future[AppStates | None] = Future()
+            return
         with self._reading:
             under_way = self._read_under_way
             if under_way is None:
-                self._read_under_way = mine
-        if under_way is not None:
-            return under_way.result()
+                under_way = self._read_under_way = Future()
+                threading.Thread(
+                    target=self._read_into, args=(read, under_way), name="metrics-app-states", daemon=True
+                ).start()
+        try:
+            under_way.result(timeout=self._states_wait)
+        except TimeoutError:
+            log.info(
+                "apps by state for /metrics: still reading after %g s; this scrape has the counts "
+                "of the last read, the next one the counts of this read",
+                self._states_wait,
+            )
+
+    def _read_into(self, read: Callable[[], AppStates | None], answer: Future[None]) -> None:
+        failed: BaseException | None = None
         try:
             states = read()
-        except BaseException as failed:
-            mine.set_exception(failed)
-            raise
+            if states is not None:
+                self.set_app_states(*states)
+        except BaseException as problem:
+            log.error("apps by state for /metrics: the read failed", exc_info=True)
+            failed = problem
+        with self._reading:  # before the answer: a scrape after it reads anew
+            self._read_under_way = None
+        if failed is not None:
+            answer.set_exception(failed)
         else:
-            mine.set_result(states)
-        finally:
-            with self._reading:
-                self._read_under_way = None
-        return states
+            answer.set_result(None)
 
     def render(self) -> bytes:
         """Every series in the Prometheus text format (serve it with :data:`CONTENT_TYPE`)."""
-        states = self._read_states()
-        if states is not None:
-            self.set_app_states(*states)
+        self._read_states()
         with self._states_lock:
             return generate_latest(self.registry)
 

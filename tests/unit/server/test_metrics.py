@@ -214,6 +214,37 @@ def test_scrapes_that_come_while_the_app_states_are_read_take_that_reads_answer(
     assert reads == [1, 2]
 
 
+def test_a_scrape_does_not_wait_past_its_budget_for_a_slow_read() -> None:
+    metrics = Metrics(process_collectors=False, states_wait=0.05)
+    release = threading.Event()
+    reads: list[int] = []
+
+    def read() -> AppStates:
+        reads.append(len(reads) + 1)
+        if len(reads) == 2:
+            release.wait(5)  # thousands of apps changed at once: a handover
+        synced = 1 if len(reads) == 1 else 5
+        return {"Synced": synced}, {"Healthy": synced}, 0
+
+    metrics.follow_app_states(read)
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 1
+    metrics.set_shard(owned=5, moves=4)
+    # Given a read of the app states that outlasts a scrape's budget
+    # When scrapes come meanwhile: they answer with the last read's counts and the other series
+    # as they are now, and start no read of their own
+    began = time.monotonic()
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 1
+    assert value(metrics, "gitdeploy_shard_apps_owned") == 5
+    assert time.monotonic() - began < 2
+    assert reads == [1, 2]
+    # Then, the read ended, a scrape has its counts
+    release.set()
+    deadline = time.monotonic() + 5
+    while value(metrics, "gitdeploy_apps_sync_state", state="Synced") != 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert value(metrics, "gitdeploy_apps_sync_state", state="Synced") == 5
+
+
 def test_a_failed_read_of_the_app_states_fails_the_scrapes_sharing_it_and_the_next_reads_anew(
     metrics: Metrics,
 ) -> None:
