@@ -266,7 +266,7 @@ class Metrics:
         except TimeoutError:
             log.info(
                 "apps by state for /metrics: still reading after %g s; this scrape has the counts "
-                "of the last read, the next one the counts of this read",
+                "of the last read that ended, the scrapes after this read ends have its counts",
                 self._states_wait,
             )
 
