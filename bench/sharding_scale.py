@@ -15,8 +15,9 @@ ready after 50 ms) and the same generated config repo; the replicas are the real
   resync every ``--resync-interval`` (``run``'s default, 300 s): a short one makes every push meet
   a resync under way, a pass over all of a replica's apps;
 * ``failover_s`` (2 and 3 replicas): replica ``a`` is killed with SIGKILL after the pushes, and the
-  figure runs until the survivors own every app (``gitdeploy_shard_apps_owned`` summed: apps
-  adopted ahead of their passes count, as the survivors act on them), beside the Lease duration
+  figure runs until the survivors own every app (``gitdeploy_shard_apps_owned`` summed, the
+  survivors scraped side by side: apps adopted ahead of their passes count, as the survivors act
+  on them), beside the Lease duration
   that bounds how soon they may take over (target: ≤ lease duration + 5 s), and
   ``failover_scrapes_began_s``: when the scrapes that said so began (a survivor busy with the
   thousands of apps it just adopted answers a scrape seconds late; they owned every app between
@@ -40,6 +41,7 @@ import signal
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -118,14 +120,15 @@ def failover_seconds(
     killed = time.perf_counter()
     owning = None
     began = 0.0
-    while time.perf_counter() - killed < limit:
-        if owning is None:
-            began = time.perf_counter() - killed
-            if sum(owned(base) for base in survivors) >= len(repo.apps):
-                owning = time.perf_counter() - killed
-        if owning is not None and claims_written(adapter, repo, live):
-            return owning, began, time.perf_counter() - killed
-        time.sleep(0.25 if owning is None else 1.0)
+    with ThreadPoolExecutor(max_workers=len(survivors)) as scrapes:  # side by side, not one after another
+        while time.perf_counter() - killed < limit:
+            if owning is None:
+                began = time.perf_counter() - killed
+                if sum(scrapes.map(owned, survivors)) >= len(repo.apps):
+                    owning = time.perf_counter() - killed
+            if owning is not None and claims_written(adapter, repo, live):
+                return owning, began, time.perf_counter() - killed
+            time.sleep(0.25 if owning is None else 1.0)
     raise SystemExit(f"the survivors did not own and claim every app {limit:.0f} s after the kill")
 
 
