@@ -163,7 +163,7 @@ class Metrics:
         """Take the app counts from ``read()`` at every :meth:`render` (each scrape), so that they
         are as current as what ``gitdeploy status`` shows; ``read()`` returning None keeps the
         previous counts (the cluster could not be read), and so does a scrape that waited
-        :data:`STATES_WAIT` for a read that goes on (its counts are the next scrape's)."""
+        :data:`STATES_WAIT` for a read that goes on (the scrapes after it ends have its counts)."""
         self._read_app_states = read
 
     @staticmethod
@@ -249,7 +249,7 @@ class Metrics:
     def _read_states(self) -> None:
         """Read the app states with ``read()`` (:meth:`follow_app_states`), or join the read under
         way (see :attr:`_read_under_way`), and wait for it :data:`STATES_WAIT` at most: the read
-        sets the gauges when it ends, for this scrape or the next. A read that fails fails the
+        sets the gauges when it ends, for this scrape or the ones after it. A read that fails fails the
         scrapes that waited for it (and is logged); the next scrape reads anew."""
         read = self._read_app_states
         if read is None:
