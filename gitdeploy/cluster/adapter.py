@@ -127,8 +127,8 @@ class Cluster:
     def release_replica_set(self, namespace: str, name: str) -> None:
         self.replica_sets.release_replica_set(namespace, name)
 
-    def delete_replica_set(self, namespace: str, name: str, *, version: str = "") -> None:
-        self.replica_sets.delete_replica_set(namespace, name, version=version)
+    def delete_replica_set(self, namespace: str, name: str, *, version: str = "", uid: str = "") -> None:
+        self.replica_sets.delete_replica_set(namespace, name, version=version, uid=uid)
 
     # -- hook and deployer pods (pods.py) -------------------------------------------------------------
 
@@ -178,8 +178,8 @@ class Cluster:
     ) -> StoredRecord:
         return self.records.write_app_record(namespace, app, payload, resource_version)
 
-    def delete_app_record(self, namespace: str, app: str) -> None:
-        self.records.delete_app_record(namespace, app)
+    def delete_app_record(self, namespace: str, app: str, *, version: str = "") -> None:
+        self.records.delete_app_record(namespace, app, version=version)
 
     def list_stream_states(self, namespace: str | None = None) -> list[StoredRecord]:
         return self.streams.list_stream_states(namespace)

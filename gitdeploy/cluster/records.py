@@ -155,13 +155,14 @@ class AppRecords(_ConfigMaps):
         )
         return _record(raw)
 
-    def delete_app_record(self, namespace: str, app: str) -> None:
-        """Delete the record (it owns nothing: prune deletes the app's ReplicaSets first)."""
+    def delete_app_record(self, namespace: str, app: str, *, version: str = "") -> None:
+        """Delete the record (it owns nothing: prune deletes the app's ReplicaSets first); at
+        ``version``, the resourceVersion read, when given (a ConflictError if it changed since)."""
+        body = {"preconditions": {"resourceVersion": version}} if version else None
         try:
             with translated(f"delete the record of {namespace}/{app}"):
-                discard(
-                    self.kube.config_maps.delete(namespace, record_name(app), propagation_policy="Background")
-                )
+                name = record_name(app)
+                discard(self.kube.config_maps.delete(namespace, name, body, propagation_policy="Background"))
         except NotFoundError:
             pass
 

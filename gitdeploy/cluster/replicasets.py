@@ -320,10 +320,14 @@ class ReplicaSets:
         except NotFoundError:
             pass
 
-    def delete_replica_set(self, namespace: str, name: str, *, version: str = "") -> None:
+    def delete_replica_set(self, namespace: str, name: str, *, version: str = "", uid: str = "") -> None:
         """Delete a ReplicaSet (gone already: nothing to do); at ``version``, the resourceVersion
-        read, when given (a ConflictError if it changed since)."""
-        body = {"preconditions": {"resourceVersion": version}} if version else None
+        read, and only the object ``uid`` names (not one made anew under its name), when given (a
+        ConflictError if it changed since, or is another object)."""
+        preconditions = {"resourceVersion": version} if version else {}
+        if uid:
+            preconditions["uid"] = uid
+        body = {"preconditions": preconditions} if preconditions else None
         try:
             with translated(f"delete ReplicaSet {namespace}/{name}"):
                 discard(self.kube.replica_sets.delete(namespace, name, body, propagation_policy="Background"))

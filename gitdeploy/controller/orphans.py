@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.rollouts import refused_when_changed
 from gitdeploy.controller.verdicts import StatusVerdict
 from gitdeploy.core.diagnostics import Diagnostic
 from gitdeploy.core.history.records import AppRecord, SyncStatus, load_record
@@ -120,18 +121,22 @@ def last_health(record: AppRecord | None, replica_sets: list[ObservedReplicaSet]
 class OrphanPlan:
     """What one pass does to an app without a valid manifest (data; :class:`PruneExecutor` does it):
     the record to write (its status), an event, and for a prune the ReplicaSets to scale to 0 and
-    delete, then the record to delete."""
+    delete, then the record to delete. Every write and delete names the resourceVersion the pass
+    read: an object changed since (by hand, by its controller, by another replica) refuses it."""
 
     key: AppKey
     verdict: Verdict
     record: AppRecord | None = None
-    """The record to write, with the version it was read at (None: no write)."""
+    """The record to write (None: no write)."""
     version: str = ""
+    """The record's resourceVersion as read: the precondition of its write, or of its delete."""
     uid: str = ""
     event: str = ""
     """The message of a ``PruneHeld`` Warning event on the record ('' for none)."""
     scale_down: tuple[str, ...] = ()
     delete: tuple[str, ...] = ()
+    read_at: tuple[tuple[str, str, str], ...] = ()
+    """Each ReplicaSet to scale or delete as read: its name, resourceVersion and uid."""
     delete_record: bool = False
     log: str = ""
     """What to log once it is done ('' for nothing)."""
@@ -188,8 +193,10 @@ def plan_orphan(seen: Seen, note: str, gate: PruneGate, protected: bool) -> Orph
     return OrphanPlan(
         seen.key,
         Verdict(Sync.ORPHANED, Health.MISSING, OrphanPhase.PRUNED, f"pruned ({note})"),
+        version=seen.stored.resource_version if seen.stored is not None else "",
         scale_down=tuple(rs.name for rs in own if rs.state.replicas),
         delete=tuple(rs.name for rs in own),
+        read_at=tuple((rs.name, rs.resource_version, rs.uid) for rs in own),
         delete_record=True,
         log=f"pruned: {note}",
     )
@@ -220,7 +227,14 @@ class PruneExecutor:
     """Carries out an :class:`OrphanPlan`: the one place where the loop writes to the cluster for an
     app without a valid manifest. The record goes through ``write_record`` (the loop's one writer
     of app records); ``fence`` raises before any other write once this process may no longer
-    write for the app."""
+    write for the app.
+
+    A prune's scales and deletes name the resourceVersion the pass read: a ReplicaSet or record
+    changed since (by a person's ``kubectl scale``, by another writer) ends the pass
+    (:class:`StaleReadError`) with nothing more done, and the next pass decides again from what
+    it reads. A ReplicaSet this pass scaled to 0 is then deleted by its uid (the object scaled,
+    not one made anew under its name), not its version: its controller updates its status as
+    the pods go, as the Kubernetes Deployment controller's clean-up of old ReplicaSets allows."""
 
     def __init__(
         self, cluster: Cluster, clock: Clock, write_record: RecordWriter, fence: Callable[[AppKey], None]
@@ -238,15 +252,22 @@ class PruneExecutor:
             log.warning("[%s] %s", key, plan.log)
         if plan.event:
             self._event(key, plan.uid, plan.event)
+        ns, read = key.namespace, {name: (version, uid) for name, version, uid in plan.read_at}
         for name in plan.scale_down:
             self.fence(key)
-            self.cluster.scale_replica_set(key.namespace, name, 0)
+            version, uid = read.get(name, ("", ""))
+            with refused_when_changed(key, f"ReplicaSet {name}"):
+                self.cluster.scale_replica_set(ns, name, 0, version=version)
+            read[name] = ("", uid)  # scaled: its status changes next
         for name in plan.delete:
             self.fence(key)
-            self.cluster.delete_replica_set(key.namespace, name)
+            version, uid = read.get(name, ("", ""))
+            with refused_when_changed(key, f"ReplicaSet {name}"):
+                self.cluster.delete_replica_set(ns, name, version=version, uid=uid)
         if plan.delete_record:
             self.fence(key)
-            self.cluster.delete_app_record(key.namespace, key.name)
+            with refused_when_changed(key, "its record"):
+                self.cluster.delete_app_record(ns, key.name, version=plan.version)
             log.info("[%s] %s", key, plan.log)
         return plan.verdict
 

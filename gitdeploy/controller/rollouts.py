@@ -539,12 +539,23 @@ def at_version_read(runner: RolloutRunner, key: AppKey, name: str) -> Iterator[N
     ends the step."""
     known = runner.replicas_known.get((key.namespace, name))
     try:
-        yield
-    except ConflictError as problem:
+        with refused_when_changed(key, f"ReplicaSet {name}"):
+            yield
+    except StaleReadError:
         if known is not None:  # not written: what it saw of it last stands
             runner.replicas_known[key.namespace, name] = known
+        raise
+
+
+@contextlib.contextmanager
+def refused_when_changed(key: AppKey, what: str) -> Iterator[None]:
+    """A write of ``what`` (of app ``key``) at the resourceVersion this pass read: a conflict ends
+    the pass as a :class:`StaleReadError`, and the next pass decides again from what it reads."""
+    try:
+        yield
+    except ConflictError as problem:
         raise StaleReadError(
-            f"[{key}] ReplicaSet {name} changed since this pass read it",
+            f"[{key}] {what} changed since this pass read it",
             hint="the next pass reads it again",
             retry_after=STALE_READ_RETRY,
         ) from problem

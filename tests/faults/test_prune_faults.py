@@ -15,10 +15,11 @@ import pytest
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.loop import AppReport, Controller
-from gitdeploy.controller.orphans import confirm_held_prunes, list_held_prunes
+from gitdeploy.controller.orphans import PruneGate, Seen, confirm_held_prunes, list_held_prunes, plan_orphan
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.pruning import PruneLimit
+from gitdeploy.errors import StaleReadError
 from gitdeploy.source.repo import ConfigRepo
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.loop import settle
@@ -388,3 +389,45 @@ def test_raising_the_limit_in_git_lets_held_prunes_through(loop: Loop) -> None:
     loop.remote.commit_and_push("allow six", {"gitdeploy.yaml": PRUNE_SETTINGS + "pruneLimit: 6\n"})
     loop.settle()
     assert left(loop) == EIGHT[6:]
+
+
+def _change_by_hand(loop: Loop, what: str) -> None:
+    """What a person does between a pass's read and its prune."""
+    if what == "kubectl scale":
+        (replica_set,) = loop.adapter.list_replica_sets("shop", "web")
+        loop.adapter.scale_replica_set("shop", replica_set.name, 5)
+    else:  # kubectl edit configmap gitdeploy.web
+        stored = loop.adapter.read_app_record("shop", "web")
+        assert stored is not None
+        loop.adapter.write_app_record("shop", "web", stored.payload + " ", stored.resource_version)
+
+
+@pytest.mark.parametrize("what", ["kubectl scale", "record edited"])
+def test_a_prune_is_refused_when_the_app_changed_since_its_pass_read_it(loop: Loop, what: str) -> None:
+    # Given three apps running with prune on, and a commit that removes web
+    start_three_apps(loop, PRUNE_SETTINGS)
+    head = remove(loop, ["web"])
+    key = AppKey("shop", "web")
+    # And a pass that read web's ReplicaSet and record, and decided to prune it
+    seen = Seen(
+        key,
+        loop.adapter.list_replica_sets("shop", "web"),
+        loop.adapter.read_app_record("shop", "web"),
+        loop.clock.now(),
+        head,
+    )
+    plan = plan_orphan(seen, "not in git", PruneGate(head, True), protected=False)
+    assert plan.verdict.phase == "Pruned" and plan.delete and plan.delete_record
+    # When a person changes web before that prune is carried out
+    _change_by_hand(loop, what)
+    assert loop.controller is not None
+    # Then the prune made from the outdated read stops where it met the change, and says why
+    with pytest.raises(StaleReadError, match=r"\[shop/web\] .* changed since this pass read it"):
+        loop.controller.reconciler.pruner.execute(plan)
+    if what == "kubectl scale":  # nothing was touched
+        assert loop.running()["web"] == [5]
+    assert loop.adapter.read_app_record("shop", "web") is not None
+    # And the next pass decides again from what it reads: the app left git, so it is pruned
+    reports = loop.settle()
+    assert reports[key].phase == "Pruned"
+    assert left(loop) == ["api", "db"]
