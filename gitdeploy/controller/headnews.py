@@ -28,7 +28,7 @@ from collections.abc import Callable
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.leader import lease_namespace_missing
-from gitdeploy.controller.watcher import follow_once
+from gitdeploy.controller.listwatch import follow_once
 from gitdeploy.core.headnews import (
     Announced,
     HeadAnnouncement,

@@ -18,8 +18,9 @@ import threading
 from collections.abc import Callable
 
 from gitdeploy.cluster.adapter import Cluster
+from gitdeploy.controller.listwatch import follow_once, keep_following
 from gitdeploy.controller.loop import Controller
-from gitdeploy.controller.watcher import follow_once, keep_following, per_namespace
+from gitdeploy.controller.watcher import per_namespace
 from gitdeploy.core.observed import StoredRecord
 
 

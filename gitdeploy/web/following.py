@@ -25,8 +25,9 @@ from typing import Final
 
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import AppView
+from gitdeploy.controller.listwatch import follow_once, keep_following
 from gitdeploy.controller.watchcache import DELETED, Kind, WatchCache
-from gitdeploy.controller.watcher import follow_once, follow_records_once, keep_following
+from gitdeploy.controller.watcher import follow_records_once
 from gitdeploy.core.observed import StoredRecord
 from gitdeploy.errors import ForbiddenError
 from gitdeploy.web.appsource import WatchedApps

@@ -12,7 +12,8 @@ import pytest
 
 from gitdeploy.clock import FakeClock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.watcher import follow_records_once, keep_following
+from gitdeploy.controller.listwatch import keep_following
+from gitdeploy.controller.watcher import follow_records_once
 from gitdeploy.core.observed import StoredRecord
 from gitdeploy.localcluster import LocalCluster, WatchWindow
 from gitdeploy.localcluster.resources import CONFIGMAPS, NAMESPACES

@@ -1,0 +1,108 @@
+"""One list-then-watch of any kind of object gitdeploy follows (its ConfigMaps, its ReplicaSets,
+its Leases), resumed where it broke off: the loop's watches (:mod:`gitdeploy.controller.watcher`),
+the stream watch, the head announcement and the member Leases of ``run --sharding``, the dashboard.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
+
+from gitdeploy.cluster.rawapi import Bookmark
+from gitdeploy.errors import ExpiredError, GitdeployError
+
+log = logging.getLogger("gitdeploy.watch")
+
+
+def keep_following(
+    stop: threading.Event, what: str, follow_once: Callable[[str, Callable[[str], None]], str]
+) -> None:
+    """Call ``follow_once(version, reached)`` (one list-then-watch, see :func:`follow_once`) until
+    ``stop``, each from the version the last one reached: a watch that breaks off (a cut
+    connection, an API server restart) is resumed, not listed again; a 410 lists again, once."""
+    version = ""
+
+    def reached(at: str) -> None:
+        nonlocal version
+        version = at
+
+    while not stop.is_set():
+        try:
+            version = follow_once(version, reached)
+        except GitdeployError as problem:  # the API hiccupped: watch again from where it was
+            log.debug("%s restarts: %s", what, problem)
+            stop.wait(1.0)
+
+
+class Versioned(Protocol):
+    """An object as the API server stored it: a watch that saw it goes on from its version."""
+
+    @property
+    def resource_version(self) -> str: ...
+
+
+Seen = TypeVar("Seen", bound=Versioned)
+
+
+def follow_once(
+    what: str,
+    list_at: Callable[[], tuple[list[Seen], str]],
+    watch: Callable[[str], Iterable[tuple[str, Seen | Bookmark]]],
+    version: str,
+    seen: Callable[[Seen], None],
+    *,
+    deleted: Callable[[Seen], None] | None = None,
+    reached: Callable[[str], None] | None = None,
+    listed: Callable[[list[Seen]], None] | None = None,
+) -> str:
+    """One watch from ``version`` (none: ``list_at()`` first, which lists the objects with the
+    list's resourceVersion) until the server ends it, ``seen`` told of each object added or
+    changed (and ``deleted`` of each one deleted); returns the version to go on from ('' after
+    ``410 Gone``: list again). ``reached`` is told of that version as it moves, so that a watch
+    that breaks off is resumed from where it was; ``listed`` is told of each list as a whole,
+    before ``seen`` of each item. A bookmark moves the version on (``reached`` too) and is seen by
+    no one. :func:`~gitdeploy.controller.watcher.follow_records_once` is the one of app records."""
+    if not version:
+        version = _list_first(list_at, seen, listed)
+        if reached is not None:
+            reached(version)
+    try:
+        for kind, stored in watch(version):
+            version = stored.resource_version or version
+            if reached is not None:
+                reached(version)
+            if isinstance(stored, Bookmark):
+                continue
+            if kind != "DELETED":
+                seen(stored)
+            elif deleted is not None:
+                deleted(stored)
+    except ExpiredError as gone:
+        log.info("%s: %s; listing again", what, gone)
+        return ""
+    return version
+
+
+def _list_first(
+    list_at: Callable[[], tuple[list[Seen], str]],
+    seen: Callable[[Seen], None],
+    listed: Callable[[list[Seen]], None] | None,
+) -> str:
+    """The list that starts a watch: ``listed`` of it all, ``seen`` of each item; its version.
+    A function of its own so that the list is not held while the watch runs, and one list at a
+    time (:data:`_ONE_LIST_AT_A_TIME`)."""
+    with _ONE_LIST_AT_A_TIME:
+        items, version = list_at()
+        if listed is not None:
+            listed(items)
+        for stored in items:
+            seen(stored)
+    return version
+
+
+_ONE_LIST_AT_A_TIME = threading.Lock()
+"""Held by a watch while it lists: the watches of every namespace start together (two per
+namespace), and a list's items are held whole until handed over, so lists side by side would
+hold them all at once (at 10,000 apps, the most memory ``run`` ever used)."""
