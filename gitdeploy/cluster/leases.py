@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gitdeploy.cluster.apierrors import translated
-from gitdeploy.cluster.rawapi import RawApi, discard
+from gitdeploy.cluster.rawapi import Bookmark, RawApi, discard
 from gitdeploy.core.lease import LeaseSpec, ObservedLease, format_micro_time
 from gitdeploy.core.timestamps import parse_timestamp
 from gitdeploy.errors import NotFoundError
@@ -22,6 +23,18 @@ def read_raw_lease(kube: RawApi, namespace: str, name: str, timeout: float | Non
     except NotFoundError:
         return None
     return raw
+
+
+@dataclass(frozen=True)
+class NamedLease:
+    """A Lease of a list or a watch, with its name."""
+
+    name: str
+    lease: ObservedLease
+
+    @property
+    def resource_version(self) -> str:
+        return self.lease.resource_version
 
 
 class Leases:
@@ -79,6 +92,33 @@ class Leases:
         items = raw.get("items") or []
         return {str(item["metadata"]["name"]): _to_observed_lease(item) for item in items}
 
+    def list_leases_at(self, namespace: str, label_selector: str) -> tuple[list[NamedLease], str]:
+        """The Leases of ``namespace`` that ``label_selector`` selects, and the list's
+        resourceVersion: where :meth:`watch_leases` goes on from."""
+        return self.kube.list_converted_at(
+            self.kube.leases.list,
+            f"list Leases in {namespace}",
+            _named_lease,
+            namespace=namespace,
+            label_selector=label_selector,
+        )
+
+    def watch_leases(
+        self, namespace: str, label_selector: str, resource_version: str, timeout_seconds: int = 300
+    ) -> Iterator[tuple[str, NamedLease | Bookmark]]:
+        """``(event type, Lease)`` for every change of those Leases after ``resource_version``,
+        until the server ends the watch; ``410 Gone`` is an ExpiredError."""
+        yield from self.kube.watch_as(
+            self.kube.leases.list,
+            f"watch of Leases in {namespace}",
+            _named_lease,
+            namespace=namespace,
+            label_selector=label_selector,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=self.kube.watch_timeout(timeout_seconds),
+        )
+
     def delete_lease(
         self, namespace: str, name: str, resource_version: str, timeout: float | None = None
     ) -> None:
@@ -116,3 +156,7 @@ def _to_observed_lease(raw: Mapping[str, Any]) -> ObservedLease:
         ),
         resource_version=str((raw.get("metadata") or {}).get("resourceVersion", "")),
     )
+
+
+def _named_lease(raw: Mapping[str, Any]) -> NamedLease:
+    return NamedLease(str((raw.get("metadata") or {}).get("name", "")), _to_observed_lease(raw))

@@ -6,6 +6,10 @@ Leases in the same namespace. The rules are :mod:`gitdeploy.core.lease` (a Lease
 duration after *this process saw it change*; a holder of this machine that no longer runs is gone
 at once) and :mod:`gitdeploy.core.sharding` (who owns which app).
 
+A second thread watches the member Leases (:mod:`gitdeploy.controller.memberwatch`): a renewal
+counts from when the watch delivered it, not from the next list, and a member Lease deleted makes
+the next list come at once.
+
 Fencing: :meth:`Membership.fresh` is True only while this replica renewed its Lease within the
 renew deadline, by its own monotonic clock, and :attr:`Membership.term` grows each time that
 lapsed. The loop checks both before every write for an app: a replica paused (SIGSTOP) past its
@@ -24,6 +28,7 @@ from collections.abc import Callable
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.leader import holder_is_gone, lease_namespace_missing, process_runs
+from gitdeploy.controller.memberwatch import MemberWatch
 from gitdeploy.core.lease import (
     JITTER_FACTOR,
     LeaseTimings,
@@ -91,6 +96,8 @@ class Membership:
         self._told: frozenset[str] | None = None
         self._problem = ""
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self.watch = MemberWatch(cluster, namespace, self.name, monotonic, self._wake.set)
         self._thread: threading.Thread | None = None
 
     @property
@@ -136,11 +143,13 @@ class Membership:
             return
         self._problem = ""
         now = self.monotonic.now()
+        heard = self.watch.heard_at({name: lease.resource_version for name, lease in listed.items()})
         seen: dict[str, tuple[str, float, ObservedLease]] = {}
         for name, lease in listed.items():
             before = self._seen.get(name)
+            at = min(now, heard.get(name, now))
             since = seen_since(
-                observed_since(before[:2] if before else None, lease.resource_version, now),
+                observed_since(before[:2] if before else None, lease.resource_version, at),
                 now,
                 lease.spec.duration_seconds,
                 holder_gone=holder_is_gone(lease.spec.holder, self.identity, self._runs),
@@ -246,14 +255,18 @@ class Membership:
     # -- in the background -----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Renew and list every retry period on a daemon thread until :meth:`close`."""
+        """Renew and list every retry period, and watch the member Leases, on daemon threads
+        until :meth:`close`."""
         self._thread = threading.Thread(target=self._run, name="membership", daemon=True)
         self._thread.start()
+        watch = threading.Thread(target=self.watch.run, args=(self._stop,), name="member-watch", daemon=True)
+        watch.start()  # it ends with the process if a watch is under way at close
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._wake.clear()
             self.step()
-            self._stop.wait(self.next_wait())
+            self._wake.wait(self.next_wait())
 
     def next_wait(self) -> float:
         """Seconds until the next try: a retry period (with jitter), or less when a member's Lease
@@ -268,6 +281,7 @@ class Membership:
         """Stop renewing, and delete the member Lease (clean shutdown: the others take this
         replica's apps over at their next try instead of after the Lease expired)."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=self.timings.renew_deadline + self.timings.retry_period)
         with self._lock:

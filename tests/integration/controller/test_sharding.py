@@ -21,9 +21,10 @@ from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.lease import JITTER_FACTOR, LeaseTimings
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord
-from gitdeploy.core.sharding import ShardClaim, member_lease_name, owner_of
+from gitdeploy.core.sharding import MEMBER_LABEL, ShardClaim, member_lease_name, owner_of
 from gitdeploy.errors import ConflictError, TransientError
 from gitdeploy.localcluster import LocalCluster
+from tests.fixtures.waiting import eventually
 
 NAMESPACE = "gitdeploy-system"
 TIMINGS = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
@@ -118,6 +119,48 @@ def test_a_replica_looks_at_the_members_again_as_soon_as_a_silent_ones_lease_exp
     assert a.members() == {A}
     # ... and, with no other member left, at its retry period again
     assert regular[0] <= a.next_wait() <= regular[1]
+
+
+def test_a_renewal_the_watch_delivered_counts_from_then_not_from_the_next_list(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    a, b = member(adapter, A, fake_clock), member(adapter, B, fake_clock)
+    b.step()
+    a.step()
+    # Given b renews, and a's watch of the member Leases delivers the renewal at once
+    fake_clock.advance(2)
+    b.step()
+    listed, _ = adapter.leases.list_leases_at(NAMESPACE, f"{MEMBER_LABEL}=true")
+    a.watch.heard(next(lease for lease in listed if lease.name == member_lease_name(B)))
+    # When b stops renewing, and a lists the members a retry period (2 s) later, and 8 s on
+    fake_clock.advance(2)
+    a.step()
+    fake_clock.advance(8)
+    a.step()
+    assert a.members() == {A, B}
+    # Then b's Lease expires 15 s after the watch delivered its renewal, not 15 s after the list
+    fake_clock.advance(5 + EXPIRY_MARGIN)
+    a.step()
+    assert a.members() == {A}
+
+
+def test_a_member_lease_deleted_is_seen_gone_at_once_not_at_the_next_retry_period(
+    adapter: Cluster, fake_clock: FakeClock
+) -> None:
+    # Given a replica that lists the members only every 60 s, and b a member
+    slow = LeaseTimings(lease_duration=120, renew_deadline=90, retry_period=60)
+    b = member(adapter, B, fake_clock)
+    b.step()
+    a = Membership(adapter, NAMESPACE, A, fake_clock, fake_clock, slow, runs=lambda _pid: True)
+    a.start()
+    try:
+        eventually(lambda: (a.watch.watching and a.members() == {A, B}) or None, "a sees b", timeout=10)
+        # When b shuts down cleanly (its Lease deleted)
+        b.close()
+        # Then a's watch sees the Lease go, and a lists the members at once
+        eventually(lambda: a.members() == {A} or None, "a sees b gone", timeout=10)
+    finally:
+        a.close()
 
 
 def test_a_paused_replica_refuses_the_writes_of_the_step_it_was_in_even_after_renewing(
