@@ -28,7 +28,7 @@ from collections.abc import Callable
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.leader import lease_namespace_missing
-from gitdeploy.controller.listwatch import follow_once
+from gitdeploy.controller.listwatch import WatchHealth, follow_once, keep_watching
 from gitdeploy.core.headnews import (
     Announced,
     HeadAnnouncement,
@@ -46,8 +46,6 @@ log = logging.getLogger("gitdeploy.sharding")
 
 WATCH_SECONDS = 300
 """The server ends each watch after this long; it is resumed from where it was."""
-PAUSES = (1.0, 30.0)
-"""The pause after a failed list or watch: the first, doubling up to the second."""
 WRITE_TRIES = 3
 
 
@@ -83,7 +81,12 @@ class HeadNews:
         self._other_refs: set[tuple[str, str]] = set()
         """(replica, ref) of the announcements of other branches (each said once)."""
         self._polled: str | None = None
-        self._watching = False
+        self.health = WatchHealth(
+            lambda: f"lease {self.lease}",
+            "heads the other replicas find are fetched at once",
+            "polling git at --interval",
+            log,
+        )
         self._pending: HeadAnnouncement | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -97,8 +100,7 @@ class HeadNews:
 
     @property
     def watching(self) -> bool:
-        with self._lock:
-            return self._watching
+        return self.health.watching
 
     def period(self, interval: float) -> float:
         """Seconds until the next poll of git (:func:`~gitdeploy.core.headnews.poll_period`)."""
@@ -236,43 +238,21 @@ class HeadNews:
             )
 
     def _watcher(self) -> None:
-        version, pause, told = "", PAUSES[0], ""
-
-        def reached(at: str) -> None:
-            nonlocal version, told
-            version, told = at, ""
-            if self._set_watching(True):
-                log.info("watching lease %s: heads the other replicas find are fetched at once", self.lease)
-
-        while not self._stop.is_set():
-            try:
-                version = follow_once(
-                    f"watch of lease {self.lease}",
-                    lambda: self.cluster.head_leases.list_at(self.namespace, self.name),
-                    lambda since: self.cluster.head_leases.watch(
-                        self.namespace, self.name, since, timeout_seconds=WATCH_SECONDS
-                    ),
-                    version,
-                    self.noticed,
-                    deleted=lambda _gone: self._remember(None),
-                    reached=reached,
-                )
-                pause = PAUSES[0]
-            except GitdeployError as problem:
-                self._set_watching(False)
-                if problem.message != told:
-                    told = problem.message
-                    log.warning(
-                        "watch of lease %s: %s; polling git at --interval meanwhile", self.lease, problem
-                    )
-                self._stop.wait(pause)
-                pause = min(pause * 2, PAUSES[1])
-
-    def _set_watching(self, watching: bool) -> bool:
-        """Set the watch's health; True when it changed."""
-        with self._lock:
-            changed, self._watching = self._watching != watching, watching
-        return changed
+        keep_watching(
+            self._stop,
+            lambda version, reached: follow_once(
+                f"watch of lease {self.lease}",
+                lambda: self.cluster.head_leases.list_at(self.namespace, self.name),
+                lambda since: self.cluster.head_leases.watch(
+                    self.namespace, self.name, since, timeout_seconds=WATCH_SECONDS
+                ),
+                version,
+                self.noticed,
+                deleted=lambda _gone: self._remember(None),
+                reached=reached,
+            ),
+            self.health,
+        )
 
     # -- in the background -----------------------------------------------------------------------
 

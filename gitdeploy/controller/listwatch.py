@@ -22,18 +22,12 @@ def keep_following(
     """Call ``follow_once(version, reached)`` (one list-then-watch, see :func:`follow_once`) until
     ``stop``, each from the version the last one reached: a watch that breaks off (a cut
     connection, an API server restart) is resumed, not listed again; a 410 lists again, once."""
-    version = ""
 
-    def reached(at: str) -> None:
-        nonlocal version
-        version = at
-
-    while not stop.is_set():
-        try:
-            version = follow_once(version, reached)
-        except GitdeployError as problem:  # the API hiccupped: watch again from where it was
+    def health(problem: GitdeployError | None) -> None:
+        if problem is not None:  # the API hiccupped: watch again from where it was, in a second
             log.debug("%s restarts: %s", what, problem)
-            stop.wait(1.0)
+
+    keep_watching(stop, follow_once, health, pauses=(1.0, 1.0))
 
 
 class Versioned(Protocol):
@@ -106,3 +100,61 @@ _ONE_LIST_AT_A_TIME = threading.Lock()
 """Held by a watch while it lists: the watches of every namespace start together (two per
 namespace), and a list's items are held whole until handed over, so lists side by side would
 hold them all at once (at 10,000 apps, the most memory ``run`` ever used)."""
+
+
+class WatchHealth:
+    """Whether a watch works now, for the code that falls back without it; logged once per change:
+    when it starts (or works again), and each new failure, with what is done meanwhile. ``what()``
+    names the objects watched."""
+
+    def __init__(self, what: Callable[[], str], working: str, meanwhile: str, logger: logging.Logger) -> None:
+        self.what = what
+        self.working = working
+        self.meanwhile = meanwhile
+        self.log = logger
+        self._lock = threading.Lock()
+        self._watching = False
+        self._told = ""
+
+    @property
+    def watching(self) -> bool:
+        with self._lock:
+            return self._watching
+
+    def __call__(self, problem: GitdeployError | None) -> None:
+        """The watch reached a version (``problem`` None), or failed."""
+        told = problem.message if problem is not None else ""
+        with self._lock:
+            started = problem is None and not self._watching
+            new = told and told != self._told
+            self._watching, self._told = problem is None, told
+        if started:
+            self.log.info("watching %s: %s", self.what(), self.working)
+        if new:
+            self.log.warning("watch of %s: %s; %s meanwhile", self.what(), problem, self.meanwhile)
+
+
+def keep_watching(
+    stop: threading.Event,
+    follow_once: Callable[[str, Callable[[str], None]], str],
+    health: Callable[[GitdeployError | None], None],
+    pauses: tuple[float, float] = (1.0, 30.0),
+) -> None:
+    """:func:`keep_following` for a watch whose health matters (:class:`WatchHealth`): ``health``
+    is told of each version reached and of each failure, after which the next try waits a pause,
+    the first of ``pauses`` doubling up to the second."""
+    version, pause = "", pauses[0]
+
+    def reached(at: str) -> None:
+        nonlocal version
+        version = at
+        health(None)
+
+    while not stop.is_set():
+        try:
+            version = follow_once(version, reached)
+            pause = pauses[0]
+        except GitdeployError as problem:
+            health(problem)
+            stop.wait(pause)
+            pause = min(pause * 2, pauses[1])

@@ -20,16 +20,13 @@ from collections.abc import Callable
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.leases import NamedLease
-from gitdeploy.controller.listwatch import follow_once
+from gitdeploy.controller.listwatch import WatchHealth, follow_once, keep_watching
 from gitdeploy.core.sharding import MEMBER_LABEL
-from gitdeploy.errors import GitdeployError
 
 log = logging.getLogger("gitdeploy.sharding")
 
 WATCH_SECONDS = 300
 """The server ends each watch after this long; it is resumed from where it was."""
-PAUSES = (1.0, 30.0)
-"""The pause after a failed list or watch: the first, doubling up to the second."""
 
 
 class MemberWatch:
@@ -47,13 +44,17 @@ class MemberWatch:
         self._lock = threading.Lock()
         self._heard: dict[str, tuple[str, float]] = {}
         """Each Lease's version as the watch delivered it last, and when (monotonic) it first did."""
-        self._watching = False
+        self.health = WatchHealth(
+            lambda: f"the member leases in {namespace}",
+            "renewals count from its news",
+            "renewals count from the lists (every retry period)",
+            log,
+        )
 
     @property
     def watching(self) -> bool:
         """Whether the watch is running (renewals count from its news)."""
-        with self._lock:
-            return self._watching
+        return self.health.watching
 
     def heard(self, named: NamedLease) -> None:
         """The watch delivered a member Lease: a version new to this process counts from now."""
@@ -75,47 +76,21 @@ class MemberWatch:
             self.on_gone()
 
     def run(self, stop: threading.Event) -> None:
-        """Follow the member Leases until ``stop`` (resumed where it broke off; listed again after
-        ``410 Gone``; after a failure, again after a pause, 1 s doubling to 30 s)."""
-        version, pause, told = "", PAUSES[0], ""
+        """Follow the member Leases until ``stop`` (:func:`~gitdeploy.controller.listwatch.keep_watching`)."""
         leases, selector = self.cluster.leases, f"{MEMBER_LABEL}=true"
-
-        def reached(at: str) -> None:
-            nonlocal version, told
-            version, told = at, ""
-            if self._set_watching(True):
-                log.info("watching the member leases in %s: renewals count from its news", self.namespace)
-
-        while not stop.is_set():
-            try:
-                version = follow_once(
-                    f"watch of the member leases in {self.namespace}",
-                    lambda: leases.list_leases_at(self.namespace, selector),
-                    lambda since: leases.watch_leases(self.namespace, selector, since, WATCH_SECONDS),
-                    version,
-                    self.heard,
-                    deleted=self._deleted,
-                    reached=reached,
-                )
-                pause = PAUSES[0]
-            except GitdeployError as problem:
-                self._set_watching(False)
-                if problem.message != told:
-                    told = problem.message
-                    log.warning(
-                        "watch of the member leases in %s: %s; renewals count from the lists "
-                        "(every retry period) meanwhile",
-                        self.namespace,
-                        problem,
-                    )
-                stop.wait(pause)
-                pause = min(pause * 2, PAUSES[1])
-
-    def _set_watching(self, watching: bool) -> bool:
-        """Set the watch's health; True when it changed."""
-        with self._lock:
-            changed, self._watching = self._watching != watching, watching
-        return changed
+        keep_watching(
+            stop,
+            lambda version, reached: follow_once(
+                f"watch of the member leases in {self.namespace}",
+                lambda: leases.list_leases_at(self.namespace, selector),
+                lambda since: leases.watch_leases(self.namespace, selector, since, WATCH_SECONDS),
+                version,
+                self.heard,
+                deleted=self._deleted,
+                reached=reached,
+            ),
+            self.health,
+        )
 
 
 __all__ = ["MemberWatch"]
