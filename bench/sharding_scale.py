@@ -23,7 +23,8 @@ ready after 50 ms) and the same generated config repo; the replicas are the real
   thousands of apps it just adopted answers a scrape seconds late; they owned every app between
   the two figures);
   ``claims_written_s`` runs on until every app's record names a survivor (the claims the
-  handovers write after the apps are due; the bench lists the records every second).
+  handovers write after the apps are due; the bench lists the records every second). The time
+  of the kill is printed as the replicas' logs print times (with ``--keep``, to read them by).
 
 Prints a JSON line per replica count, then a table::
 
@@ -34,6 +35,7 @@ Prints a JSON line per replica count, then a table::
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -118,6 +120,8 @@ def failover_seconds(
     live = {identity for _, identity in started[1:]}
     os.kill(pid_of(started[0][1]), signal.SIGKILL)
     killed = time.perf_counter()
+    stamp = datetime.datetime.now().strftime("%H:%M:%S.%f")[:-3]  # as the replicas' logs, to read them by
+    print(f"  killed replica {started[0][1]} at {stamp}", file=sys.stderr, flush=True)
     owning = None
     began = 0.0
     with ThreadPoolExecutor(max_workers=len(survivors)) as scrapes:  # side by side, not one after another
