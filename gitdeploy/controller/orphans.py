@@ -121,8 +121,8 @@ def last_health(record: AppRecord | None, replica_sets: list[ObservedReplicaSet]
 class OrphanPlan:
     """What one pass does to an app without a valid manifest (data; :class:`PruneExecutor` does it):
     the record to write (its status), an event, and for a prune the ReplicaSets to scale to 0 and
-    delete, then the record to delete. Every write and delete names the resourceVersion the pass
-    read: an object changed since (by hand, by its controller, by another replica) refuses it."""
+    delete, then the record to delete. Each write and delete is refused by an object changed
+    since the pass read it (see :class:`PruneExecutor`)."""
 
     key: AppKey
     verdict: Verdict
