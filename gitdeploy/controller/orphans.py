@@ -134,9 +134,8 @@ class OrphanPlan:
     event: str = ""
     """The message of a ``PruneHeld`` Warning event on the record ('' for none)."""
     scale_down: tuple[str, ...] = ()
-    delete: tuple[str, ...] = ()
-    read_at: tuple[tuple[str, str, str], ...] = ()
-    """Each ReplicaSet to scale or delete as read: its name, resourceVersion and uid."""
+    delete: tuple[ObservedReplicaSet, ...] = ()
+    """The ReplicaSets to delete, as read (their resourceVersion and uid are the preconditions)."""
     delete_record: bool = False
     log: str = ""
     """What to log once it is done ('' for nothing)."""
@@ -195,8 +194,7 @@ def plan_orphan(seen: Seen, note: str, gate: PruneGate, protected: bool) -> Orph
         Verdict(Sync.ORPHANED, Health.MISSING, OrphanPhase.PRUNED, f"pruned ({note})"),
         version=seen.stored.resource_version if seen.stored is not None else "",
         scale_down=tuple(rs.name for rs in own if rs.state.replicas),
-        delete=tuple(rs.name for rs in own),
-        read_at=tuple((rs.name, rs.resource_version, rs.uid) for rs in own),
+        delete=tuple(own),
         delete_record=True,
         log=f"pruned: {note}",
     )
@@ -252,18 +250,15 @@ class PruneExecutor:
             log.warning("[%s] %s", key, plan.log)
         if plan.event:
             self._event(key, plan.uid, plan.event)
-        ns, read = key.namespace, {name: (version, uid) for name, version, uid in plan.read_at}
+        ns, versions = key.namespace, {rs.name: rs.resource_version for rs in plan.delete}
         for name in plan.scale_down:
             self.fence(key)
-            version, uid = read.get(name, ("", ""))
-            with refused_when_changed(key, f"ReplicaSet {name}"):
-                self.cluster.scale_replica_set(ns, name, 0, version=version)
-            read[name] = ("", uid)  # scaled: its status changes next
-        for name in plan.delete:
+            with refused_when_changed(key, f"ReplicaSet {name}"):  # scaled: deleted by its uid alone
+                self.cluster.scale_replica_set(ns, name, 0, version=versions.pop(name, ""))
+        for rs in plan.delete:
             self.fence(key)
-            version, uid = read.get(name, ("", ""))
-            with refused_when_changed(key, f"ReplicaSet {name}"):
-                self.cluster.delete_replica_set(ns, name, version=version, uid=uid)
+            with refused_when_changed(key, f"ReplicaSet {rs.name}"):
+                self.cluster.delete_replica_set(ns, rs.name, version=versions.get(rs.name, ""), uid=rs.uid)
         if plan.delete_record:
             self.fence(key)
             with refused_when_changed(key, "its record"):
