@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.leader import lease_namespace_missing
+from gitdeploy.controller.leader import lease_problem
 from gitdeploy.controller.listwatch import WatchHealth, follow_once, keep_watching
 from gitdeploy.core.headnews import (
     Announced,
@@ -86,6 +86,7 @@ class HeadNews:
             "heads the other replicas find are fetched at once",
             "polling git at --interval",
             log,
+            explain=lambda problem: lease_problem(problem, self.namespace),
         )
         self._pending: HeadAnnouncement | None = None
         self._wake = threading.Event()
@@ -163,7 +164,7 @@ class HeadNews:
                     written = self.cluster.head_leases.write(self.namespace, self.name, wanted, version)
                 except NotFoundError as gone:
                     if version is None:  # a create: the namespace is missing
-                        raise lease_namespace_missing(gone, self.namespace) from None
+                        raise lease_problem(gone, self.namespace) from None
                     current = None  # another replica deleted it: read again
                     continue
                 except (ConflictError, AlreadyExistsError):

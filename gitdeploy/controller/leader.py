@@ -35,7 +35,7 @@ from gitdeploy.core.lease import (
     renew_deadline_passed,
     seen_since,
 )
-from gitdeploy.errors import AlreadyExistsError, ConflictError, GitdeployError, NotFoundError
+from gitdeploy.errors import AlreadyExistsError, ConflictError, ForbiddenError, GitdeployError, NotFoundError
 
 log = logging.getLogger("gitdeploy.leader")
 
@@ -94,12 +94,20 @@ def holder_is_gone(holder: str, identity: str, runs: Callable[[int], bool] = pro
     return pid is not None and not runs(pid)
 
 
-def lease_namespace_missing(problem: GitdeployError, namespace: str) -> GitdeployError:
-    """``problem`` of a write of a Lease in ``namespace`` that this process reads or creates: a
-    NotFoundError there means the namespace is missing, and the hint says what to do."""
-    if not isinstance(problem, NotFoundError):
-        return problem
-    return NotFoundError(problem.message, hint=f"create namespace {namespace}, or pass --lease-namespace")
+def lease_problem(problem: GitdeployError, namespace: str) -> GitdeployError:
+    """``problem`` of a request for a Lease in ``namespace``, with a hint that says what to do:
+    a NotFoundError of a Lease this process reads or creates means the namespace is missing; a
+    ForbiddenError, that the Role of deploy/leader-election.yaml is not bound there (the general
+    403 hint names the Role of the managed namespaces, which has no Leases)."""
+    if isinstance(problem, NotFoundError):
+        return NotFoundError(problem.message, hint=f"create namespace {namespace}, or pass --lease-namespace")
+    if isinstance(problem, ForbiddenError):
+        hint = (
+            f"apply deploy/leader-election.yaml's Role and RoleBinding in namespace {namespace} (get, "
+            "list, watch, create, update and delete on Leases), or pass --lease-namespace"
+        )
+        return ForbiddenError(problem.message, hint=hint)
+    return problem
 
 
 class LeaderElector:
@@ -224,7 +232,7 @@ class LeaderElector:
             log.debug("lease %s: another process wrote it first; re-reading", self.lease)
         elif problem.message != self._problem:
             self._problem = problem.message
-            log.warning("lease %s: %s", self.lease, lease_namespace_missing(problem, self.namespace))
+            log.warning("lease %s: %s", self.lease, lease_problem(problem, self.namespace))
         with self._lock:
             lost = self._role is Role.LEADER and renew_deadline_passed(
                 self._last_renewed, now, self.timings.renew_deadline

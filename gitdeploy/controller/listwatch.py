@@ -105,13 +105,21 @@ hold them all at once (at 10,000 apps, the most memory ``run`` ever used)."""
 class WatchHealth:
     """Whether a watch works now, for the code that falls back without it; logged once per change:
     when it starts (or works again), and each new failure, with what is done meanwhile. ``what()``
-    names the objects watched."""
+    names the objects watched; ``explain`` gives a failure the hint that fits them."""
 
-    def __init__(self, what: Callable[[], str], working: str, meanwhile: str, logger: logging.Logger) -> None:
+    def __init__(
+        self,
+        what: Callable[[], str],
+        working: str,
+        meanwhile: str,
+        logger: logging.Logger,
+        explain: Callable[[GitdeployError], GitdeployError] = lambda problem: problem,
+    ) -> None:
         self.what = what
         self.working = working
         self.meanwhile = meanwhile
         self.log = logger
+        self.explain = explain
         self._lock = threading.Lock()
         self._watching = False
         self._told = ""
@@ -130,8 +138,10 @@ class WatchHealth:
             self._watching, self._told = problem is None, told
         if started:
             self.log.info("watching %s: %s", self.what(), self.working)
-        if new:
-            self.log.warning("watch of %s: %s; %s meanwhile", self.what(), problem, self.meanwhile)
+        if new and problem is not None:
+            self.log.warning(
+                "watch of %s: %s; %s meanwhile", self.what(), self.explain(problem), self.meanwhile
+            )
 
 
 def keep_watching(

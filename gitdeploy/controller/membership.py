@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.leader import holder_is_gone, lease_namespace_missing, process_runs
+from gitdeploy.controller.leader import holder_is_gone, lease_problem, process_runs
 from gitdeploy.controller.memberwatch import MemberWatch
 from gitdeploy.core.lease import (
     JITTER_FACTOR,
@@ -136,9 +136,7 @@ class Membership:
         except GitdeployError as problem:
             if problem.message != self._problem:
                 self._problem = problem.message
-                log.warning(
-                    "member lease %s: %s", self.lease, lease_namespace_missing(problem, self.namespace)
-                )
+                log.warning("member lease %s: %s", self.lease, lease_problem(problem, self.namespace))
             self._tell(self.members())
             return
         self._problem = ""

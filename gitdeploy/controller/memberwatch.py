@@ -20,6 +20,7 @@ from collections.abc import Callable
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.cluster.leases import NamedLease
+from gitdeploy.controller.leader import lease_problem
 from gitdeploy.controller.listwatch import WatchHealth, follow_once, keep_watching
 from gitdeploy.core.sharding import MEMBER_LABEL
 
@@ -49,6 +50,7 @@ class MemberWatch:
             "renewals count from its news",
             "renewals count from the lists (every retry period)",
             log,
+            explain=lambda problem: lease_problem(problem, namespace),
         )
 
     @property

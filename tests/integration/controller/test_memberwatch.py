@@ -60,6 +60,9 @@ def test_the_member_watch_runs_under_deploys_role_and_without_watch_the_lists_su
                 eventually(lambda: "forbidden" in caplog.text, "a told its watch is forbidden")
                 assert not a.watch.watching
                 assert "renewals count from the lists (every retry period) meanwhile" in caplog.text
+                role = "deploy/leader-election.yaml's Role and RoleBinding"
+                hint = f"apply {role} in namespace {GITDEPLOY_NAMESPACE}"
+                assert hint in caplog.text  # not the managed namespaces' Role, which has no Leases
     finally:
         a.close()
         b.close()
