@@ -1,7 +1,7 @@
 """Real ``gitdeploy run --sharding`` replicas against one embedded cluster and one git repo: every
 app converges, each is written by exactly one replica, a killed replica's apps move and finish
 within the rollout bounds, a paused one writes nothing after its apps moved, and a fourth replica
-takes about a quarter of the apps."""
+takes only the apps the hash gives it."""
 
 from __future__ import annotations
 
@@ -216,7 +216,7 @@ def test_a_paused_replica_writes_nothing_for_its_apps_after_they_moved(
     assert "changed by hand" not in victim.run.log, victim.run.log
 
 
-def test_a_fourth_replica_takes_about_a_quarter_of_the_apps(
+def test_a_fourth_replica_takes_only_the_apps_the_hash_gives_it(
     git_remote: GitRemote, cluster: Embedded, runs: Callable[..., Run]
 ) -> None:
     replicas = fleet(git_remote, runs, cluster, APPS)
@@ -235,8 +235,10 @@ def test_a_fourth_replica_takes_about_a_quarter_of_the_apps(
         "the fourth replica's apps claimed by it",
     )
 
-    # Then only the apps the hash gives it moved, about a quarter of them, each claimed anew
-    assert 2 <= len(expected_moves) <= 15, expected_moves
+    # Then only the apps the hash gives it moved, each claimed anew. (That the hash gives a joiner
+    # about 1/n of the apps is tests/unit/core/test_sharding.py's to show, over 3,000 fixed keys:
+    # with 30 apps and random identities, a bound on the share here fails now and then.)
+    assert 0 < len(expected_moves) < APPS, expected_moves
     for app, claim in claims(cluster).items():
         assert claim is not None
         if app in expected_moves:

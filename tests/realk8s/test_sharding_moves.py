@@ -2,7 +2,7 @@
 deploy/'s ServiceAccount, 60 apps on three replicas: one paused (SIGSTOP) in the middle of its
 apps' rollouts writes nothing for them once resumed until it claimed them anew (the API server's
 audit log says who wrote what, and in which order), and a fourth replica that joins takes only the
-apps the hash gives it, about a quarter, while nobody writes anything for the others."""
+apps the hash gives it while nobody writes anything for the others."""
 
 from __future__ import annotations
 
@@ -168,8 +168,10 @@ def test_a_fourth_replica_takes_only_the_apps_the_hash_gives_it_and_nothing_else
     expected = {app: (joined, 2) if app in moves else (owner, 1) for app, owner in first.items()}
     wait_for("the fourth replica's apps claimed by it", lambda: claims(gitdeploy, namespace) == expected)
 
-    # Then only the apps the hash gives it moved, about a quarter of them, each claimed anew
-    assert APPS // 8 <= len(moves) <= APPS // 2, moves
+    # Then only the apps the hash gives it moved, each claimed anew. (That the hash gives a joiner
+    # about 1/n of the apps is tests/unit/core/test_sharding.py's to show, over 3,000 fixed keys:
+    # with 60 apps and random identities, a share bound here fails about once in a hundred.)
+    assert 0 < len(moves) < APPS, moves
     # ... their old owners released them and the fourth claimed them, and no other app's record or
     # ReplicaSets were written by anyone (the audit log of deploy/'s ServiceAccount)
     written = writers(control_plane, namespace, start)
