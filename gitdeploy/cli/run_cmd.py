@@ -756,7 +756,8 @@ def sync(
 
     Exit code: 0 when every app (or every APP named) is Synced or Pinned and not Degraded;
     1 otherwise (a rollout failed, a manifest or a file is invalid, the repo is unreachable or its
-    head is not signed by a --trusted-key, or --timeout).
+    head is not signed by a --trusted-key, three passes over an app each found an object changed
+    by someone else since the pass read it, or --timeout).
 
     \b
     Examples:
@@ -777,7 +778,7 @@ def sync(
         keys = _select(controller, apps) if apps else None  # none named: every app, orphans too
         deadline = time.monotonic() + timeout
         scheduler = Scheduler(controller)
-        reports = {r.key: r for r in scheduler.pass_once(keys)}
+        reports = scheduler.pass_answering(keys)
         followed: set[AppKey] = set()  # the apps whose rollout --wait waits for
         stop, wake = threading.Event(), threading.Event()
         if wait and not all(r.settled for r in reports.values()):

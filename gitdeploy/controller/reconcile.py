@@ -44,7 +44,7 @@ from gitdeploy.controller.verdicts import StatusVerdict, judge
 from gitdeploy.core.history.records import AppRecord, CommitRef
 from gitdeploy.core.imagetriggers import followed_tags, suspension_note
 from gitdeploy.core.models import App, AppKey
-from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
+from gitdeploy.core.observed import APP_LABEL, ObservedPod, ObservedReplicaSet, PodCensus, StoredRecord
 from gitdeploy.core.rollout import AppPhase, Snapshot, Step, starts_rollout
 from gitdeploy.core.sync.syncstate import Health, Sync
 from gitdeploy.errors import (
@@ -125,6 +125,21 @@ def failed_report(key: AppKey, previous: AppReport | None, message: str) -> AppR
     )
 
 
+def unanswered_report(key: AppKey, problem: StaleReadError, passes: int) -> AppReport:
+    """The report of an app none of whose ``passes`` came to a verdict, each ending at a write
+    that found an object changed since its read (``problem``, the last one): SYNC and HEALTH
+    ``Unknown``, unsettled."""
+    return AppReport(
+        key,
+        Sync.UNKNOWN,
+        Health.UNKNOWN,
+        "",
+        f"error: {problem.message}, at each of {passes} passes: something else keeps changing it "
+        f"(`kubectl get rs,configmaps -n {key.namespace} -l {APP_LABEL}={key.name} -w` shows the changes); "
+        "run sync again once it stops",
+    )
+
+
 def source_unavailable_report(key: AppKey, previous: AppReport | None, note: str) -> AppReport:
     """The report of an app of git while the repo cannot be read (a rollout under way goes on)."""
     return AppReport(
@@ -173,6 +188,10 @@ class Reconciler:
         """Namespaces whose ReplicaSets a watch follows (see :mod:`gitdeploy.controller.watcher`)."""
         self.observers: list[Callable[[float, str], None]] = []
         """(seconds, "success" or "error") after every pass over one app."""
+        self.unanswered: dict[AppKey, StaleReadError] = {}
+        """The apps whose last pass came to no verdict, and why: a write at the version the pass
+        read found the object changed since (no report; due again after the problem's
+        ``retry_after``)."""
         self.shards: ShardGate | None = None
         """With ``run --sharding``: which apps this replica acts on (:mod:`gitdeploy.controller.shards`)."""
         self.position: GitPosition | None = None
@@ -188,6 +207,7 @@ class Reconciler:
     def reconcile(self, key: AppKey, listed: Listed, read_in: int | None = None) -> Result:
         """One pass over ``key`` from what was ``listed`` of it (after :meth:`reading` gave ``read_in``)."""
         replica_sets, pods, records, census = listed
+        self.unanswered.pop(key, None)
         stored = records.get(key.name)
         if stored is not None:  # the record as this pass saw it is no news when a watch reports it
             self.runner.record_versions[key] = stored.resource_version
@@ -209,6 +229,7 @@ class Reconciler:
         except StaleReadError as problem:  # not a failure: the next pass reads the change
             self._observe(started, "requeue")
             log.debug("%s; %s", problem.message, problem.hint)
+            self.unanswered[key] = problem
             return Result(key, requeue_after=problem.retry_after)
         except DamagedRecordError as problem:
             self._observe(started, "error")

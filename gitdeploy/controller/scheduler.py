@@ -6,6 +6,7 @@ and the tests.
   at a time (:data:`~gitdeploy.controller.workqueue.PASS_SLICE`): a push waits for one slice.
 * :meth:`Scheduler.settle` — on a fake clock: poll, then pass after pass until no app is due,
   moving the clock to the next due time.
+* :meth:`Scheduler.pass_answering` — ``sync``'s first pass, with a word on every app it passed over.
 * :meth:`Scheduler.follow` — ``sync --wait``: pass over the given apps until they settle.
 
 :class:`~gitdeploy.controller.workers.PassHooks` are its explicit hooks: what a benchmark times
@@ -21,11 +22,17 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from gitdeploy.controller.loop import AppReport, Controller
+from gitdeploy.controller.reconcile import unanswered_report
 from gitdeploy.controller.workers import NO_HOOKS, PassHooks
 from gitdeploy.controller.workqueue import PASS_SLICE
 from gitdeploy.core.models import AppKey
 
 log = logging.getLogger("gitdeploy")
+
+STALE_READ_PASSES = 3
+"""How many passes ``sync`` makes over an app whose passes come to no verdict before it says so
+(:meth:`Scheduler.pass_answering`): another writer that changes a ReplicaSet now and then (its
+controller's status, an autoscaler) is outlasted; one that keeps at it is reported."""
 
 SHORTEST_WAIT = 0.05
 """A loop on the system clock never waits less between passes (a busy loop helps nobody)."""
@@ -59,6 +66,26 @@ class Scheduler:
         reports = self.controller.reconcile_due(only, self.hooks, size, cut)
         if reports and self.hooks.after_pass is not None:
             self.hooks.after_pass(reports, time.perf_counter() - started)
+        return reports
+
+    def pass_answering(self, only: Iterable[AppKey] | None = None) -> dict[AppKey, AppReport]:
+        """``sync``'s first pass: :meth:`pass_once` over ``only`` (None: the due apps), then over
+        those whose pass came to no verdict (a write found an object changed since the pass read
+        it, see :class:`~gitdeploy.errors.StaleReadError`) again, each after its retry wait, up to
+        :data:`STALE_READ_PASSES` passes in all. One that never came to a verdict gets an unsettled
+        report that says why: sync names every app it passed over, and never exits 0 for an app
+        it left as it was."""
+        reports = {r.key: r for r in self.pass_once(only)}
+        unanswered = self.controller.reconciler.unanswered
+        for _ in range(STALE_READ_PASSES - 1):
+            again = {key: problem for key, problem in unanswered.items() if key not in reports}
+            if not again:
+                break
+            time.sleep(max(problem.retry_after for problem in again.values()))
+            reports.update((r.key, r) for r in self.pass_once(again))
+        for key, problem in unanswered.items():
+            if key not in reports:
+                reports[key] = unanswered_report(key, problem, STALE_READ_PASSES)
         return reports
 
     def settle(
