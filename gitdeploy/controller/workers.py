@@ -162,14 +162,16 @@ class Workers:
             return False
         return bool(app.strategy.hooks) or app.strategy.type is StrategyType.CUSTOM or runs_analysis_pods(app)
 
-    def _wants_census(self, key: AppKey) -> bool:
-        """Whether the app's pods must be counted (:func:`wants_pod_census`)."""
+    def _wants_census(self, key: AppKey, replica_sets: list[ObservedReplicaSet]) -> bool:
+        """Whether the app's pods must be counted (:func:`wants_pod_census`), its ``replica_sets``
+        as listed."""
         app = self._apps().get(key)
-        return app is not None and wants_pod_census(app)
+        return app is not None and wants_pod_census(app, (rs.state for rs in replica_sets))
 
     def _list_namespace(self, namespace: str, members: list[AppKey]) -> dict[str, Listed]:
         """One list call per kind for the whole namespace (pods only when an app may have hook
-        pods, or is Recreate: then every app pod, to count them per ReplicaSet), split by app; only
+        pods, or must have its pods counted per ReplicaSet: a Recreate app not at rest, see
+        :func:`wants_pod_census`; then every app pod), split by app; only
         the ReplicaSets and records of ``members`` are kept of the lists, page by page (a third of
         the namespace for each of three ``run --sharding`` replicas)."""
         names = {key.name for key in members}
@@ -178,7 +180,7 @@ class Workers:
             replica_sets[rs.app].append(rs)
         records = {r.app: r for r in self.cluster.list_app_records(namespace, of_apps=names)}
         pods: dict[str, list[ObservedPod]] = {name: [] for name in names}
-        counted = {key.name for key in members if self._wants_census(key)}
+        counted = {key.name for key in members if self._wants_census(key, replica_sets[key.name])}
         census: dict[str, PodCensus] = {}
         if counted or any(self._wants_pods(key) for key in members):
             hook_pods, census = (
@@ -207,7 +209,7 @@ class Workers:
             records = {r.app: r for r in self.cluster.list_app_records(key.namespace, key.name)}
             pods: list[ObservedPod] = []
             census = None
-            if self._wants_census(key):
+            if self._wants_census(key, replica_sets):
                 pods, counted = self.cluster.list_pods_with_census(key.namespace, key.name)
                 census = counted.get(key.name, PodCensus())
             elif self._wants_pods(key):

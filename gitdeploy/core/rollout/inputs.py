@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gitdeploy.core.analysis.runs import StepMeasurement
@@ -11,7 +12,7 @@ from gitdeploy.core.history.records import AppRecord, Cause, CommitRef, Pin
 from gitdeploy.core.models import App, PodReplacementPolicy, PodTemplate, StrategyType
 from gitdeploy.core.observed import ObservedPod, ObservedReplicaSet, PodCensus
 from gitdeploy.core.podstates import PodState
-from gitdeploy.core.scaling.replicasets import split_replica_sets
+from gitdeploy.core.scaling.replicasets import ReplicaSetState, split_replica_sets
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,30 @@ class Snapshot:
     progress deadline says what held its pods. None when not read."""
 
 
-def wants_pod_census(app: App) -> bool:
+def wants_pod_census(app: App, replica_sets: Iterable[ReplicaSetState] | None = None) -> bool:
     """Whether a pass over ``app`` needs its pods counted (:class:`PodCensus`): Recreate awaits
     the removal of every old pod, not only what ReplicaSet status reports, before the mid hook
     and before any new pod (seed 000: "Successful removal is awaited before any Pod of the new
-    revision is created")."""
-    return app.strategy.type is StrategyType.RECREATE or counts_terminating_pods(app)
+    revision is created"); a rolling update with ``TerminationComplete`` counts terminating pods
+    against its surge. Neither matters while the app is at rest on git's template (its
+    ``replica_sets``, when given, say so: :func:`at_rest`): no pass then creates a pod."""
+    if app.strategy.type is not StrategyType.RECREATE and not counts_terminating_pods(app):
+        return False
+    return replica_sets is None or not at_rest(app, replica_sets)
+
+
+def at_rest(app: App, replica_sets: Iterable[ReplicaSetState]) -> bool:
+    """Whether ``app`` runs git's template and nothing more is to be done to its pods: one
+    ReplicaSet has or wants pods, of git's template hash, asked for git's replicas (any, when git
+    leaves them to an autoscaler), and every pod it has is available. Any other ReplicaSet with a
+    pod, asked or still there by its status, and the app is not at rest (a rollout or a scale is
+    under way, or git's template is not the one that runs: a pin, a new commit)."""
+    live = [rs for rs in replica_sets if rs.replicas or rs.current]
+    if len(live) != 1:
+        return False
+    (rs,) = live
+    wanted = app.replicas if app.replicas is not None else rs.replicas
+    return rs.template_hash == app.template_hash and rs.replicas == wanted == rs.current == rs.available
 
 
 def counts_terminating_pods(app: App) -> bool:

@@ -248,3 +248,32 @@ def test_a_restart_finds_the_app_that_left_git_meanwhile_from_the_record_watch_w
         assert AppKey("shop", "app7") in restarted.source.orphans
         lists = embedded_cluster.stats.snapshot()
         assert lists[("list", "configmaps")] == (1 if watched else 2)  # the pass's read, and the resync's
+
+
+def recreate(name: str, image: str) -> str:
+    """A Deployment of one pod with the Recreate strategy (its pods are counted while it is not at rest)."""
+    return deployment(name, "shop", image).replace(
+        "spec:\n  replicas: 1\n", "spec:\n  replicas: 1\n  strategy: {type: Recreate}\n", 1
+    )
+
+
+def test_recreate_apps_at_rest_are_not_counted_and_one_rolling_out_is(
+    controller: Controller, embedded_cluster: LocalCluster, git_remote: GitRemote, fake_clock: FakeClock
+) -> None:
+    # Given eight apps of which three are Recreate, at rest on their manifests' templates
+    git_remote.commit_and_push("recreate", {f"apps/{n}.yaml": recreate(n, "nginx:1") for n in APPS[:3]})
+    assert controller.poll()
+    settle(controller, fake_clock)
+    # When a pass goes over every app (the resync)
+    controller.mark_due()
+    embedded_cluster.stats.reset()
+    assert len(controller.reconcile_due()) == len(APPS)
+    # Then it lists no pod: counting them would change nothing
+    assert embedded_cluster.stats.snapshot() == {("list", "replicasets"): 1, ("list", "configmaps"): 1}
+
+    # When a commit changes the image of one of them
+    lists = first_pass_lists(controller, embedded_cluster, git_remote, {"app0": recreate("app0", "nginx:2")})
+    # Then its pass counts its pods, and it rolls out
+    assert lists == {"replicasets": 1, "configmaps": 1, "pods": 1}
+    settle(controller, fake_clock)
+    assert controller.reports[AppKey("shop", "app0")].sync == "Synced"
