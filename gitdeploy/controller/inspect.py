@@ -11,7 +11,7 @@ import dataclasses
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -307,6 +307,8 @@ class AppTally(Generic[_Kept]):
         self._known: dict[str, dict[str, tuple[tuple[str, ...], _Kept, bool]]] = {}
         """By namespace and app: the resourceVersions its view was worked out from, what was kept
         of it, and whether it is a canary's (worked out again each time)."""
+        self._stamped: dict[str, tuple[Hashable, list[_Kept]]] = {}
+        """By namespace: what the last :meth:`tally` given a ``stamp`` kept, with that stamp."""
 
     @staticmethod
     def of_states() -> AppTally[AppState]:
@@ -316,13 +318,24 @@ class AppTally(Generic[_Kept]):
     def of_views() -> AppTally[AppView]:
         return AppTally(_as_is)
 
+    def unchanged(self, namespace: str, stamp: Hashable) -> list[_Kept] | None:
+        """What the last :meth:`tally` of ``namespace`` kept, if it was given this ``stamp``
+        (None: tally it): a scrape of a namespace where nothing changed costs no look at its
+        objects."""
+        with self._lock:
+            last = self._stamped.get(namespace)
+        return last[1] if last is not None and last[0] == stamp else None
+
     def tally(
         self,
         namespace: str,
         held: tuple[list[ObservedReplicaSet], list[StoredRecord]],
         load: Callable[[StoredRecord], AppRecord] = _load_stored,
+        stamp: Hashable = None,
     ) -> list[_Kept]:
-        """What it keeps of every app of ``namespace`` as the watch cache ``held`` it, by app name."""
+        """What it keeps of every app of ``namespace`` as the watch cache ``held`` it, by app name.
+        ``stamp``: what ``held`` was read at (:meth:`unchanged`), when no canary of it needs its
+        view worked out again each time."""
         replica_sets: dict[str, list[ObservedReplicaSet]] = defaultdict(list)
         for rs in held[0]:
             replica_sets[rs.app].append(rs)
@@ -342,9 +355,14 @@ class AppTally(Generic[_Kept]):
                 continue
             [view] = app_views(replica_sets.get(key, []), [stored] if stored is not None else [], load=load)
             found[key] = (versions, self._keep(view), bool(view.canary))
+        kept = [kept for _, kept, _ in found.values()]
         with self._lock:
             self._known[namespace] = found
-        return [kept for _, kept, _ in found.values()]
+            if stamp is not None and not any(canary for _, _, canary in found.values()):
+                self._stamped[namespace] = (stamp, kept)
+            else:
+                self._stamped.pop(namespace, None)
+        return kept
 
 
 def _as_is(view: AppView) -> AppView:
@@ -362,7 +380,8 @@ def count_app_states(
     :func:`list_app_views` shows them now (the stored verdict checked against the cluster), never
     by the last pass's word. A namespace the loop's watches hold in ``watched`` is counted from
     there, with no API request (with ``tally``: working out again only the apps whose objects
-    changed since it last counted); the others are listed (two list calls each)."""
+    changed since it last counted, and not even looking at a namespace where nothing changed
+    since, for the same apps); the others are listed (two list calls each)."""
     mine: dict[str, set[str]] | None = None
     if only is not None:
         mine = defaultdict(set)
@@ -370,17 +389,14 @@ def count_app_states(
             mine[key.namespace].add(key.name)
     states: list[AppState] = []
     for namespace in namespaces:
-        held = watched.contents(namespace) if watched is not None and namespace is not None else None
-        if held is None or watched is None:
-            views = list_app_views(cluster, namespace)
-            states += (
-                _state(view) for view in views if mine is None or view.key.name in mine[view.key.namespace]
-            )
+        held = _watched_states(namespace, watched, tally, mine)
+        if held is not None:
+            states += held
             continue
-        assert namespace is not None  # held: a namespace the watches listed
-        if mine is not None:
-            held = _held_of(held, mine[namespace])
-        states += tally.tally(namespace, held) if tally is not None else map(_state, app_views(*held))
+        views = list_app_views(cluster, namespace)
+        states += (
+            _state(view) for view in views if mine is None or view.key.name in mine[view.key.namespace]
+        )
     return AppStateCounts(
         Counter(sync for sync, _, _ in states),
         Counter(health for _, health, _ in states),
@@ -388,8 +404,35 @@ def count_app_states(
     )
 
 
+def _watched_states(
+    namespace: str | None,
+    watched: WatchCache | None,
+    tally: AppTally[AppState] | None,
+    mine: Mapping[str, set[str]] | None,
+) -> list[AppState] | None:
+    """The states of the apps of ``namespace`` (with ``mine``: of those among them) as ``watched``
+    holds them, worked out through ``tally`` when given; None while the watches do not hold it."""
+    if watched is None or namespace is None:
+        return None
+    names = frozenset(mine.get(namespace, ())) if mine is not None else None
+    stamp = (watched.changed(namespace), names)  # before the contents: a change after it moves it
+    kept = tally.unchanged(namespace, stamp) if tally is not None else None
+    if kept is not None:
+        return kept
+    held = watched.contents(namespace)
+    if held is None:
+        return None
+    if names is not None:
+        held = _held_of(held, names)
+    return (
+        tally.tally(namespace, held, stamp=stamp)
+        if tally is not None
+        else [_state(v) for v in app_views(*held)]
+    )
+
+
 def _held_of(
-    held: tuple[list[ObservedReplicaSet], list[StoredRecord]], names: set[str]
+    held: tuple[list[ObservedReplicaSet], list[StoredRecord]], names: Container[str]
 ) -> tuple[list[ObservedReplicaSet], list[StoredRecord]]:
     """The ReplicaSets and records of a watch cache's namespace that belong to the apps ``names``."""
     replica_sets, records = held

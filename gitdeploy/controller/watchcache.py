@@ -61,6 +61,8 @@ class WatchCache:
         self._generation = 0
         """Counts the changes of what the cache holds: a reader that saw this number sees the same
         contents while it stays (the dashboard computes its apps list again only when it moved)."""
+        self._changed: dict[str, int] = {}
+        """The generation of each namespace's last change (see :meth:`changed`)."""
 
     @property
     def generation(self) -> int:
@@ -68,12 +70,23 @@ class WatchCache:
         with self._lock:
             return self._generation
 
+    def changed(self, namespace: str) -> int:
+        """The :attr:`generation` at the last change of what is held of ``namespace`` (0: never
+        changed): while it stays, so does :meth:`contents` (read it before the contents)."""
+        with self._lock:
+            return self._changed.get(namespace, 0)
+
+    def _moved(self, namespace: str) -> None:
+        """What is held of ``namespace`` changed (with the lock held)."""
+        self._generation += 1
+        self._changed[namespace] = self._generation
+
     def replace_replica_sets(self, namespace: str, listed: Iterable[ObservedReplicaSet]) -> None:
         """A list of the namespace's ReplicaSets: what it says replaces what the cache held."""
         slim = {rs.name: _without_template(rs) for rs in listed}
         with self._lock:
             self._replica_sets[namespace] = slim
-            self._generation += 1
+            self._moved(namespace)
 
     def replica_set_changed(self, kind: str, rs: ObservedReplicaSet) -> None:
         """A watch event of one ReplicaSet (``kind``: ADDED, MODIFIED, DELETED)."""
@@ -86,14 +99,14 @@ class WatchCache:
                 held.pop(rs.name, None)
             else:
                 held[rs.name] = rs
-            self._generation += 1
+            self._moved(rs.namespace)
 
     def replace_records(self, namespace: str, listed: Iterable[StoredRecord]) -> None:
         """A list of the namespace's app records: what it says replaces what the cache held."""
         packed = {stored.app: _held(stored) for stored in listed}  # MEMORY: see _records
         with self._lock:
             self._records[namespace] = packed
-            self._generation += 1
+            self._moved(namespace)
 
     def record_changed(self, kind: str, stored: StoredRecord) -> None:
         """A watch event of one app record (``kind``: ADDED, MODIFIED, DELETED)."""
@@ -106,12 +119,12 @@ class WatchCache:
                 held.pop(stored.app, None)
             else:
                 held[stored.app] = stored
-            self._generation += 1
+            self._moved(stored.namespace)
 
     def forget(self, namespace: str, kind: Kind) -> None:
         """The watch of ``kind`` in ``namespace`` stopped: the namespace is listed again when read."""
         with self._lock:
-            self._generation += 1
+            self._moved(namespace)
             if kind is Kind.REPLICA_SETS:
                 self._replica_sets.pop(namespace, None)
                 return

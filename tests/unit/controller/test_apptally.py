@@ -11,6 +11,7 @@ from kubernetes import client
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.inspect import AppTally, count_app_states, watched_app_views
 from gitdeploy.controller.watchcache import WatchCache
+from gitdeploy.core.canarystate import CANARY_STEPS_ANNOTATION
 from gitdeploy.core.history.records import AppRecord, SyncStatus, load_record
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
@@ -127,3 +128,54 @@ def test_the_views_of_a_tally_are_those_worked_out_afresh_and_kept_while_nothing
     changed = watched_app_views(NO_CLUSTER, ["shop"], cache, tally)
     assert changed == watched_app_views(NO_CLUSTER, ["shop"], cache)
     assert changed[0].sync == "OutOfSync" and changed[2].ready == 0 and changed[1] is first[1]
+
+
+def test_a_namespace_where_nothing_changed_is_counted_from_the_last_count() -> None:
+    # Given two namespaces of a watch cache, counted once through a tally
+    cache = WatchCache()
+    for namespace in ("shop", "blog"):
+        cache.replace_replica_sets(namespace, [replace(replica_set("web", "1"), namespace=namespace)])
+        cache.replace_records(namespace, [replace(record("web", "2"), namespace=namespace)])
+    tally = AppTally.of_states()
+    first = count_app_states(NO_CLUSTER, ["shop", "blog"], cache, tally)
+    shop, blog = cache.changed("shop"), cache.changed("blog")
+    assert tally.unchanged("shop", (shop, None)) == [("Synced", "Healthy", False)]
+
+    # When web's record changes in blog alone
+    cache.record_changed(
+        "MODIFIED", replace(record("web", "3", "OutOfSync", "Progressing"), namespace="blog")
+    )
+
+    # Then shop's count stands as it was, blog's is worked out again, and together they are what a
+    # count from nothing gives
+    assert cache.changed("shop") == shop and cache.changed("blog") > blog
+    assert tally.unchanged("blog", (cache.changed("blog"), None)) is None
+    counted = count_app_states(NO_CLUSTER, ["shop", "blog"], cache, tally)
+    assert counted == count_app_states(NO_CLUSTER, ["shop", "blog"], cache) != first
+    assert counted.sync == {"Synced": 1, "OutOfSync": 1}
+
+
+def test_a_count_of_other_apps_or_of_a_canary_is_worked_out_again() -> None:
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [replica_set("web", "1"), replica_set("api", "2", ready=0)])
+    cache.replace_records("shop", [record("web", "3"), record("api", "4", "OutOfSync", "Progressing")])
+    tally = AppTally.of_states()
+    # Given a sharded replica's count of web alone
+    web = count_app_states(NO_CLUSTER, ["shop"], cache, tally, [AppKey("shop", "web")])
+    # When it holds api as well (a handover), with nothing changed in the cache
+    both = count_app_states(
+        NO_CLUSTER, ["shop"], cache, tally, [AppKey("shop", "web"), AppKey("shop", "api")]
+    )
+    # Then api counts too
+    assert web.sync == {"Synced": 1} and both.sync == {"Synced": 1, "OutOfSync": 1}
+
+
+def test_a_namespace_with_a_canary_is_worked_out_at_every_count() -> None:
+    # Given web at a canary's timed pause (its line counts the pause down), counted once
+    walking = replace(replica_set("web", "1"), annotations=((CANARY_STEPS_ANNOTATION, "1:w25,p30"),))
+    tally = AppTally.of_views()
+    stamp = (1, None)
+    [view] = tally.tally("shop", ([walking], [record("web", "2")]), stamp=stamp)
+    assert view.canary
+    # Then no count is taken as it stands, though nothing changed
+    assert tally.unchanged("shop", stamp) is None
