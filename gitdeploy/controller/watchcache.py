@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from enum import StrEnum
 
+from gitdeploy.core.canaryview import CANARY_VIEWED_ANNOTATIONS
 from gitdeploy.core.observed import COMMIT_ANNOTATION, PHASE_ANNOTATION, ObservedReplicaSet, StoredRecord
 from gitdeploy.core.rollout.templatedrift import (
     REPLACING_PODS_ANNOTATION,
@@ -177,10 +178,15 @@ def _held(stored: StoredRecord) -> StoredRecord:
     return replace(packed, namespace=sys.intern(packed.namespace))
 
 
-VIEWED_ANNOTATIONS = (COMMIT_ANNOTATION, PHASE_ANNOTATION, REPLACING_PODS_ANNOTATION)
-"""The annotations :func:`~gitdeploy.controller.inspect.app_views` reads of a ReplicaSet (the
-others, parsed into its ``state`` or only read by a pass, are not kept: they are most of its
-size). The digest is kept with an edited template, to tell the edit."""
+VIEWED_ANNOTATIONS = (
+    COMMIT_ANNOTATION,
+    PHASE_ANNOTATION,
+    REPLACING_PODS_ANNOTATION,
+    *CANARY_VIEWED_ANNOTATIONS,
+)
+"""The annotations :func:`~gitdeploy.controller.inspect.app_views` reads of a ReplicaSet, a
+canary's line included (the others, parsed into its ``state`` or only read by a pass, are not
+kept: they are most of its size). The digest is kept with an edited template, to tell the edit."""
 
 
 def _kept(rs: ObservedReplicaSet, keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

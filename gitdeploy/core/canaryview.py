@@ -35,8 +35,13 @@ from gitdeploy.core.analysis.measured import run_lines
 from gitdeploy.core.analysis.stored import decode_run
 from gitdeploy.core.canarystate import (
     BACKGROUND_RUN_KEY,
+    CANARY_ABORT_ANNOTATION,
     CANARY_ANALYSIS_ANNOTATION,
     CANARY_BACKGROUND_ANNOTATION,
+    CANARY_PAUSED_AT_ANNOTATION,
+    CANARY_PROMOTE_ANNOTATION,
+    CANARY_PROMOTIONS_ANNOTATION,
+    CANARY_STEP_ANNOTATION,
     CANARY_STEPS_ANNOTATION,
     PROMOTE_FULL,
     own_value,
@@ -52,6 +57,18 @@ from gitdeploy.core.canarysteps import (
 )
 from gitdeploy.core.observed import ObservedReplicaSet
 from gitdeploy.core.scaling.canaryshares import canary_shares
+
+CANARY_VIEWED_ANNOTATIONS = (
+    CANARY_STEPS_ANNOTATION,
+    CANARY_STEP_ANNOTATION,
+    CANARY_PAUSED_AT_ANNOTATION,
+    CANARY_PROMOTE_ANNOTATION,
+    CANARY_ABORT_ANNOTATION,
+    CANARY_PROMOTIONS_ANNOTATION,
+    CANARY_ANALYSIS_ANNOTATION,
+    CANARY_BACKGROUND_ANNOTATION,
+)
+"""The annotations of a ReplicaSet that :func:`read_canary_view` reads."""
 
 
 @dataclass(frozen=True, slots=True)

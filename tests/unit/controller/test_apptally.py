@@ -9,9 +9,13 @@ from dataclasses import replace
 from kubernetes import client
 
 from gitdeploy.cluster.adapter import Cluster
-from gitdeploy.controller.inspect import AppTally, count_app_states, watched_app_views
+from gitdeploy.controller.inspect import AppTally, app_views, count_app_states, watched_app_views
 from gitdeploy.controller.watchcache import WatchCache
-from gitdeploy.core.canarystate import CANARY_STEPS_ANNOTATION
+from gitdeploy.core.canarystate import (
+    CANARY_PAUSED_AT_ANNOTATION,
+    CANARY_STEP_ANNOTATION,
+    CANARY_STEPS_ANNOTATION,
+)
 from gitdeploy.core.history.records import AppRecord, SyncStatus, load_record
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import ObservedReplicaSet, StoredRecord
@@ -179,3 +183,25 @@ def test_a_namespace_with_a_canary_is_worked_out_at_every_count() -> None:
     assert view.canary
     # Then no count is taken as it stands, though nothing changed
     assert tally.unchanged("shop", stamp) is None
+
+
+def test_a_canary_seen_through_the_watch_cache_has_its_line() -> None:
+    # Given web's canary at its second step, paused (a ReplicaSet as a pass left it)
+    walking = replace(
+        replica_set("web", "1"),
+        annotations=(
+            (CANARY_STEPS_ANNOTATION, "1:w25,p"),
+            (CANARY_STEP_ANNOTATION, "1:1"),
+            (CANARY_PAUSED_AT_ANNOTATION, "1:2026-11-30T08:00:00Z"),
+        ),
+    )
+    stored = record("web", "2", "OutOfSync", "Progressing")
+    [as_listed] = app_views([walking], [stored])
+    assert as_listed.canary, as_listed
+    # When the watch cache holds it
+    cache = WatchCache()
+    cache.replace_replica_sets("shop", [walking])
+    cache.replace_records("shop", [stored])
+    # Then the view worked out from the cache is the one from the ReplicaSet as listed
+    [as_cached] = watched_app_views(NO_CLUSTER, ["shop"], cache)
+    assert (as_cached.canary, as_cached.canary_steady) == (as_listed.canary, as_listed.canary_steady)
