@@ -35,13 +35,9 @@ from gitdeploy.core.analysis.measured import run_lines
 from gitdeploy.core.analysis.stored import decode_run
 from gitdeploy.core.canarystate import (
     BACKGROUND_RUN_KEY,
-    CANARY_ABORT_ANNOTATION,
     CANARY_ANALYSIS_ANNOTATION,
     CANARY_BACKGROUND_ANNOTATION,
-    CANARY_PAUSED_AT_ANNOTATION,
-    CANARY_PROMOTE_ANNOTATION,
-    CANARY_PROMOTIONS_ANNOTATION,
-    CANARY_STEP_ANNOTATION,
+    CANARY_RESTART,
     CANARY_STEPS_ANNOTATION,
     PROMOTE_FULL,
     own_value,
@@ -58,17 +54,9 @@ from gitdeploy.core.canarysteps import (
 from gitdeploy.core.observed import ObservedReplicaSet
 from gitdeploy.core.scaling.canaryshares import canary_shares
 
-CANARY_VIEWED_ANNOTATIONS = (
-    CANARY_STEPS_ANNOTATION,
-    CANARY_STEP_ANNOTATION,
-    CANARY_PAUSED_AT_ANNOTATION,
-    CANARY_PROMOTE_ANNOTATION,
-    CANARY_ABORT_ANNOTATION,
-    CANARY_PROMOTIONS_ANNOTATION,
-    CANARY_ANALYSIS_ANNOTATION,
-    CANARY_BACKGROUND_ANNOTATION,
-)
-"""The annotations of a ReplicaSet that :func:`read_canary_view` reads."""
+CANARY_VIEWED_ANNOTATIONS = (CANARY_STEPS_ANNOTATION, *CANARY_RESTART)
+"""The annotations of a ReplicaSet that :func:`read_canary_view` reads: the walk's steps, and
+what a retry clears of it."""
 
 
 @dataclass(frozen=True, slots=True)
