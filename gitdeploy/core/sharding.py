@@ -6,10 +6,13 @@ the Leases whose holder renewed them within their duration, by the rule of
 :mod:`gitdeploy.core.lease`: a Lease is valid for ``leaseDurationSeconds`` after *this process saw
 it change* (its own clock, never the writer's ``renewTime``).
 
-Each app belongs to one live member by rendezvous (highest-random-weight) hashing: every member
-scores the app's key with a stable hash of (member, key), and the highest score owns it. A member
-that joins takes only the apps it now scores highest on (about 1/N of them); a member that leaves
-gives up only its own apps.
+Each app belongs to one live member by rendezvous (highest-random-weight) hashing of its shard:
+a stable hash of the app's key puts it in one of :data:`SHARDS` shards, every member scores each
+shard with a stable hash of (member, shard), and the highest score owns the shard and its apps. A
+member that joins takes only the shards it now scores highest on (about 1/N of the apps); a member
+that leaves gives up only its own. The apps of a shard always move together, so a replica's apps
+are a set of shards: what a label selector can name (``gitdeploy.io/shard in (...)``), where a set
+of apps would have to be named one by one.
 
 Owning an app by the hash is not enough to act on it: the app record says who *claimed* it
 (:class:`ShardClaim`: owner, a shard epoch that every claim increments, and whether the owner
@@ -23,12 +26,12 @@ Worked example: three members; ``c`` joins a fleet of ``a`` and ``b``.
 >>> after = before | {"c"}
 >>> keys = [f"shop/app-{i}" for i in range(9)]
 >>> [owner_of(k, before) for k in keys]
-['b', 'b', 'b', 'b', 'b', 'b', 'a', 'b', 'a']
+['a', 'b', 'a', 'b', 'b', 'b', 'b', 'b', 'b']
 >>> [owner_of(k, after) for k in keys]
-['b', 'c', 'c', 'c', 'c', 'c', 'a', 'b', 'c']
+['a', 'b', 'c', 'c', 'b', 'b', 'b', 'b', 'b']
 
-Only apps that moved to ``c`` moved (five of nine here; about a third in a large fleet).
-``c`` may act on ``shop/app-1`` only once ``b`` released it or ``b``'s Lease expired;
+Only apps that moved to ``c`` moved (two of nine here; about a third in a large fleet).
+``c`` may act on ``shop/app-3`` only once ``b`` released it or ``b``'s Lease expired;
 meanwhile ``b`` releases it after the step in progress:
 
 >>> held = ShardClaim("b", epoch=4)
@@ -42,6 +45,7 @@ ShardDecision(act=<ShardAct.CLAIM: 'claim'>, write=ShardClaim(owner='c', epoch=5
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
@@ -79,14 +83,37 @@ def weight(member: str, key: str) -> int:
     return int.from_bytes(digest, "big")
 
 
+SHARDS = 1024
+"""How many shards the apps are split into (see :func:`shard_of`)."""
+
+
+def shard_of(key: str) -> str:
+    """The shard of the app ``key``: one of :data:`SHARDS`, by a stable hash of the key (the
+    same on every machine and every run, whatever the members).
+
+    >>> shard_of("shop/web"), shard_of("shop/db")
+    ('294', '600')
+    """
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return str(int.from_bytes(digest, "big") % SHARDS)
+
+
 def owner_of(key: str, members: Iterable[str]) -> str | None:
-    """The member that owns ``key``: the highest :func:`weight` (ties broken by name), or None
-    when there is no member.
+    """The member that owns the app ``key``: the one that owns its :func:`shard_of`, or None
+    when there is no member. Apps of one shard always have one owner and move together.
 
     >>> owner_of("shop/web", ["a", "b"]), owner_of("shop/web", [])
-    ('a', None)
+    ('b', None)
     """
-    return max(members, key=lambda m: (weight(m, key), m), default=None)
+    return shard_owner(shard_of(key), frozenset(members))
+
+
+@functools.lru_cache(maxsize=4 * SHARDS)
+def shard_owner(shard: str, members: frozenset[str]) -> str | None:
+    """The member that owns ``shard``: the highest :func:`weight` (ties broken by name), or None
+    when there is no member. Kept for the last few memberships: a change of members looks at
+    every app, and there are far fewer shards than apps."""
+    return max(members, key=lambda m: (weight(m, shard), m), default=None)
 
 
 @dataclass(frozen=True)
@@ -256,7 +283,7 @@ def moved(before: frozenset[str], after: frozenset[str], keys: Iterable[str]) ->
     """The keys whose owner differs between two memberships.
 
     >>> moved(frozenset({"a", "b"}), frozenset({"a", "b", "c"}), [f"k{i}" for i in range(8)])
-    ['k1', 'k4']
+    ['k1', 'k2', 'k3', 'k4', 'k6']
     """
     return [k for k in keys if owner_of(k, before) != owner_of(k, after)]
 
@@ -274,7 +301,7 @@ def concerned(
     member its own moves only, not a pass over every key.
 
     >>> concerned("a", ["k9"], frozenset({"a", "b"}), frozenset({"a", "b", "c"}), [f"k{i}" for i in range(8)])
-    ['k9', 'k4']
+    ['k9', 'k3', 'k6']
     """
     held = set(held)
     found = []

@@ -12,6 +12,7 @@ from gitdeploy.core import sharding
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.lease import LeaseSpec
 from gitdeploy.core.sharding import (
+    SHARDS,
     STALE_AFTER,
     OwnerLease,
     SeenMember,
@@ -24,6 +25,7 @@ from gitdeploy.core.sharding import (
     moved,
     owner_leases,
     owner_of,
+    shard_of,
     stale_members,
     weight,
 )
@@ -116,6 +118,30 @@ members = st.lists(
     st.text("abcdefghij_.0123456789", min_size=1, max_size=12), min_size=1, max_size=8, unique=True
 )
 app_keys = st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=60, unique=True)
+
+
+def test_the_shard_of_an_app_is_stable_across_processes() -> None:
+    assert (shard_of("shop/web"), shard_of("shop/db")) == ("294", "600")
+
+
+@given(members, app_keys)
+def test_apps_of_one_shard_have_one_owner(fleet: list[str], keys: list[str]) -> None:
+    owners: dict[str, str | None] = {}
+    for key in keys:
+        assert owners.setdefault(shard_of(key), owner_of(key, fleet)) == owner_of(key, fleet)
+
+
+def test_apps_spread_over_every_shard_and_members_get_about_as_many() -> None:
+    keys = [f"ns-{i % 12}/app-{i}" for i in range(30_000)]
+    shards = [shard_of(key) for key in keys]
+    assert set(shards) == {str(n) for n in range(SHARDS)}
+    fleet = [f"replica-{i}" for i in range(3)]
+    counts = {member: 0 for member in fleet}
+    for key in keys:
+        owner = owner_of(key, fleet)
+        assert owner is not None
+        counts[owner] += 1
+    assert all(abs(count / len(keys) - 1 / 3) < 0.05 for count in counts.values()), counts
 
 
 @given(members, app_keys)
