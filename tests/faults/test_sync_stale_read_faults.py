@@ -6,11 +6,9 @@ never leaves an app out or exits 0 for a rollout it did not do."""
 
 from __future__ import annotations
 
-import json
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -20,13 +18,12 @@ from tests.fixtures.cli import RunCli
 from tests.fixtures.faultproxy import Fault, FaultProxy
 from tests.fixtures.gitrepo import GitRemote
 from tests.fixtures.manifests import deployment
+from tests.fixtures.syncfaults import images, sync, write_at_a_version
 
 pytestmark = pytest.mark.usefixtures("isolated_git_config")
 
 SETTINGS = "paths: [apps]\ndefaultNamespace: shop\nallowedNamespaces: [shop]\n"
-AT_A_VERSION = rb"\APATCH /apis/apps/v1/namespaces/shop/replicasets/[^ ]+ .*\"resourceVersion\""
-"""A write of a ReplicaSet in shop at the resourceVersion its writer read (one that kube-apiserver
-answers with 409 Conflict when the ReplicaSet changed since)."""
+AT_A_VERSION = write_at_a_version("shop")
 
 
 @pytest.fixture
@@ -43,23 +40,6 @@ def proxy(tmp_path: Path) -> Iterator[tuple[FaultProxy, Path, Path]]:
             through = tmp_path / "through-proxy.kubeconfig"
             through.write_text(yaml.safe_dump(kubeconfig))
             yield fault_proxy, through, cluster.kubeconfig_path
-
-
-Rows = dict[str, dict[str, Any]]
-
-
-def sync(run_cli: RunCli, kubeconfig: Path, remote: GitRemote, *extra: str) -> tuple[int, Rows, str]:
-    done = run_cli("--kubeconfig", str(kubeconfig), "sync", "--repo", remote.url, "-o", "json", *extra)
-    rows = json.loads(done.stdout) if done.stdout.strip() else []
-    return done.returncode, {row["app"]: row for row in rows}, done.stderr
-
-
-def images(run_cli: RunCli, kubeconfig: Path) -> dict[str, tuple[int, list[str], int]]:
-    """Each app's revision, images and ready pods, as ``gitdeploy status`` shows them."""
-    done = run_cli("--kubeconfig", str(kubeconfig), "status", "-o", "json")
-    assert done.returncode == 0, done.stderr
-    views = json.loads(done.stdout)
-    return {v["key"]: (v["revision"], [i["image"] for i in v["images"]], v["ready"]) for v in views}
 
 
 @pytest.fixture
