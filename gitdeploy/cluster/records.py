@@ -22,6 +22,7 @@ from gitdeploy.core.observed import (
     StoredRecord,
     record_name,
 )
+from gitdeploy.core.sharding import SHARD_LABEL, shard_of
 from gitdeploy.errors import NotFoundError
 
 RECORD_KEY = "record.json"
@@ -148,7 +149,12 @@ class AppRecords(_ConfigMaps):
         self, namespace: str, app: str, payload: str, resource_version: str | None
     ) -> StoredRecord:
         """Create the record (``resource_version`` None) or replace it; a stale version → ConflictError."""
-        labels = {RECORD_LABEL: "true", APP_LABEL: app, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+        labels = {
+            RECORD_LABEL: "true",
+            APP_LABEL: app,
+            MANAGED_BY_LABEL: MANAGED_BY_VALUE,
+            SHARD_LABEL: shard_of(f"{namespace}/{app}"),
+        }
         what = f"write the record of {namespace}/{app}"
         raw = self.write_config_map(
             namespace, record_name(app), labels, {RECORD_KEY: payload}, resource_version, what

@@ -40,6 +40,7 @@ from gitdeploy.core.scaling.replicasets import (
     ReplicaSetFailure,
     ReplicaSetState,
 )
+from gitdeploy.core.sharding import SHARD_LABEL, shard_of
 from gitdeploy.errors import NotFoundError
 from gitdeploy.quantities import quantities_as_text
 
@@ -209,6 +210,7 @@ class ReplicaSets:
                     TEMPLATE_HASH_LABEL: spec.template_hash,
                     APP_LABEL: spec.app,
                     MANAGED_BY_LABEL: MANAGED_BY_VALUE,
+                    SHARD_LABEL: shard_of(f"{spec.namespace}/{spec.app}"),
                 },
                 "annotations": dict(spec.annotations),
             },

@@ -85,6 +85,9 @@ def weight(member: str, key: str) -> int:
 
 SHARDS = 1024
 """How many shards the apps are split into (see :func:`shard_of`)."""
+SHARD_LABEL = "gitdeploy.io/shard"
+"""The label of an app's shard (:func:`shard_of`) on its ReplicaSets and its record, with or
+without ``--sharding``: ``kubectl get rs,configmaps -l gitdeploy.io/shard=294``."""
 
 
 def shard_of(key: str) -> str:

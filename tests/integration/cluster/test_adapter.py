@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client
@@ -14,6 +14,7 @@ from gitdeploy.cluster.connection import connect
 from gitdeploy.core.hashing import canonical_template, template_hash
 from gitdeploy.core.history.records import MAX_REVISIONS, AppRecord, CommitRef, HookResult, RevisionEntry
 from gitdeploy.core.observed import MANAGED_BY_LABEL, PodSpec, ReplicaSetSpec
+from gitdeploy.core.sharding import SHARD_LABEL, shard_of
 from gitdeploy.errors import AlreadyExistsError, ConflictError, PermanentError, TransientError
 from gitdeploy.localcluster import LocalCluster
 from tests.fixtures.cluster import POD_START_SECONDS
@@ -53,6 +54,27 @@ def test_record_is_created_read_and_protected_by_resource_version(cluster: Clust
     with pytest.raises(AlreadyExistsError):
         cluster.write_app_record("shop", "web", "{}", None)
     assert [r.app for r in cluster.list_app_records("shop")] == ["web"]
+
+
+def test_every_record_write_labels_the_record_with_its_shard(
+    cluster: Cluster, kube_client: client.ApiClient
+) -> None:
+    cluster.ensure_namespace("shop")
+    config_maps = client.CoreV1Api(kube_client)
+
+    def shard_label() -> str | None:
+        raw: Any = config_maps.read_namespaced_config_map("gitdeploy.web", "shop")
+        return cast(str | None, raw.metadata.labels.get(SHARD_LABEL))
+
+    cluster.write_app_record("shop", "web", "{}", None)
+    assert shard_label() == shard_of("shop/web") == "294"
+    # a record written before the label (an earlier gitdeploy) gets it at its next write
+    unlabelled: Any = config_maps.patch_namespaced_config_map(
+        "gitdeploy.web", "shop", {"metadata": {"labels": {SHARD_LABEL: None}}}
+    )
+    assert shard_label() is None
+    cluster.write_app_record("shop", "web", "{}", unlabelled.metadata.resource_version)
+    assert shard_label() == "294"
 
 
 def test_a_record_of_a_hundred_revisions_with_long_coloured_non_ascii_hook_logs_is_accepted(
@@ -159,7 +181,9 @@ def test_a_replica_set_has_no_owner_and_only_gitdeploys_labels_so_the_record_can
     raw: Any = client.AppsV1Api(kube_client).read_namespaced_replica_set(created.name, "shop")
     assert raw.metadata.owner_references is None
     # no Deployment selecting app=web can adopt it; its pods still carry the app's labels
-    assert set(raw.metadata.labels) == {"gitdeploy.io/template-hash", "gitdeploy.io/app", MANAGED_BY_LABEL}
+    labels = raw.metadata.labels
+    assert set(labels) == {"gitdeploy.io/template-hash", "gitdeploy.io/app", MANAGED_BY_LABEL, SHARD_LABEL}
+    assert labels[SHARD_LABEL] == shard_of("shop/web")  # a replica's shards select their objects
     assert raw.spec.selector.match_labels["app"] == "web"
     client.CoreV1Api(kube_client).delete_namespaced_config_map(
         "gitdeploy.web", "shop", propagation_policy="Background"
