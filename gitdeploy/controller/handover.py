@@ -127,7 +127,8 @@ class Handover:
         for key in keys:
             by_namespace[key.namespace].append(key)
         told: list[Told] = []
-        admitted: list[tuple[AppKey, Read | None, bool | Future[bool]]] = []
+        in_place: list[tuple[AppKey, Read | None, bool]] = []
+        releases: list[tuple[AppKey, Read | None, Future[bool]]] = []
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="handover") as pool:
             for namespace, members in sorted(by_namespace.items()):
                 read_in = self.gate.admissions.reading()
@@ -141,16 +142,15 @@ class Handover:
                 for key in members:
                     read = records.get(key.name)
                     if self.gate.mine(key):  # adopted, or left to wait: no write, so no thread
-                        admitted.append((key, read, self._admit(key, read, read_in, told)))
+                        in_place.append((key, read, self._admit(key, read, read_in, told)))
                     else:  # released: a write each, a few at a time
-                        admitted.append((key, read, pool.submit(self._admit, key, read, read_in, told)))
+                        releases.append((key, read, pool.submit(self._admit, key, read, read_in, told)))
         self._tell(told)
+        admitted = in_place + [(key, read, release.result()) for key, read, release in releases]
         return {
             key: read
             for key, read, act in admitted
-            if (act if isinstance(act, bool) else act.result())
-            and read is not None
-            and key in self.gate.unwritten
+            if act and read is not None and key in self.gate.unwritten
         }
 
     def settle(self, adopted: dict[AppKey, Read]) -> None:
