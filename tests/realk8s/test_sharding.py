@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gitdeploy.core.sharding import MEMBER_LABEL, owner_of
+from gitdeploy.core.observed import APP_LABEL
+from gitdeploy.core.sharding import MEMBER_LABEL, SHARD_LABEL, owner_of, shard_of
 from gitdeploy.server.webhook import github_signature
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
@@ -83,6 +84,15 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
     assert len(set(owners.values())) >= 2, f"one replica owns all {APPS} apps: {owners}"
     # ... and each app's record and ReplicaSets were written by its owner alone (the audit log)
     assert writers(control_plane, namespace, start) == {name: {owner} for name, owner in owners.items()}
+    # ... and each of them carries its app's shard, which a label selector can name
+    for kind in ("replicasets", "configmaps"):
+        listed: Any = control_plane.get_json(kind, "-n", namespace, "-l", APP_LABEL)
+        labels = [item["metadata"]["labels"] for item in listed["items"]]
+        assert {label[APP_LABEL] for label in labels} == set(owners), kind
+        wrong = [
+            label for label in labels if label.get(SHARD_LABEL) != shard_of(f"{namespace}/{label[APP_LABEL]}")
+        ]
+        assert not wrong, (kind, wrong)
     # ... each replica's member Lease is in gitdeploy's namespace, made under deploy/'s Role
     leases: Any = control_plane.get_json("leases", "-n", GITDEPLOY_NAMESPACE, "-l", f"{MEMBER_LABEL}=true")
     assert {lease["spec"]["holderIdentity"] for lease in leases["items"]} >= set(identities)
