@@ -81,13 +81,22 @@ class Cluster:
     ) -> list[ObservedReplicaSet]:
         return self.replica_sets.list_replica_sets(namespace, app, of_apps=of_apps)
 
-    def list_replica_sets_at(self, namespace: str) -> tuple[list[ObservedReplicaSet], str]:
-        return self.replica_sets.list_replica_sets_at(namespace)
+    def list_replica_sets_at(
+        self, namespace: str, shards: frozenset[str] | None = None
+    ) -> tuple[list[ObservedReplicaSet], str]:
+        return self.replica_sets.list_replica_sets_at(namespace, shards)
 
     def watch_replica_sets(
-        self, namespace: str, timeout_seconds: int = 300, resource_version: str = ""
+        self,
+        namespace: str,
+        timeout_seconds: int = 300,
+        resource_version: str = "",
+        shards: frozenset[str] | None = None,
     ) -> Iterator[tuple[str, ObservedReplicaSet | Bookmark]]:
-        return self.replica_sets.watch_replica_sets(namespace, timeout_seconds, resource_version)
+        return self.replica_sets.watch_replica_sets(namespace, timeout_seconds, resource_version, shards)
+
+    def label_replica_set_shards(self, namespace: str) -> int:
+        return self.replica_sets.label_shards(namespace)
 
     def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
         return self.replica_sets.create_replica_set(spec)
@@ -158,20 +167,34 @@ class Cluster:
     # -- app records and image stream states (records.py) -------------------------------------------
 
     def list_app_records(
-        self, namespace: str | None = None, app: str | None = None, *, of_apps: Container[str] | None = None
+        self,
+        namespace: str | None = None,
+        app: str | None = None,
+        *,
+        of_apps: Container[str] | None = None,
+        shards: frozenset[str] | None = None,
     ) -> list[StoredRecord]:
-        return self.records.list_app_records(namespace, app, of_apps=of_apps)
+        return self.records.list_app_records(namespace, app, of_apps=of_apps, shards=shards)
 
-    def list_app_records_at(self, namespace: str | None) -> tuple[list[StoredRecord], str]:
-        return self.records.list_app_records_at(namespace)
+    def list_app_records_at(
+        self, namespace: str | None, shards: frozenset[str] | None = None
+    ) -> tuple[list[StoredRecord], str]:
+        return self.records.list_app_records_at(namespace, shards)
 
     def watch_app_records(
-        self, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 300
+        self,
+        namespace: str | None = None,
+        resource_version: str = "",
+        timeout_seconds: int = 300,
+        shards: frozenset[str] | None = None,
     ) -> Iterator[tuple[str, StoredRecord | Bookmark]]:
-        return self.records.watch_app_records(namespace, resource_version, timeout_seconds)
+        return self.records.watch_app_records(namespace, resource_version, timeout_seconds, shards)
 
     def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
         return self.records.read_app_record(namespace, app)
+
+    def label_record_shards(self, namespace: str) -> int:
+        return self.records.label_shards(namespace)
 
     def write_app_record(
         self, namespace: str, app: str, payload: str, resource_version: str | None

@@ -32,7 +32,8 @@ from kubernetes.watch.watch import iter_resp_lines
 from gitdeploy.cluster.apierrors import translated
 from gitdeploy.cluster.writecheck import check_writes
 from gitdeploy.core.observed import APP_LABEL
-from gitdeploy.errors import AlreadyExistsError, ExpiredError, TransientError
+from gitdeploy.core.sharding import SHARD_LABEL, shard_of
+from gitdeploy.errors import AlreadyExistsError, ExpiredError, NotFoundError, TransientError
 
 
 def _query_name(keyword: str) -> str:
@@ -226,6 +227,29 @@ class RawApi:
         return self.list_converted_at(
             resource.list, where, convert, keep, namespace=namespace, label_selector=selector
         )[0]
+
+    def label_shards(self, resource: Resource, namespace: str, selector: str, what: str) -> int:
+        """Label each object of ``resource`` in ``namespace`` that ``selector`` selects and that
+        has no shard label (made by a gitdeploy before it had one) with its app's shard, one
+        merge patch each, so that the watches of ``run --sharding`` replicas, which select their
+        shards, see it; how many (``what`` names the objects in errors)."""
+        unlabelled = self.list_selected_as(
+            resource,
+            f"list {what} in {namespace} without {SHARD_LABEL}",
+            namespace,
+            f"{selector},!{SHARD_LABEL}",
+            lambda raw: (str(raw["metadata"]["name"]), labels_of(raw).get(APP_LABEL, "")),
+        )
+        labelled = 0
+        for name, app in unlabelled:
+            patch = {"metadata": {"labels": {SHARD_LABEL: shard_of(f"{namespace}/{app}")}}}
+            try:
+                with translated(f"label {what} {namespace}/{name} with its shard"):
+                    discard(resource.patch(namespace, name, patch))
+                labelled += 1
+            except NotFoundError:  # deleted meanwhile
+                continue
+        return labelled
 
     def watch_as(
         self, call: Callable[..., Any], what: str, convert: Callable[[dict[str, Any]], Item], **kwargs: Any

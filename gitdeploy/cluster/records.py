@@ -22,13 +22,15 @@ from gitdeploy.core.observed import (
     StoredRecord,
     record_name,
 )
-from gitdeploy.core.sharding import SHARD_LABEL, shard_of
+from gitdeploy.core.sharding import SHARD_LABEL, shard_of, shard_selector
 from gitdeploy.errors import NotFoundError
 
 RECORD_KEY = "record.json"
 IMAGESTREAM_LABEL = "gitdeploy.io/imagestream"
 """Label of an image stream's state ConfigMap; its value is the stream's name."""
 STREAM_STATE_KEY = "tags.json"
+_RECORDS = f"{RECORD_LABEL}=true"
+"""The selector of every app record."""
 
 
 def stream_state_name(stream: str) -> str:
@@ -93,44 +95,54 @@ class AppRecords(_ConfigMaps):
     """The app records: list (and watch from the list), read, write, delete."""
 
     def list_app_records(
-        self, namespace: str | None = None, app: str | None = None, *, of_apps: Container[str] | None = None
+        self,
+        namespace: str | None = None,
+        app: str | None = None,
+        *,
+        of_apps: Container[str] | None = None,
+        shards: frozenset[str] | None = None,
     ) -> list[StoredRecord]:
         """Every app record (or ``app``'s), in one namespace (or all), in one list call; or (read
-        from the whole list, page by page) only those of ``of_apps``."""
-        selector = f"{RECORD_LABEL}=true" + (f",{APP_LABEL}={app}" if app else "")
+        from the whole list, page by page) only those of ``of_apps``; of the apps of ``shards``
+        only, when given (selected by the server)."""
+        selector = shard_selector(_RECORDS + (f",{APP_LABEL}={app}" if app else ""), shards)
         return self.kube.list_selected_as(
             self.kube.config_maps, "list app records", namespace, selector, _record, keep_apps(of_apps)
         )
 
-    def list_app_records_at(self, namespace: str | None) -> tuple[list[StoredRecord], str]:
-        """The app records in ``namespace`` (None: every namespace) and the list's
-        resourceVersion, from one list (read page by page): where :meth:`watch_app_records` goes
-        on from."""
+    def list_app_records_at(
+        self, namespace: str | None, shards: frozenset[str] | None = None
+    ) -> tuple[list[StoredRecord], str]:
+        """The app records in ``namespace`` (None: every namespace; of the apps of ``shards`` only,
+        when given) and the list's resourceVersion, from one list (read page by page): where
+        :meth:`watch_app_records` goes on from."""
+        selector = shard_selector(_RECORDS, shards)
         if namespace is None:
             return self.kube.list_converted_at(
-                self.kube.config_maps.list_everywhere,
-                "list app records",
-                _record,
-                label_selector=f"{RECORD_LABEL}=true",
+                self.kube.config_maps.list_everywhere, "list app records", _record, label_selector=selector
             )
         return self.kube.list_converted_at(
             self.kube.config_maps.list,
             f"list app records in {namespace}",
             _record,
             namespace=namespace,
-            label_selector=f"{RECORD_LABEL}=true",
+            label_selector=selector,
         )
 
     def watch_app_records(
-        self, namespace: str | None = None, resource_version: str = "", timeout_seconds: int = 300
+        self,
+        namespace: str | None = None,
+        resource_version: str = "",
+        timeout_seconds: int = 300,
+        shards: frozenset[str] | None = None,
     ) -> Iterator[tuple[str, StoredRecord | Bookmark]]:
-        """``(event type, record)`` for every change of an app record, until the server ends the
-        watch (after ``timeout_seconds``). Without ``resource_version`` it starts with every
-        record as ``ADDED``. A ``410 Gone`` surfaces as :class:`ExpiredError`: list again
-        (:meth:`list_app_records_at`) and watch from the list's resourceVersion."""
-        selector = f"{RECORD_LABEL}=true"
+        """``(event type, record)`` for every change of an app record (of the apps of ``shards``
+        only, when given), until the server ends the watch (after ``timeout_seconds``). Without
+        ``resource_version`` it starts with every record as ``ADDED``. A ``410 Gone`` surfaces as
+        :class:`ExpiredError`: list again (:meth:`list_app_records_at`) and watch from the list's
+        resourceVersion."""
         kwargs: dict[str, Any] = {
-            "label_selector": selector,
+            "label_selector": shard_selector(_RECORDS, shards),
             "timeout_seconds": timeout_seconds,
             "_request_timeout": self.kube.watch_timeout(timeout_seconds),
         }
@@ -140,6 +152,11 @@ class AppRecords(_ConfigMaps):
         if namespace is not None:
             call, kwargs["namespace"] = self.kube.config_maps.list, namespace
         yield from self.kube.watch_as(call, "watch of app records", _record, **kwargs)
+
+    def label_shards(self, namespace: str) -> int:
+        """Label the app records of ``namespace`` written without their app's shard label with
+        it (:meth:`~gitdeploy.cluster.rawapi.RawApi.label_shards`); how many."""
+        return self.kube.label_shards(self.kube.config_maps, namespace, _RECORDS, "app record")
 
     def read_app_record(self, namespace: str, app: str) -> StoredRecord | None:
         raw = self.read_config_map(namespace, record_name(app), f"read the record of {namespace}/{app}")

@@ -40,7 +40,7 @@ from gitdeploy.core.scaling.replicasets import (
     ReplicaSetFailure,
     ReplicaSetState,
 )
-from gitdeploy.core.sharding import SHARD_LABEL, shard_of
+from gitdeploy.core.sharding import SHARD_LABEL, shard_of, shard_selector
 from gitdeploy.errors import NotFoundError
 from gitdeploy.quantities import quantities_as_text
 
@@ -154,31 +154,40 @@ class ReplicaSets:
             self.kube.replica_sets, "list ReplicaSets", namespace, selector, to_observed_replica_set, keep
         )
 
-    def list_replica_sets_at(self, namespace: str) -> tuple[list[ObservedReplicaSet], str]:
-        """The ReplicaSets gitdeploy manages in ``namespace`` and the list's resourceVersion, from
-        one list (read page by page): where :meth:`watch_replica_sets` goes on from."""
+    def list_replica_sets_at(
+        self, namespace: str, shards: frozenset[str] | None = None
+    ) -> tuple[list[ObservedReplicaSet], str]:
+        """The ReplicaSets gitdeploy manages in ``namespace`` (of the apps of ``shards`` only, when
+        given) and the list's resourceVersion, from one list (read page by page): where
+        :meth:`watch_replica_sets` goes on from."""
         return self.kube.list_converted_at(
             self.kube.replica_sets.list,
             f"list ReplicaSets in {namespace}",
             to_observed_replica_set,
             namespace=namespace,
-            label_selector=MANAGED_SELECTOR,
+            label_selector=shard_selector(MANAGED_SELECTOR, shards),
         )
 
     def watch_replica_sets(
-        self, namespace: str, timeout_seconds: int = 300, resource_version: str = ""
+        self,
+        namespace: str,
+        timeout_seconds: int = 300,
+        resource_version: str = "",
+        shards: frozenset[str] | None = None,
     ) -> Iterator[tuple[str, ObservedReplicaSet | Bookmark]]:
         """``(event type, ReplicaSet)`` for every change of a ReplicaSet gitdeploy manages in
-        ``namespace`` after ``resource_version`` (from :meth:`list_replica_sets_at`; without it,
-        from now on: never a dump of every ReplicaSet), until the server ends the watch. A
-        ``410 Gone`` surfaces as :class:`ExpiredError`."""
+        ``namespace`` (of the apps of ``shards`` only, when given) after ``resource_version``
+        (from :meth:`list_replica_sets_at`; without it, from now on: never a dump of every
+        ReplicaSet), until the server ends the watch. A ``410 Gone`` surfaces as
+        :class:`ExpiredError`."""
         what = f"watch of ReplicaSets in {namespace}"
+        selector = shard_selector(MANAGED_SELECTOR, shards)
         version = resource_version
         if not version:
             with translated(what):
                 listed = self.kube.replica_sets.list(
                     namespace,
-                    label_selector=MANAGED_SELECTOR,
+                    label_selector=selector,
                     limit=1,
                     _preload_content=False,
                     _request_timeout=self.kube.timeout,
@@ -189,11 +198,16 @@ class ReplicaSets:
             what,
             to_observed_replica_set,
             namespace=namespace,
-            label_selector=MANAGED_SELECTOR,
+            label_selector=selector,
             resource_version=version,
             timeout_seconds=timeout_seconds,
             _request_timeout=self.kube.watch_timeout(timeout_seconds),
         )
+
+    def label_shards(self, namespace: str) -> int:
+        """Label the managed ReplicaSets of ``namespace`` made without their app's shard label
+        with it (:meth:`~gitdeploy.cluster.rawapi.RawApi.label_shards`); how many."""
+        return self.kube.label_shards(self.kube.replica_sets, namespace, MANAGED_SELECTOR, "ReplicaSet")
 
     def create_replica_set(self, spec: ReplicaSetSpec) -> ObservedReplicaSet:
         selector = dict(spec.selector_labels) | {TEMPLATE_HASH_LABEL: spec.template_hash}

@@ -119,6 +119,44 @@ def shard_owner(shard: str, members: frozenset[str]) -> str | None:
     return max(members, key=lambda m: (weight(m, shard), m), default=None)
 
 
+def shards_of(member: str, members: frozenset[str]) -> frozenset[str] | None:
+    """The shards ``member`` owns among ``members``: what its watches select
+    (:func:`shard_selector`); None when it owns them all (a lone member, or one not among
+    ``members`` yet: its watches select everything until it knows better).
+
+    >>> sorted(shards_of("a", frozenset({"a", "b"})), key=int)[:5]
+    ['2', '7', '8', '12', '13']
+    >>> shards_of("a", frozenset({"a"})) is None, shards_of("a", frozenset()) is None
+    (True, True)
+    """
+    if member not in members or len(members) == 1:
+        return None
+    return frozenset(shard for shard in map(str, range(SHARDS)) if shard_owner(shard, members) == member)
+
+
+def shard_selector(selector: str, shards: frozenset[str] | None) -> str:
+    """``selector`` narrowed to the objects of ``shards`` (None: all of them, ``selector`` as is).
+
+    >>> shard_selector("a=b", frozenset({"12", "3"})), shard_selector("a=b", None)
+    ('a=b,gitdeploy.io/shard in (3,12)', 'a=b')
+    """
+    if shards is None:
+        return selector
+    return f"{selector},{SHARD_LABEL} in ({','.join(sorted(shards, key=int))})"
+
+
+def covers(held: frozenset[str] | None, wanted: frozenset[str] | None) -> bool:
+    """Whether objects selected by the shards ``held`` (None: all) include every object of the
+    shards ``wanted`` (None: all).
+
+    >>> covers(None, frozenset({"1"})), covers(frozenset({"1", "2"}), frozenset({"1"}))
+    (True, True)
+    >>> covers(frozenset({"1"}), None), covers(frozenset({"1"}), frozenset({"2"}))
+    (False, False)
+    """
+    return held is None or (wanted is not None and wanted <= held)
+
+
 @dataclass(frozen=True)
 class SeenMember:
     """A member Lease as this process saw it: its spec, and when (this process's clock) it last

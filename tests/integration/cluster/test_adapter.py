@@ -77,6 +77,33 @@ def test_every_record_write_labels_the_record_with_its_shard(
     assert shard_label() == "294"
 
 
+def test_objects_made_without_a_shard_label_get_it_and_a_shard_selects_only_its_apps_objects(
+    cluster: Cluster, kube_client: client.ApiClient
+) -> None:
+    cluster.ensure_namespace("shop")
+    keys = [f"app-{n}" for n in range(12)]
+    for app in keys:
+        cluster.write_app_record("shop", app, "{}", None)
+    created = cluster.create_replica_set(_spec())
+    unlabel = {"metadata": {"labels": {SHARD_LABEL: None}}}  # as an earlier gitdeploy made them
+    for app in keys[:5]:
+        client.CoreV1Api(kube_client).patch_namespaced_config_map(f"gitdeploy.{app}", "shop", unlabel)
+    client.AppsV1Api(kube_client).patch_namespaced_replica_set(created.name, "shop", unlabel)
+    mine = frozenset(shard_of(f"shop/{app}") for app in keys[3:8])  # 2 unlabelled, 3 labelled
+    assert sorted(r.app for r in cluster.list_app_records("shop", shards=mine)) == keys[5:8]
+
+    assert cluster.label_record_shards("shop") == 5
+    assert cluster.label_replica_set_shards("shop") == 1
+    assert cluster.label_record_shards("shop") == cluster.label_replica_set_shards("shop") == 0
+
+    assert sorted(r.app for r in cluster.list_app_records("shop", shards=mine)) == keys[3:8]
+    listed, _ = cluster.list_app_records_at("shop", mine)
+    assert sorted(r.app for r in listed) == keys[3:8]
+    web = frozenset({shard_of("shop/web")})
+    assert [rs.name for rs in cluster.list_replica_sets_at("shop", web)[0]] == [created.name]
+    assert cluster.list_replica_sets_at("shop", mine - web)[0] == []
+
+
 def test_a_record_of_a_hundred_revisions_with_long_coloured_non_ascii_hook_logs_is_accepted(
     cluster: Cluster,
 ) -> None:

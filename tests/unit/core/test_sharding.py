@@ -19,6 +19,7 @@ from gitdeploy.core.sharding import (
     ShardAct,
     ShardClaim,
     ShardDecision,
+    covers,
     decide_shard,
     live_members,
     member_lease_name,
@@ -26,6 +27,8 @@ from gitdeploy.core.sharding import (
     owner_leases,
     owner_of,
     shard_of,
+    shard_selector,
+    shards_of,
     stale_members,
     weight,
 )
@@ -142,6 +145,49 @@ def test_apps_spread_over_every_shard_and_members_get_about_as_many() -> None:
         assert owner is not None
         counts[owner] += 1
     assert all(abs(count / len(keys) - 1 / 3) < 0.05 for count in counts.values()), counts
+
+
+@given(members, app_keys)
+def test_a_member_watches_exactly_the_shards_of_the_apps_it_owns(fleet: list[str], keys: list[str]) -> None:
+    live = frozenset(fleet)
+    watched = {member: shards_of(member, live) for member in live}
+    for key in keys:
+        owner = owner_of(key, live)
+        for member, shards in watched.items():
+            selected = shards is None or shard_of(key) in shards
+            assert selected == (member == owner) or len(live) == 1
+    if len(live) > 1:  # every shard watched by exactly one member
+        assert sorted(shard for shards in watched.values() for shard in shards or ()) == sorted(
+            map(str, range(SHARDS))
+        )
+
+
+def test_a_lone_member_or_one_not_yet_live_watches_every_shard() -> None:
+    assert shards_of("a", frozenset({"a"})) is None
+    assert shards_of("a", frozenset({"b", "c"})) is None  # its own Lease not seen yet: all
+    shards = shards_of("a", frozenset({"a", "b", "c"}))
+    assert shards is not None and 0.28 < len(shards) / SHARDS < 0.39
+
+
+@pytest.mark.parametrize(
+    ("held", "wanted", "expected"),
+    [
+        (None, None, True),
+        (None, frozenset({"1"}), True),
+        (frozenset({"1", "2"}), frozenset({"2"}), True),
+        (frozenset({"1", "2"}), frozenset(), True),
+        (frozenset({"1"}), frozenset({"1", "2"}), False),
+        (frozenset({"1"}), None, False),
+    ],
+)
+def test_covers(held: frozenset[str] | None, wanted: frozenset[str] | None, expected: bool) -> None:
+    assert covers(held, wanted) is expected
+
+
+def test_a_shard_selector_names_the_shards_in_order() -> None:
+    selector = shard_selector("app=web", frozenset(map(str, range(10, 0, -3))))
+    assert selector == "app=web,gitdeploy.io/shard in (1,4,7,10)"
+    assert shard_selector("app=web", None) == "app=web"
 
 
 @given(members, app_keys)
