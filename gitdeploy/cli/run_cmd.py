@@ -39,7 +39,7 @@ from gitdeploy.controller.membership import Membership
 from gitdeploy.controller.notify import Notifier
 from gitdeploy.controller.rollouts import forget_app, forget_replica_sets
 from gitdeploy.controller.scheduler import Scheduler
-from gitdeploy.controller.shards import ShardGate
+from gitdeploy.controller.shards import OwnShards, ShardGate
 from gitdeploy.controller.streamwatch import watch_streams
 from gitdeploy.controller.watcher import watch_records, watch_rollouts
 from gitdeploy.core.diagnostics import printable
@@ -361,6 +361,7 @@ def _sharding(
     controller.reconciler.shards = gate
     controller.runner.shards = gate
     controller.shard_scope = gate  # a resync and the record watch look at this replica's apps alone
+    controller.watched_shards = OwnShards(membership)  # ... and the watches follow their objects alone
     controller.pool.sharing = lambda: len(membership.members())  # ... and lists their namespaces
     gate.on_drop.append(lambda key: forget_app(controller.runner, key))  # its changes are no hand's
 

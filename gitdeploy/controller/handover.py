@@ -6,9 +6,10 @@ fleet. Claiming each in the pass over it would make the last claim wait for ever
 (a pass looks at each app it claims, a few at a time), while the apps go unowned; and when a
 member joins, the apps it gets wait for their old owners to release them. :class:`Handover` does
 both first, on a thread of its own (and the releases, a write each, on a few more): it reads the
-moved apps' records (from the watch cache, which holds every watched namespace's records, parsed
-once per version; else one list per namespace, or one read per app when few moved there) and
-admits each through
+moved apps' records (from the watch cache when its watch follows their shards: the apps a
+replica releases are its own; else, as for the apps it gets until its watches follow their shards
+too, one list of their shards per namespace, or one read per app when few moved there) and admits
+each through
 :meth:`~gitdeploy.controller.shards.ShardGate.admit`, by the same rules as a pass (an app whose
 old owner has not let go yet waits; a release is written at once, naming the resourceVersion
 read). An app whose old owner let go (released it, or its Lease expired) is *adopted*: held at
@@ -43,6 +44,7 @@ from gitdeploy.controller.watchcache import WatchCache
 from gitdeploy.core.history.records import AppRecord, load_record
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord
+from gitdeploy.core.sharding import shard_of
 from gitdeploy.errors import ConflictError, DamagedRecordError, GitdeployError
 
 log = logging.getLogger("gitdeploy.sharding")
@@ -195,14 +197,16 @@ class Handover:
         self.mark_due([key])
 
     def _records(self, namespace: str, keys: list[AppKey]) -> dict[str, Read]:
-        cache = self.cache
-        if cache is not None and (held := cache.records(namespace)) is not None:
+        cache, shards = self.cache, frozenset(shard_of(str(key)) for key in keys)
+        if cache is not None and (held := cache.records(namespace, shards)) is not None:
             # as current as the watch: a write naming an older version than the server's conflicts
             return {key.name: _parsed(held[key.name]) for key in keys if key.name in held}
         if len(keys) < READ_EACH_BELOW:
             found = (self.cluster.read_app_record(namespace, key.name) for key in keys)
             return {record.app: (record, None) for record in found if record is not None}
-        return {record.app: (record, None) for record in self.cluster.list_app_records(namespace)}
+        names = {key.name for key in keys}  # the watch follows other shards (until it lists these)
+        listed = self.cluster.list_app_records(namespace, of_apps=names, shards=shards)
+        return {record.app: (record, None) for record in listed}
 
     def _admit(self, key: AppKey, read: Read | None, read_in: int, told: list[Told]) -> bool:
         """Admit ``key`` ahead of its pass (``read`` in the term ``read_in``); whether it is this

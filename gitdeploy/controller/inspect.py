@@ -419,7 +419,7 @@ def _watched_states(
     kept = tally.unchanged(namespace, stamp) if tally is not None else None
     if kept is not None:
         return kept
-    held = watched.contents(namespace)
+    held = watched.contents(namespace, partial=names is not None)  # a sharded replica's: its own
     if held is None:
         return None
     if names is not None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from gitdeploy.clock import Clock
@@ -135,15 +135,20 @@ def resync_mine(
     return scope.finds_orphans()
 
 
-def recorded_apps(cluster: Cluster, cache: WatchCache, namespace: str | None) -> list[AppKey]:
-    """The apps that have a record in ``namespace`` (None: every namespace), for the resync:
-    from the watch cache once the record watch has listed the namespace (no request, nothing
-    parsed: a list of 30,000 records every resync was megabytes of JSON), else from a list."""
+def recorded_apps(
+    cluster: Cluster, cache: WatchCache, namespace: str | None, of_apps: Container[str] | None = None
+) -> list[AppKey]:
+    """The apps that have a record in ``namespace`` (None: every namespace), for the resync (of
+    ``of_apps`` at least, when given): from the watch cache once the record watch has listed
+    the whole namespace (no request, nothing parsed: a list of 30,000 records every resync was
+    megabytes of JSON), else from a list that keeps the records of ``of_apps`` only, page by page
+    (a sharded replica's watches follow its own shards, and the leader looks for orphans)."""
     held = cache.records(namespace) if namespace is not None else None
     if namespace is not None and held is not None:
         return [AppKey(namespace, app) for app in held]
     try:
-        return [AppKey(record.namespace, record.app) for record in cluster.list_app_records(namespace)]
+        listed = cluster.list_app_records(namespace, of_apps=of_apps)
+        return [AppKey(record.namespace, record.app) for record in listed]
     except GitdeployError as problem:  # loud: orphans there go unnoticed until it is fixed
         log.error(
             "[resync] cannot list the app records in %s, orphans there are not found: %s",
@@ -151,6 +156,30 @@ def recorded_apps(cluster: Cluster, cache: WatchCache, namespace: str | None) ->
             problem,
         )
         return []
+
+
+def resync_records(
+    cluster: Cluster, cache: WatchCache, source: SourceTracker, *, sharded: bool
+) -> list[AppKey]:
+    """The apps with a record in the managed namespaces (:func:`recorded_apps`); ``sharded``: those
+    of them not in git at least (a sharded leader looks for orphans: see :class:`NotInGit`)."""
+    found: list[AppKey] = []
+    for namespace in source.managed_namespaces():
+        candidates = NotInGit(source, namespace) if sharded and namespace is not None else None
+        found += recorded_apps(cluster, cache, namespace, candidates)
+    return found
+
+
+class NotInGit(Container[str]):
+    """The names of the apps of ``namespace`` that git does not hold (nor holds unreadable): the
+    candidate orphans a sharded leader keeps of a list of records."""
+
+    def __init__(self, source: SourceTracker, namespace: str) -> None:
+        keys = [*source.apps, *source.problems]
+        self.in_git = frozenset(key.name for key in keys if key.namespace == namespace)
+
+    def __contains__(self, name: object) -> bool:
+        return name not in self.in_git
 
 
 def followers(apps: Mapping[AppKey, App], changed: set[str]) -> list[AppKey]:
@@ -197,6 +226,7 @@ class Controller:
         self.prune_limit_flag = prune_limit
         self.resync_seconds = resync_seconds
         self.shard_scope: ShardScope | None = None  # run --sharding: see resync_mine
+        self.watched_shards: Callable[[], frozenset[str] | None] = lambda: None  # see OwnShards
 
     # -- the parts, as readers outside the loop know them -----------------------------------------
 
@@ -436,9 +466,8 @@ class Controller:
         scope = self.shard_scope
         if scope is not None and not resync_mine(scope, self.source, self.queue, self._lock, now):
             return
-        namespaces = self.source.managed_namespaces()
-        recorded = [key for ns in namespaces for key in recorded_apps(self.cluster, self.watch_cache, ns)]
         source = self.source
+        recorded = resync_records(self.cluster, self.watch_cache, source, sharded=scope is not None)
         with self._lock:
             for key in recorded:
                 if not source.mine(key):

@@ -45,7 +45,15 @@ from gitdeploy.controller.membership import Membership
 from gitdeploy.core.history.records import AppRecord
 from gitdeploy.core.models import AppKey
 from gitdeploy.core.observed import StoredRecord, record_name
-from gitdeploy.core.sharding import ShardAct, ShardClaim, ShardDecision, concerned, decide_shard, owner_of
+from gitdeploy.core.sharding import (
+    ShardAct,
+    ShardClaim,
+    ShardDecision,
+    concerned,
+    decide_shard,
+    owner_of,
+    shards_of,
+)
 from gitdeploy.errors import ConflictError, DamagedRecordError, GitdeployError, TransientError
 
 log = logging.getLogger("gitdeploy.sharding")
@@ -80,6 +88,23 @@ class Handing:
     def __bool__(self) -> bool:
         with self._lock:
             return bool(self._keys)
+
+
+class OwnShards:
+    """The shards this replica owns among the live members (None: all of them): what its
+    watches follow (:attr:`~gitdeploy.controller.loop.Controller.watched_shards`)."""
+
+    def __init__(self, membership: Membership) -> None:
+        self.membership = membership
+        self._last: tuple[frozenset[str], frozenset[str] | None] = (frozenset(), None)
+        """The last answer, with the members it was worked out for."""
+
+    def __call__(self) -> frozenset[str] | None:
+        members = self.membership.members()
+        last = self._last
+        if last[0] != members:
+            self._last = last = (members, shards_of(self.membership.identity, members))
+        return last[1]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from gitdeploy.cluster.adapter import Cluster
 from gitdeploy.controller.listwatch import follow_once, keep_following
 from gitdeploy.controller.loop import Controller
-from gitdeploy.controller.watcher import per_namespace
+from gitdeploy.controller.watcher import Selection, per_namespace
 from gitdeploy.core.observed import StoredRecord
 
 
@@ -31,9 +31,9 @@ def watch_streams(controller: Controller, stop: threading.Event, on_notice: Call
         if not stop.is_set() and controller.notice_stream(state):
             on_notice()
 
-    def follow(namespace: str) -> None:
+    def follow(namespace: str, selection: Selection) -> None:
         keep_following(
-            stop,
+            selection.ended,
             f"image stream watch of {namespace}",
             lambda version, reached: follow_streams_once(
                 controller.cluster, namespace, version, seen, timeout_seconds=60, reached=reached

@@ -32,6 +32,7 @@ from gitdeploy.core.rollout.templatedrift import (
     TEMPLATE_DIGEST_ANNOTATION,
     edited_by_hand,
 )
+from gitdeploy.core.sharding import covers
 
 
 class Kind(StrEnum):
@@ -64,6 +65,9 @@ class WatchCache:
         contents while it stays (the dashboard computes its apps list again only when it moved)."""
         self._changed: dict[str, int] = {}
         """The generation of each namespace's last change (see :meth:`changed`)."""
+        self._shards: dict[tuple[str, Kind], frozenset[str] | None] = {}
+        """The shards each namespace's objects of each kind were listed for (None: all): a
+        replica of ``run --sharding`` watches its own apps' objects only (see :meth:`holds`)."""
 
     @property
     def generation(self) -> int:
@@ -82,11 +86,15 @@ class WatchCache:
         self._generation += 1
         self._changed[namespace] = self._generation
 
-    def replace_replica_sets(self, namespace: str, listed: Iterable[ObservedReplicaSet]) -> None:
-        """A list of the namespace's ReplicaSets: what it says replaces what the cache held."""
+    def replace_replica_sets(
+        self, namespace: str, listed: Iterable[ObservedReplicaSet], shards: frozenset[str] | None = None
+    ) -> None:
+        """A list of the namespace's ReplicaSets (of the apps of ``shards`` only, when given):
+        what it says replaces what the cache held."""
         slim = {rs.name: _without_template(rs) for rs in listed}
         with self._lock:
             self._replica_sets[namespace] = slim
+            self._shards[namespace, Kind.REPLICA_SETS] = shards
             self._moved(namespace)
 
     def replica_set_changed(self, kind: str, rs: ObservedReplicaSet) -> None:
@@ -102,11 +110,15 @@ class WatchCache:
                 held[rs.name] = rs
             self._moved(rs.namespace)
 
-    def replace_records(self, namespace: str, listed: Iterable[StoredRecord]) -> None:
-        """A list of the namespace's app records: what it says replaces what the cache held."""
+    def replace_records(
+        self, namespace: str, listed: Iterable[StoredRecord], shards: frozenset[str] | None = None
+    ) -> None:
+        """A list of the namespace's app records (of the apps of ``shards`` only, when given):
+        what it says replaces what the cache held."""
         packed = {stored.app: _held(stored) for stored in listed}  # MEMORY: see _records
         with self._lock:
             self._records[namespace] = packed
+            self._shards[namespace, Kind.RECORDS] = shards
             self._moved(namespace)
 
     def record_changed(self, kind: str, stored: StoredRecord) -> None:
@@ -126,33 +138,43 @@ class WatchCache:
         """The watch of ``kind`` in ``namespace`` stopped: the namespace is listed again when read."""
         with self._lock:
             self._moved(namespace)
+            self._shards.pop((namespace, kind), None)
             if kind is Kind.REPLICA_SETS:
                 self._replica_sets.pop(namespace, None)
                 return
             self._records.pop(namespace, None)
 
     def holds(self, namespace: str, kind: Kind | None = None) -> bool:
-        """The watch of ``kind`` in ``namespace`` has listed it (no kind: both have, and
-        :meth:`contents` is not None)."""
+        """The watch of ``kind`` in ``namespace`` has listed all of it, not only some shards' (no
+        kind: both have, and :meth:`contents` is not None)."""
         with self._lock:
-            replica_sets, records = namespace in self._replica_sets, namespace in self._records
-        if kind is None:
-            return replica_sets and records
-        return replica_sets if kind is Kind.REPLICA_SETS else records
+            return all(self._covers(namespace, each, None) for each in ([kind] if kind else Kind))
 
-    def records(self, namespace: str) -> dict[str, StoredRecord] | None:
-        """The app records of ``namespace`` by app name, or None while its record watch has not
-        listed it."""
+    def _covers(self, namespace: str, kind: Kind, shards: frozenset[str] | None) -> bool:
+        """Whether the watch of ``kind`` in ``namespace`` listed every object of ``shards`` (None:
+        all), with the lock held."""
+        held = self._replica_sets if kind is Kind.REPLICA_SETS else self._records
+        return namespace in held and covers(self._shards.get((namespace, kind)), shards)
+
+    def records(self, namespace: str, shards: frozenset[str] | None = None) -> dict[str, StoredRecord] | None:
+        """The app records of ``namespace`` by app name (those of the apps of ``shards`` at
+        least, when given), or None while its record watch has not listed them."""
         with self._lock:
-            held = self._records.get(namespace)
-            return None if held is None else dict(held)
+            if not self._covers(namespace, Kind.RECORDS, shards):
+                return None
+            return dict(self._records[namespace])
 
-    def contents(self, namespace: str) -> tuple[list[ObservedReplicaSet], list[StoredRecord]] | None:
+    def contents(
+        self, namespace: str, *, partial: bool = False
+    ) -> tuple[list[ObservedReplicaSet], list[StoredRecord]] | None:
         """The ReplicaSets and app records of ``namespace``, or None while one of its watches has
-        not listed it yet."""
+        not listed all of it yet (``partial``: has not listed it at all; a sharded replica's
+        watches list its own apps' objects, and what it reads of them is all there)."""
         with self._lock:
             replica_sets, records = self._replica_sets.get(namespace), self._records.get(namespace)
             if replica_sets is None or records is None:
+                return None
+            if not partial and not all(self._covers(namespace, kind, None) for kind in Kind):
                 return None
             return list(replica_sets.values()), list(records.values())
 

@@ -108,6 +108,6 @@ def test_a_settled_fleet_costs_no_more_api_calls_than_one_replica(
 
     # Then, settled, neither wrote anything but Leases
     assert [w for w in cluster.writes() if " leases " not in w] == []
-    # ... and at each resync each read its namespace once (the orphans are found in the record
-    # watch's cache): nothing else, so the fleet costs more per replica, not per app
+    # ... and at each resync each read its namespace once, the leader its records once more (for
+    # orphans): nothing else, so the fleet costs more per replica, not per app
     assert_resync_costs(one[solo_identity], three, MOST_RESYNCS, "\n".join(report))

@@ -95,6 +95,6 @@ def test_a_settled_fleet_costs_the_real_api_server_no_more_than_one_replica_per_
 
     # Then, settled, neither wrote anything but Leases
     assert solo_writes == fleet_writes == [], report
-    # ... and at each resync each read its namespace once (the orphans are found in the record
-    # watch's cache): nothing else, so the fleet costs more per replica, not per app
+    # ... and at each resync each read its namespace once, the leader its records once more (for
+    # orphans): nothing else, so the fleet costs more per replica, not per app
     assert_resync_costs(one[solo_identity], three, MOST_RESYNCS, report)

@@ -179,3 +179,23 @@ def test_cached_objects_share_one_string_for_each_namespace_phase_and_annotation
     assert first.annotation("gitdeploy.io/phase") is second.annotation("gitdeploy.io/phase") == "Complete"
     assert first.annotation("gitdeploy.io/commit") == "web-aweb-a"
     assert first.annotation("gitdeploy.io/revision") == ""  # not kept: the counting does not read it
+
+
+def test_a_cache_of_some_shards_serves_only_readers_of_those_shards() -> None:
+    cache = WatchCache()
+    mine = frozenset({"3", "7"})
+    cache.replace_replica_sets("shop", [replica_set("web-a")], shards=mine)
+    cache.replace_records("shop", [record("web", "1")], shards=mine)
+    assert not cache.holds("shop") and not cache.holds("shop", Kind.RECORDS)
+    assert cache.contents("shop") is None  # a reader of the whole namespace lists it
+    held = cache.contents("shop", partial=True)
+    assert held is not None and [r.app for r in held[1]] == ["web"]
+    assert cache.records("shop") is None
+    assert cache.records("shop", frozenset({"3"})) is not None
+    assert cache.records("shop", frozenset({"3", "9"})) is None  # shard 9 is another replica's
+    cache.replace_records("shop", [record("web", "2")])  # the replica is alone again: all of it
+    records = cache.records("shop", frozenset({"9"}))
+    assert records is not None and records["web"].resource_version == "2"
+    assert cache.holds("shop", Kind.RECORDS) and not cache.holds("shop")
+    cache.forget("shop", Kind.RECORDS)
+    assert cache.records("shop", frozenset({"3"})) is None
