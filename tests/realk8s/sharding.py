@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -117,3 +118,22 @@ def writers(plane: ControlPlane, namespace: str, start: int) -> dict[str, set[st
         if app is not None:
             found.setdefault(app, set()).add(writer(event))
     return found
+
+
+def selected_shards(plane: ControlPlane, namespace: str, start: int) -> dict[tuple[str, str], frozenset[str]]:
+    """The shards each replica's last watch of each kind in ``namespace`` selected, since byte
+    ``start`` of the audit log, by (replica, resource): ``gitdeploy.io/shard in (...)`` in the
+    request's ``labelSelector``. Last by when the request came (a watch superseded by one of
+    other shards is logged once more when it ends, after the new one began)."""
+    found: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
+    events: list[Any] = audit_events(plane, start)
+    for event in events:
+        where = event.get("objectRef") or {}
+        if event.get("verb") != "watch" or where.get("namespace") != namespace:
+            continue
+        selector = " ".join(parse_qs(urlsplit(event["requestURI"]).query).get("labelSelector", []))
+        named = re.search(r"gitdeploy\.io/shard in \(([^)]*)\)", selector)
+        key, came = (writer(event), where.get("resource", "")), event["requestReceivedTimestamp"]
+        if named is not None and came >= found.get(key, ("", frozenset()))[0]:
+            found[key] = came, frozenset(named.group(1).split(","))
+    return {key: shards for key, (_, shards) in found.items()}

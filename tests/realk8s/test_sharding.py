@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from gitdeploy.core.observed import APP_LABEL
-from gitdeploy.core.sharding import MEMBER_LABEL, SHARD_LABEL, owner_of, shard_of
+from gitdeploy.core.sharding import MEMBER_LABEL, SHARD_LABEL, owner_of, shard_of, shards_of
 from gitdeploy.server.webhook import github_signature
 from tests.fixtures.cli import RunCli
 from tests.fixtures.gitrepo import GitRemote
@@ -35,6 +35,7 @@ from tests.realk8s.sharding import (
     fleet,
     identity,
     members_seen,
+    selected_shards,
     views,
     writer,
     writers,
@@ -93,6 +94,12 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
             label for label in labels if label.get(SHARD_LABEL) != shard_of(f"{namespace}/{label[APP_LABEL]}")
         ]
         assert not wrong, (kind, wrong)
+    # ... and each replica's watches of them select its own shards, as kube-apiserver served them
+    everyone = frozenset(identities)
+    mine = {identity: shards_of(identity, everyone) for identity in identities}
+    assert selected_shards(control_plane, namespace, 0) == {
+        (identity, kind): mine[identity] for identity in identities for kind in ("replicasets", "configmaps")
+    }
     # ... each replica's member Lease is in gitdeploy's namespace, made under deploy/'s Role
     leases: Any = control_plane.get_json("leases", "-n", GITDEPLOY_NAMESPACE, "-l", f"{MEMBER_LABEL}=true")
     assert {lease["spec"]["holderIdentity"] for lease in leases["items"]} >= set(identities)
@@ -128,6 +135,13 @@ def test_three_sharded_replicas_share_the_apps_and_the_survivors_take_a_killed_o
     git_remote.commit_and_push("Bump", apps(APPS, "registry.test/web:2"))
     wait_for(f"{APPS} apps at revision 2", converged(gitdeploy, namespace, 2, APPS), timeout=120)
     assert moved(), views(gitdeploy, namespace)
+    # ... and the survivors' watches followed their new shards (the victim's among them)
+    survived = frozenset(survivors)
+    watched = selected_shards(control_plane, namespace, killed)
+    kinds = ("replicasets", "configmaps")
+    assert {(survivor, kind): watched.get((survivor, kind)) for survivor in survivors for kind in kinds} == {
+        (survivor, kind): shards_of(survivor, survived) for survivor in survivors for kind in kinds
+    }
     # ... each app written since by its owner now alone (the apps that did not move: the same one)
     assert writers(control_plane, namespace, killed) == {name: {after[name]} for name in owners}
     for survivor in survivors:
