@@ -361,7 +361,7 @@ def _sharding(
     controller.reconciler.shards = gate
     controller.runner.shards = gate
     controller.shard_scope = gate  # a resync and the record watch look at this replica's apps alone
-    controller.watched_shards = OwnShards(membership)  # ... and the watches follow their objects alone
+    controller.watched_shards = OwnShards(membership, lambda: bool(gate.handing))  # ... watches theirs
     controller.pool.sharing = lambda: len(membership.members())  # ... and lists their namespaces
     gate.on_drop.append(lambda key: forget_app(controller.runner, key))  # its changes are no hand's
 

@@ -37,6 +37,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from gitdeploy.clock import Clock
 from gitdeploy.cluster.adapter import Cluster
@@ -50,6 +51,7 @@ from gitdeploy.core.sharding import (
     ShardClaim,
     ShardDecision,
     concerned,
+    covers,
     decide_shard,
     owner_of,
     shards_of,
@@ -90,21 +92,40 @@ class Handing:
             return bool(self._keys)
 
 
+class Members(Protocol):
+    """What :class:`OwnShards` reads of a :class:`~gitdeploy.controller.membership.Membership`."""
+
+    @property
+    def identity(self) -> str: ...
+
+    def members(self) -> frozenset[str]: ...
+
+
 class OwnShards:
     """The shards this replica owns among the live members (None: all of them): what its
-    watches follow (:attr:`~gitdeploy.controller.loop.Controller.watched_shards`)."""
+    watches follow (:attr:`~gitdeploy.controller.loop.Controller.watched_shards`).
 
-    def __init__(self, membership: Membership) -> None:
+    Two changes wait: while this replica is not among the members (its Lease lapsed: it acts on
+    nothing, and its watches keep following what they did rather than every app), and more
+    shards while ``busy()`` (a handover is under way: the watches list their new shards once it
+    has read the moved apps' records, rather than competing with it for the CPU and the API)."""
+
+    def __init__(self, membership: Members, busy: Callable[[], bool] = lambda: False) -> None:
         self.membership = membership
+        self.busy = busy
         self._last: tuple[frozenset[str], frozenset[str] | None] = (frozenset(), None)
         """The last answer, with the members it was worked out for."""
 
     def __call__(self) -> frozenset[str] | None:
         members = self.membership.members()
-        last = self._last
-        if last[0] != members:
-            self._last = last = (members, shards_of(self.membership.identity, members))
-        return last[1]
+        held_for, held = self._last
+        if members == held_for or (held_for and self.membership.identity not in members):
+            return held
+        shards = shards_of(self.membership.identity, members)
+        if held_for and self.busy() and not covers(held, shards):
+            return held
+        self._last = (members, shards)
+        return shards
 
 
 @dataclass(frozen=True)
