@@ -200,7 +200,14 @@ def _label_shards(label: Callable[[str], int], namespace: str, what: str) -> Non
     try:
         labelled = label(namespace)
     except GitdeployError as problem:
-        log.warning("could not label the %s in %s with their app's shard: %s", what, namespace, problem)
+        log.warning(
+            "could not label the %s in %s with their app's shard (%s); the watch lists without the "
+            "older ones until they are labelled: let gitdeploy list and patch them there "
+            "(deploy/rbac.yaml does), it tries again at its next list",
+            what,
+            namespace,
+            problem,
+        )
         return
     if labelled:
         log.info("labelled %d %s in %s with their app's shard (made without it)", labelled, what, namespace)
