@@ -193,7 +193,8 @@ def retry(cluster: Cluster, state: AppState, *, by: str, now: float) -> Revision
     writes nothing for the revision, so the failed hook and deployer pods go first (the hooks run
     again), then the ReplicaSet's phase and progress marks (its deadline starts now; a running
     loop's in-memory status yields to these newer marks), and last the record, which makes the
-    revision Running again. A record changed meanwhile fails the write with a conflict.
+    revision Running again. A ReplicaSet or a record changed since they were read fails its
+    write with a conflict, and what comes after it is not written.
     """
     key, current = state.key, state.current
     entry = state.current_entry
@@ -218,6 +219,7 @@ def retry(cluster: Cluster, state: AppState, *, by: str, now: float) -> Revision
             # a canary walks its steps again from the first, no longer aborted
             **{name: empty for name, empty in CANARY_RESTART.items() if current.annotation(name)},
         },
+        version=current.resource_version,  # changed since it was read (a replica, a hand): a conflict
     )
     write_record(cluster, state, record)
     retried = record.entry(entry.revision)

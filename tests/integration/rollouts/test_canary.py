@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from gitdeploy.controller import canary as control
 from gitdeploy.controller.inspect import AppView, list_app_views, revision_history
 from gitdeploy.controller.rollback import read_app, retry
 from gitdeploy.core.history.records import FailureReason, Outcome
 from gitdeploy.core.models import App
 from gitdeploy.core.rollout import AppPhase, Step
+from gitdeploy.errors import ConflictError
 from tests.fixtures.argorollouts import canary_rollout
 from tests.fixtures.canaries import canary_bounds, check_every_write, sizes
 from tests.fixtures.rollouts import World, commit, load_app
@@ -239,6 +242,26 @@ def test_retry_after_an_abort_walks_the_steps_again_from_the_first(world: World)
     entry = world.record(v2).entry(2)
     assert entry is not None and entry.outcome is Outcome.RUNNING
     assert world.violations == []
+
+
+def test_a_retry_is_refused_when_the_replica_set_changed_since_it_was_read(world: World) -> None:
+    v1, v2, check = waiting_for_promote(world)
+    control.abort(world.adapter, v2.key, by="ada@laptop")
+    world.roll(v2, V2, check=check)
+
+    # Given the aborted app read for a retry
+    state = read_app(world.adapter, v2.key)
+    assert state.current is not None
+
+    # When its ReplicaSet changes before the retry writes (another replica, a hand)
+    world.adapter.scale_replica_set(v2.key.namespace, state.current.name, None, {"example.com/by": "hand"})
+
+    # Then the retry is refused with a conflict, and the revision is not Running again
+    with pytest.raises(ConflictError):
+        retry(world.adapter, state, by="ada@laptop", now=world.clock.now())
+    entry = world.record(v2).entry(2)
+    assert entry is not None and entry.outcome is not Outcome.RUNNING
+    assert sizes(world, v2, v1) == (0, 4)
 
 
 def test_a_new_commit_mid_canary_replaces_the_canary_draining_it_first(world: World) -> None:
