@@ -88,6 +88,34 @@ def test_a_retry_hook_that_never_succeeds_fails_the_rollout_and_old_pods_keep_se
     assert running_images(control_plane, namespace) == {"registry.test/worker:1"}
 
 
+def test_deploy_retry_runs_a_revision_failed_in_its_pre_hook_again(
+    control_plane: ControlPlane, managed_namespace: ManagedNamespace, git_remote: GitRemote, gitdeploy: RunCli
+) -> None:
+    # Given revision 2 Failed in its pre hook (which exits 3), the old pods still serving (no
+    # automatic rollback: it would make a revision 3 the last)
+    namespace = managed_namespace("deployretry")
+    config = {"gitdeploy.yaml": settings(namespace, autoRollback=False)}
+    git_remote.commit_and_push("worker 1", config | worker(1, 1, recreate()))
+    synced(gitdeploy, git_remote)
+    git_remote.commit_and_push("worker 2", worker(2, 1, recreate(timeout=12, pre=hook("Abort", "3"))))
+    waited = gitdeploy("sync", "--repo", git_remote.url, "--wait", "--timeout", "90s", timeout=600)
+    assert waited.returncode != 0 and "the pre hook failed" in waited.stdout, waited.stdout + waited.stderr
+    failed = history(gitdeploy, f"{namespace}/worker")[1]
+    assert (failed["revision"], failed["outcome"]) == (2, "Failed"), failed
+
+    # When it is retried as deploy/'s ServiceAccount (the ReplicaSet's marks written naming the
+    # resourceVersion read, then the record)
+    retried = gitdeploy("deploy", f"{namespace}/worker", "--retry")
+
+    # Then revision 2 is Running again under its own number, its failed hook pod gone
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+    assert "revision 2 runs again (retried by " in retried.stdout
+    again = history(gitdeploy, f"{namespace}/worker")
+    assert [(r["revision"], r["outcome"]) for r in again[:2]] == [(1, "Complete"), (2, "Running")], again
+    assert not [p for p in hook_pods(control_plane, namespace, "pre") if p["status"]["phase"] == "Failed"]
+    assert running_images(control_plane, namespace) == {"registry.test/worker:1"}
+
+
 def test_a_failed_mid_hook_is_rolled_back_to_the_old_pods_without_running_hooks_again(
     control_plane: ControlPlane, managed_namespace: ManagedNamespace, git_remote: GitRemote, gitdeploy: RunCli
 ) -> None:
