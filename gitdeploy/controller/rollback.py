@@ -31,7 +31,7 @@ from gitdeploy.core.observed import (
 )
 from gitdeploy.core.rollout.templatedrift import edited_by_hand
 from gitdeploy.core.timestamps import format_timestamp
-from gitdeploy.errors import NotFoundError, PermanentError
+from gitdeploy.errors import ConflictError, NotFoundError, PermanentError
 from gitdeploy.source.repo import ConfigRepo
 
 LoadApp = Callable[[AppKey, RevisionEntry], App]
@@ -208,19 +208,26 @@ def retry(cluster: Cluster, state: AppState, *, by: str, now: float) -> Revision
         if pod.name.startswith(prefix) and pod.revision == entry.revision and pod.phase == PodPhase.FAILED:
             cluster.delete_pod(key.namespace, pod.name)
     stamp = format_timestamp(now)
-    cluster.scale_replica_set(
-        key.namespace,
-        current.name,
-        None,
-        {
-            PHASE_ANNOTATION: Outcome.RUNNING.value,
-            STARTED_AT_ANNOTATION: stamp,
-            PROGRESSED_AT_ANNOTATION: stamp,
-            # a canary walks its steps again from the first, no longer aborted
-            **{name: empty for name, empty in CANARY_RESTART.items() if current.annotation(name)},
-        },
-        version=current.resource_version,  # changed since it was read (a replica, a hand): a conflict
-    )
+    try:
+        cluster.scale_replica_set(
+            key.namespace,
+            current.name,
+            None,
+            {
+                PHASE_ANNOTATION: Outcome.RUNNING.value,
+                STARTED_AT_ANNOTATION: stamp,
+                PROGRESSED_AT_ANNOTATION: stamp,
+                # a canary walks its steps again from the first, no longer aborted
+                **{name: empty for name, empty in CANARY_RESTART.items() if current.annotation(name)},
+            },
+            version=current.resource_version,
+        )
+    except ConflictError as problem:  # changed since it was read: by a replica's step, or a hand
+        raise ConflictError(
+            f"{key}: revision {entry.revision} was not retried: its ReplicaSet {current.name} changed "
+            f"since it was read ({problem.message})",
+            hint=f"run `gitdeploy deploy {key} --retry` again: it reads the ReplicaSet anew",
+        ) from problem
     write_record(cluster, state, record)
     retried = record.entry(entry.revision)
     assert retried is not None

@@ -257,8 +257,10 @@ def test_a_retry_is_refused_when_the_replica_set_changed_since_it_was_read(world
     world.adapter.scale_replica_set(v2.key.namespace, state.current.name, None, {"example.com/by": "hand"})
 
     # Then the retry is refused with a conflict, and the revision is not Running again
-    with pytest.raises(ConflictError):
+    with pytest.raises(ConflictError) as refused:
         retry(world.adapter, state, by="ada@laptop", now=world.clock.now())
+    assert "revision 2 was not retried: its ReplicaSet" in refused.value.message
+    assert f"gitdeploy deploy {v2.key} --retry" in refused.value.hint
     entry = world.record(v2).entry(2)
     assert entry is not None and entry.outcome is not Outcome.RUNNING
     assert sizes(world, v2, v1) == (0, 4)
